@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// WheelConfig configures the hold-expiry ticker.
+type WheelConfig struct {
+	// Interval between ticks; default 100ms. Availability does not depend on it (a due hold stops
+	// counting at its deadline), only how soon counters and hold records catch up.
+	Interval time.Duration
+	// Batch bounds the holds one script pops per venue; default 500. A full batch is followed at once
+	// by another.
+	Batch int
+	// Timeout bounds one tick; default 2s.
+	Timeout time.Duration
+}
+
+// Wheel pops due holds from every venue's wheel and gives their units back.
+type Wheel struct {
+	e      *Engine
+	cfg    WheelConfig
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+}
+
+// NewWheel builds the ticker of an engine.
+func (e *Engine) NewWheel(cfg WheelConfig) *Wheel {
+	setDefault(&cfg.Interval, 100*time.Millisecond)
+	setDefault(&cfg.Timeout, 2*time.Second)
+	if cfg.Batch <= 0 {
+		cfg.Batch = 500
+	}
+	return &Wheel{e: e, cfg: cfg}
+}
+
+// Start runs the ticker until ctx ends or Stop is called.
+func (w *Wheel) Start(ctx context.Context) {
+	ctx, w.cancel = context.WithCancel(ctx)
+	w.done = make(chan struct{})
+	go func() {
+		defer close(w.done)
+		t := time.NewTicker(w.cfg.Interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := w.runOnce(ctx); err != nil && ctx.Err() == nil {
+					w.e.log.Warn("wheel tick failed", "err", err)
+				}
+			}
+		}
+	}()
+}
+
+// Stop ends the ticker and waits for the running tick.
+func (w *Wheel) Stop() {
+	w.once.Do(func() {
+		if w.cancel != nil {
+			w.cancel()
+			<-w.done
+		}
+	})
+}
+
+// RunOnce runs one tick now (for tests and tools) and says how many holds expired.
+func (w *Wheel) RunOnce(ctx context.Context) (int, error) { return w.runOnce(ctx) }
+
+func (w *Wheel) runOnce(ctx context.Context) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+	defer cancel()
+	start := time.Now()
+	defer func() { metricWheelTick.Observe(time.Since(start).Seconds()) }()
+	venues, err := w.e.venueIDs(ctx)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for len(venues) > 0 {
+		n, full, err := w.e.expireDue(ctx, venues, w.cfg.Batch)
+		total += n
+		if err != nil {
+			return total, err
+		}
+		venues = full
+	}
+	metricExpired.Add(float64(total))
+	return total, nil
+}
+
+// expireDue runs the expiry script for venues in one pipeline and returns the venues whose batch
+// was full (more may be due).
+func (e *Engine) expireDue(ctx context.Context, venues []uint64, batch int) (int, []uint64, error) {
+	// EVALSHA in a pipeline needs the script loaded; Load is cheap and idempotent.
+	if err := e.scripts.expireDue.Load(ctx, e.rdb).Err(); err != nil {
+		return 0, nil, err
+	}
+	now := e.clock.Now().UnixMilli()
+	k := e.keys
+	pipe := e.rdb.Pipeline()
+	for _, v := range venues {
+		e.scripts.expireDue.EvalSha(ctx, pipe, []string{k.Wheel(v), k.Owners(v), k.Used(v)}, now, batch, keep.Milliseconds(), k.HoldPrefix(v))
+	}
+	cmds, err := pipe.Exec(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	total := 0
+	var full []uint64
+	for i, c := range cmds {
+		n, _ := c.(interface{ Int() (int, error) }).Int()
+		total += n
+		if n >= batch {
+			full = append(full, venues[i])
+		}
+	}
+	return total, full, nil
+}

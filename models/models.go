@@ -1,0 +1,202 @@
+// Package models owns slotwheel's durable schema: the GORM structs that describe MySQL (and, in
+// embedded mode, SQLite) tables, and the migration that creates or upgrades them. It holds no business
+// rules and imports no other slotwheel package; engine/ is the only package that reads or writes it.
+package models
+
+import (
+	"time"
+)
+
+// Venue is a place with its own IANA time zone; slot grids are laid out in venue-local time.
+type Venue struct {
+	ID        uint64    `gorm:"primaryKey"`
+	Name      string    `gorm:"size:200;not null"`
+	Timezone  string    `gorm:"size:64;not null"`
+	CreatedAt time.Time `gorm:"precision:3"`
+}
+
+// Resource statuses.
+const (
+	ResourceActive   = "active"
+	ResourceDisabled = "disabled"
+)
+
+// Resource is something sold by the slot: a court, a desk, a counsellor. Capacity is the number of
+// parallel units each slot has (beds, seats; 1 for a court).
+type Resource struct {
+	ID         uint64    `gorm:"primaryKey"`
+	VenueID    uint64    `gorm:"not null;index"`
+	Name       string    `gorm:"size:200;not null"`
+	Kind       string    `gorm:"size:64;not null"`
+	Capacity   int       `gorm:"not null"`
+	Category   string    `gorm:"size:64;not null;default:''"`
+	PriceCents int64     `gorm:"not null;default:0"`
+	Status     string    `gorm:"size:16;not null;default:'active'"`
+	CreatedAt  time.Time `gorm:"precision:3"`
+	UpdatedAt  time.Time `gorm:"precision:3"`
+}
+
+// Schedule is a resource's weekly opening rules with dated exceptions. Weekly and Exceptions are JSON
+// documents owned by engine/; SQL never looks inside them. GeneratedUntil is the first venue-local
+// date whose inventory has not been generated yet.
+type Schedule struct {
+	ResourceID     uint64    `gorm:"primaryKey;autoIncrement:false"`
+	SlotMinutes    int       `gorm:"not null"`
+	Weekly         string    `gorm:"type:text;not null"`
+	Exceptions     string    `gorm:"type:text;not null"`
+	HorizonDays    int       `gorm:"not null"`
+	GeneratedUntil string    `gorm:"size:10;not null;default:''"`
+	UpdatedAt      time.Time `gorm:"precision:3"`
+}
+
+// SlotInventory is one generated slot of a resource: the durable truth of what can be sold. A slot
+// that has no row is closed.
+type SlotInventory struct {
+	ResourceID uint64    `gorm:"primaryKey;autoIncrement:false"`
+	Start      time.Time `gorm:"primaryKey;precision:3"`
+	End        time.Time `gorm:"precision:3;not null"`
+	Day        string    `gorm:"size:10;not null"` // venue-local date, the unit Redis loads
+	Capacity   int       `gorm:"not null"`
+}
+
+// Service is what a customer books on one of several resources; preparation and clean-up buffers take
+// units around the customer's window but are not shown to the customer.
+type Service struct {
+	ID              uint64    `gorm:"primaryKey"`
+	VenueID         uint64    `gorm:"not null;index"`
+	Name            string    `gorm:"size:200;not null"`
+	DurationMinutes int       `gorm:"not null"`
+	PrepMinutes     int       `gorm:"not null;default:0"`
+	CleanupMinutes  int       `gorm:"not null;default:0"`
+	PriceCents      int64     `gorm:"not null;default:0"`
+	CreatedAt       time.Time `gorm:"precision:3"`
+}
+
+// ServiceResource links a service to a resource that can deliver it.
+type ServiceResource struct {
+	ServiceID  uint64 `gorm:"primaryKey;autoIncrement:false"`
+	ResourceID uint64 `gorm:"primaryKey;autoIncrement:false;index"`
+}
+
+// GracePolicy sets how long after start a no-show keeps its slot, per resource category, with peak
+// windows (JSON, owned by engine/) that override it.
+type GracePolicy struct {
+	Category     string    `gorm:"primaryKey;size:64"`
+	GraceSeconds int       `gorm:"not null"`
+	Peak         string    `gorm:"type:text;not null"`
+	UpdatedAt    time.Time `gorm:"precision:3"`
+}
+
+// Booking statuses: the durable half of the state machine in DESIGN.md (HELD, EXPIRED and CANCELLED
+// holds live only in Redis).
+const (
+	StatusConfirmed        = "CONFIRMED"
+	StatusArrived          = "ARRIVED"
+	StatusInProgress       = "IN_PROGRESS"
+	StatusCompleted        = "COMPLETED"
+	StatusReleased         = "RELEASED"
+	StatusCancelledByUser  = "CANCELLED_BY_USER"
+	StatusCancelledByAdmin = "CANCELLED_BY_ADMIN"
+)
+
+// Booking is a paid (confirmed) hold. It is never deleted. OccupyStart/OccupyEnd is the physical
+// window (buffers included) whose units it takes while its status occupies capacity.
+type Booking struct {
+	ID            uint64     `gorm:"primaryKey"`
+	HoldID        string     `gorm:"size:40;not null;uniqueIndex"`
+	UserID        string     `gorm:"size:64;not null;index"`
+	VenueID       uint64     `gorm:"not null"`
+	ResourceID    uint64     `gorm:"not null;index:idx_booking_resource_occupy,priority:1"`
+	ServiceID     *uint64    ``
+	Quantity      int        `gorm:"not null"`
+	Start         time.Time  `gorm:"precision:3;not null"`
+	End           time.Time  `gorm:"precision:3;not null"`
+	OccupyStart   time.Time  `gorm:"precision:3;not null;index:idx_booking_resource_occupy,priority:2"`
+	OccupyEnd     time.Time  `gorm:"precision:3;not null"`
+	Slots         string     `gorm:"type:text;not null"` // the slot fields whose units it takes
+	Status        string     `gorm:"size:24;not null;index:idx_booking_status_release,priority:1"`
+	Version       int        `gorm:"not null"`
+	ReleaseAt     time.Time  `gorm:"precision:3;not null;index:idx_booking_status_release,priority:2"`
+	ConfirmedAt   time.Time  `gorm:"precision:3;not null"`
+	CheckedInAt   *time.Time `gorm:"precision:3"`
+	ReleasedAt    *time.Time `gorm:"precision:3"`
+	CancelledAt   *time.Time `gorm:"precision:3"`
+	CheckinCode   string     `gorm:"size:16;not null;uniqueIndex"`
+	PaymentID     *string    `gorm:"size:128"`
+	AmountCents   int64      `gorm:"not null"`
+	ReleaseTaskAt *time.Time `gorm:"precision:3"` // when the release task was put into the queue
+	CreatedAt     time.Time  `gorm:"precision:3"`
+	UpdatedAt     time.Time  `gorm:"precision:3"`
+}
+
+// BookingHistory is one status transition, written in the same transaction as the change itself.
+type BookingHistory struct {
+	ID         uint64    `gorm:"primaryKey"`
+	BookingID  uint64    `gorm:"not null;index"`
+	FromStatus string    `gorm:"size:24;not null"`
+	ToStatus   string    `gorm:"size:24;not null"`
+	Version    int       `gorm:"not null"`
+	Actor      string    `gorm:"size:80;not null"`
+	Reason     string    `gorm:"size:200;not null;default:''"`
+	At         time.Time `gorm:"precision:3;not null"`
+}
+
+// TableName keeps the history table's name readable.
+func (BookingHistory) TableName() string { return "booking_status_history" }
+
+// Payment outcomes.
+const (
+	PaymentBooked = "booked"
+	PaymentRefund = "refund"
+)
+
+// Payment is one provider notification, deduplicated by PaymentID, so that a retried notification is
+// answered as the first one and a payment for a hold whose units were gone is kept for refund.
+type Payment struct {
+	PaymentID   string    `gorm:"primaryKey;size:128"`
+	HoldID      string    `gorm:"size:40;not null;index"`
+	BookingID   *uint64   ``
+	AmountCents int64     `gorm:"not null"`
+	PaidAt      time.Time `gorm:"precision:3;not null"`
+	Outcome     string    `gorm:"size:16;not null"`
+	CreatedAt   time.Time `gorm:"precision:3"`
+}
+
+// OutboxEvent is a fact other systems should hear of (released, confirmed, ...), written in the
+// transaction that made it true so that no notification is lost or invented.
+type OutboxEvent struct {
+	ID          uint64     `gorm:"primaryKey"`
+	BookingID   uint64     `gorm:"not null;index"`
+	Type        string     `gorm:"size:40;not null"`
+	Payload     string     `gorm:"type:text;not null"`
+	CreatedAt   time.Time  `gorm:"precision:3;not null"`
+	PublishedAt *time.Time `gorm:"precision:3;index"`
+}
+
+// UserStat counts a user's no-shows, which venues use to limit repeat offenders.
+type UserStat struct {
+	UserID    string    `gorm:"primaryKey;size:64"`
+	NoShows   int       `gorm:"not null;default:0"`
+	UpdatedAt time.Time `gorm:"precision:3"`
+}
+
+// IdempotencyKey remembers the answer to a POST made with an Idempotency-Key header, scoped to the
+// caller, method and path, for at least 24 hours.
+type IdempotencyKey struct {
+	Scope       string    `gorm:"primaryKey;size:255"`
+	RequestHash string    `gorm:"size:64;not null"`
+	Done        bool      `gorm:"not null"`
+	StatusCode  int       `gorm:"not null"`
+	Body        []byte    `gorm:"type:blob"`
+	CreatedAt   time.Time `gorm:"precision:3;not null"`
+	ExpiresAt   time.Time `gorm:"precision:3;not null;index"`
+}
+
+// All lists every table, in creation order, for Migrate.
+func All() []any {
+	return []any{
+		&Venue{}, &Resource{}, &Schedule{}, &SlotInventory{}, &Service{}, &ServiceResource{},
+		&GracePolicy{}, &Booking{}, &BookingHistory{}, &Payment{}, &OutboxEvent{}, &UserStat{},
+		&IdempotencyKey{},
+	}
+}
