@@ -164,8 +164,8 @@ func (e *Engine) CreateResource(ctx context.Context, a Actor, in ResourceInput) 
 	if utf8.RuneCountInString(in.Category) > 64 {
 		return Resource{}, Invalid("invalid_category", "category is longer than 64 characters")
 	}
-	if in.Capacity < 1 || in.Capacity > 100000 {
-		return Resource{}, Invalid("invalid_capacity", "capacity must be between 1 and 100000, not %d", in.Capacity)
+	if in.Capacity < 1 || in.Capacity > 1000000 {
+		return Resource{}, Invalid("invalid_capacity", "capacity must be between 1 and 1000000, not %d", in.Capacity)
 	}
 	if in.PriceCents < 0 || in.PriceCents > 1e12 {
 		return Resource{}, Invalid("invalid_price", "price_cents must be between 0 and 10^12")

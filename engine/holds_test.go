@@ -57,7 +57,7 @@ func TestRandomOverlappingWindowsNeverOversell(t *testing.T) {
 	ctx := context.Background()
 	const capacity = 3
 	res := tb.resource(t, capacity, 30, "08:00", "20:00") // 24 slots
-	first := at("08:00").AddDate(0, 0, 1) // tomorrow: every slot is in the future
+	first := at("08:00").AddDate(0, 0, 1)                 // tomorrow: every slot is in the future
 	type held struct{ from, n int }
 	var mu sync.Mutex
 	var holds []held

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -37,6 +38,10 @@ type plan struct {
 	weekly      map[int][]interval // ISO weekday → openings
 	exceptions  map[string][]interval
 	horizonDays int
+
+	// days memoises daySlots: a plan never changes once built (a new schedule builds a new plan),
+	// and the hold path asks for the same few days again and again.
+	days sync.Map // "2006-01-02 tz" → []slot
 }
 
 func validateWeekdays(field string, days []int) error {
@@ -137,6 +142,16 @@ type slot struct {
 // a slot whose wall start does not exist that day (spring forward) is skipped.
 func (p *plan) daySlots(day time.Time, loc *time.Location) []slot {
 	name := day.Format(dayLayout)
+	memo := name + " " + loc.String()
+	if v, ok := p.days.Load(memo); ok {
+		return v.([]slot)
+	}
+	out := p.layDay(day, name, loc)
+	p.days.Store(memo, out)
+	return out
+}
+
+func (p *plan) layDay(day time.Time, name string, loc *time.Location) []slot {
 	ivs, ok := p.exceptions[name]
 	if !ok {
 		ivs = p.weekly[isoWeekday(day)]
