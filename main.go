@@ -174,6 +174,9 @@ func serve(ctx context.Context, cfg *config.Config, eng *engine.Engine, rdb *bac
 	if err != nil {
 		return err
 	}
+	if c, ok := handler.(interface{ Close() }); ok {
+		defer c.Close() // the dashboard's Redis connections
+	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)

@@ -67,6 +67,10 @@ func (e *Engine) Pay(ctx context.Context, n PaymentNotice) (PaymentResult, error
 		return PaymentResult{}, ErrAmountMismatch
 	}
 	b, err := e.confirm(ctx, r, &n)
+	if errors.Is(err, ErrConfirmInProgress) {
+		// The same notification, delivered twice at once: answer as the first one will.
+		return e.awaitPayment(ctx, n)
+	}
 	switch {
 	case errors.Is(err, errUnitsGone):
 		return e.recordPayment(ctx, n, nil)
@@ -77,6 +81,30 @@ func (e *Engine) Pay(ctx context.Context, n PaymentNotice) (PaymentResult, error
 		return e.recordPayment(ctx, n, nil)
 	}
 	return PaymentResult{Outcome: OutcomeBooked, PaymentID: n.PaymentID, HoldID: n.HoldID, Booking: &b}, nil
+}
+
+// awaitPayment waits (bounded) for a concurrent confirm of the same hold to commit, then answers as
+// it did. There is no signal across instances, so it polls the payment row.
+func (e *Engine) awaitPayment(ctx context.Context, n PaymentNotice) (PaymentResult, error) {
+	t := time.NewTicker(25 * time.Millisecond)
+	defer t.Stop()
+	for i := 0; i < 200; i++ {
+		if prev, ok, err := e.paymentResult(ctx, n.PaymentID); err != nil || ok {
+			return prev, err
+		}
+		if b, ok, err := e.bookingByHold(ctx, n.HoldID); err != nil || ok {
+			if err != nil {
+				return PaymentResult{}, err
+			}
+			return e.recordPayment(ctx, n, &b)
+		}
+		select {
+		case <-ctx.Done():
+			return PaymentResult{}, backendErr("await payment", ctx.Err())
+		case <-t.C:
+		}
+	}
+	return PaymentResult{}, ErrConfirmInProgress
 }
 
 // paymentResult answers a payment_id seen before as it was answered then.

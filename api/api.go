@@ -1,0 +1,203 @@
+// Package api owns slotwheel's HTTP contract: the Gin router, authentication, strict JSON decoding,
+// idempotency keys, the one error mapper and the served OpenAPI document. Handlers bind and validate,
+// call one engine method and convert its answer; the rules live in engine/. It imports engine and must
+// never import jobs/ or models/.
+package api
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/hibiken/asynq"
+	"github.com/hibiken/asynqmon"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/slotwheel/slotwheel/engine"
+)
+
+// DefaultWechatAPIBase is WeChat's API host, used when Options.WechatAPIBase is empty.
+const DefaultWechatAPIBase = "https://api.weixin.qq.com"
+
+// tokenTTL is how long a token issued by the log-in routes lasts.
+const tokenTTL = 24 * time.Hour
+
+// Options configure the HTTP handler. Engine, JWTSecret and PaymentSecret are required.
+type Options struct {
+	Engine *engine.Engine
+
+	JWTSecret     []byte // HS256 secret of the Bearer tokens
+	PaymentSecret []byte // HMAC secret of payment notifications
+
+	DevLogin    bool // enable POST /api/v1/auth/dev-login
+	DevPayments bool // enable POST /api/v1/holds/{id}/confirm
+
+	// WeChat code2Session log-in; the route answers 501 wechat_not_configured without an app id and
+	// secret. WechatAPIBase defaults to DefaultWechatAPIBase (tests point it at a fake).
+	WechatAppID, WechatSecret, WechatAPIBase string
+
+	// HTTP Basic credentials of the dashboard; with an empty password only admin tokens open it.
+	DashboardUser, DashboardPassword string
+	// Asynq is the queue's Redis, for the dashboard at /monitoring/; nil means no dashboard.
+	Asynq asynq.RedisConnOpt
+
+	MetricsOnAPI bool // serve GET /metrics on this handler too
+
+	Logger *slog.Logger     // default slog.Default()
+	Now    func() time.Time // default time.Now; used for tokens and payment signatures
+}
+
+// server holds what the handlers share.
+type server struct {
+	opts   Options
+	eng    *engine.Engine
+	log    *slog.Logger
+	now    func() time.Time
+	wechat *http.Client
+}
+
+// handler is what New returns: the Gin engine, plus Close for the dashboard's Redis connections.
+type handler struct {
+	*gin.Engine
+	srv     *server
+	closers []func() error
+}
+
+// Close releases the dashboard's Redis connections, if any. The handler must not be used after.
+func (h *handler) Close() error {
+	var errs []error
+	for _, f := range h.closers {
+		errs = append(errs, f())
+	}
+	return errors.Join(errs...)
+}
+
+var _ io.Closer = (*handler)(nil)
+
+// New builds the API's HTTP handler. The handler also implements io.Closer, which releases the
+// dashboard's Redis connections.
+func New(opts Options) (http.Handler, error) {
+	h, err := newHandler(opts)
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// MetricsHandler serves the Prometheus metrics of the process, for a separate listener.
+func MetricsHandler() http.Handler { return promhttp.Handler() }
+
+func newHandler(opts Options) (*handler, error) {
+	if opts.Engine == nil {
+		return nil, errors.New("api: Options.Engine is required")
+	}
+	if len(opts.JWTSecret) == 0 {
+		return nil, errors.New("api: Options.JWTSecret is required")
+	}
+	if len(opts.PaymentSecret) == 0 {
+		return nil, errors.New("api: Options.PaymentSecret is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.WechatAPIBase == "" {
+		opts.WechatAPIBase = DefaultWechatAPIBase
+	}
+	s := &server{
+		opts:   opts,
+		eng:    opts.Engine,
+		log:    opts.Logger,
+		now:    opts.Now,
+		wechat: &http.Client{Timeout: 10 * time.Second},
+	}
+
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	r.ContextWithFallback = true
+	if err := r.SetTrustedProxies(nil); err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	h := &handler{Engine: r, srv: s}
+
+	r.Use(requestID(), s.accessLog(), s.recoverPanics(), observe())
+	r.NoRoute(func(c *gin.Context) { s.fail(c, errNotFound) })
+	r.NoMethod(func(c *gin.Context) { s.fail(c, errMethodNotAllowed) })
+
+	r.GET("/healthz", s.healthz)
+	r.GET("/readyz", s.readyz)
+	if opts.MetricsOnAPI {
+		r.GET("/metrics", gin.WrapH(MetricsHandler()))
+	}
+	r.GET("/openapi.json", serveOpenAPI)
+	if opts.Asynq != nil {
+		mon, err := newDashboard(opts.Asynq)
+		if err != nil {
+			return nil, err
+		}
+		h.closers = append(h.closers, mon.Close)
+		guard := s.dashboardGuard()
+		r.GET("/monitoring", guard, func(c *gin.Context) {
+			c.Redirect(http.StatusMovedPermanently, "/monitoring/")
+		})
+		r.Any("/monitoring/*any", guard, gin.WrapH(mon))
+	}
+
+	v1 := r.Group("/api/v1")
+
+	// Log-in. These create no state, so they take no Idempotency-Key.
+	v1.POST("/auth/dev-login", s.readBody, s.devLogin)
+	v1.POST("/auth/wechat", s.readBody, s.wechatLogin)
+
+	admin := v1.Group("/admin", s.authenticate(engine.RoleAdmin))
+	admin.POST("/venues", s.readBody, s.idempotent, s.createVenue)
+	admin.POST("/resources", s.readBody, s.idempotent, s.createResource)
+	admin.PUT("/resources/:id/schedule", s.readBody, s.setSchedule)
+	admin.POST("/services", s.readBody, s.idempotent, s.createService)
+	admin.PUT("/policies/grace", s.readBody, s.setGracePolicy)
+
+	// Browsing needs no token: mini-program reviews reject forced log-in before browsing.
+	v1.GET("/venues", s.listVenues)
+	v1.GET("/resources", s.listResources)
+	v1.GET("/services", s.listServices)
+	v1.GET("/availability", s.availability)
+
+	anyRole := s.authenticate(engine.RoleUser, engine.RoleStaff, engine.RoleAdmin)
+	v1.POST("/holds", anyRole, s.readBody, s.idempotent, s.createHold)
+	v1.GET("/holds", anyRole, s.listHolds)
+	v1.GET("/holds/:id", anyRole, s.getHold)
+	v1.DELETE("/holds/:id", anyRole, s.cancelHold)
+	v1.POST("/holds/:id/confirm", anyRole, s.readBody, s.idempotent, s.confirmHold)
+
+	// The provider authenticates by signature; engine.Pay deduplicates by payment_id.
+	v1.POST("/payments/notify", s.readBody, s.paymentNotify)
+
+	v1.GET("/bookings", anyRole, s.listBookings)
+	v1.GET("/bookings/:id", anyRole, s.getBooking)
+	v1.POST("/bookings/:id/cancel", anyRole, s.readBody, s.idempotent, s.cancelBooking)
+	v1.POST("/bookings/:id/restore", anyRole, s.readBody, s.idempotent, s.restoreBooking)
+
+	v1.POST("/checkins", s.authenticate(engine.RoleStaff, engine.RoleAdmin), s.readBody, s.idempotent, s.checkIn)
+
+	v1.POST("/waitlist", anyRole, s.readBody, s.idempotent, s.joinWaitlist)
+	v1.DELETE("/waitlist/:id", anyRole, s.leaveWaitlist)
+
+	return h, nil
+}
+
+// newDashboard builds the Asynq dashboard; asynqmon panics on options it cannot use.
+func newDashboard(opt asynq.RedisConnOpt) (h *asynqmon.HTTPHandler, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			h, err = nil, fmt.Errorf("api: dashboard: %v", p)
+		}
+	}()
+	return asynqmon.New(asynqmon.Options{RootPath: "/monitoring", RedisConnOpt: opt}), nil
+}

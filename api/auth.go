@@ -1,0 +1,333 @@
+package api
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/slotwheel/slotwheel/engine"
+)
+
+// claims are the Bearer token's claims. venue_id is read as a string or a number, so that tokens
+// minted by other tools work; this package writes it as a string.
+type claims struct {
+	Role    string  `json:"role"`
+	VenueID claimID `json:"venue_id,omitzero"`
+	jwt.RegisteredClaims
+}
+
+// claimID is an id claim given as a JSON string or number.
+type claimID uint64
+
+func (id *claimID) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	if s == "null" || s == "" {
+		*id = 0
+		return nil
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("venue_id claim: %w", err)
+	}
+	*id = claimID(v)
+	return nil
+}
+
+func (id claimID) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + strconv.FormatUint(uint64(id), 10) + `"`), nil
+}
+
+// issueToken signs a token for actor that lasts tokenTTL.
+func (s *server) issueToken(a engine.Actor) (string, time.Time, error) {
+	now := s.now()
+	exp := now.Add(tokenTTL)
+	c := claims{
+		Role:    a.Role,
+		VenueID: claimID(a.VenueID),
+		RegisteredClaims: jwt.RegisteredClaims{
+			Subject:   a.UserID,
+			IssuedAt:  jwt.NewNumericDate(now),
+			ExpiresAt: jwt.NewNumericDate(exp),
+		},
+	}
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(s.opts.JWTSecret)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("sign token: %w", err)
+	}
+	return tok, exp, nil
+}
+
+// parseToken verifies a compact HS256 token and returns its actor.
+func (s *server) parseToken(tok string) (engine.Actor, error) {
+	var c claims
+	_, err := jwt.ParseWithClaims(tok, &c,
+		func(*jwt.Token) (any, error) { return s.opts.JWTSecret, nil },
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithExpirationRequired(),
+		jwt.WithTimeFunc(s.now),
+	)
+	if err != nil {
+		return engine.Actor{}, err
+	}
+	if !validUserID(c.Subject) {
+		return engine.Actor{}, errors.New("token has no valid sub")
+	}
+	a := engine.Actor{UserID: c.Subject, Role: c.Role}
+	switch c.Role {
+	case engine.RoleUser, engine.RoleAdmin:
+	case engine.RoleStaff:
+		if c.VenueID == 0 {
+			return engine.Actor{}, errors.New("staff token without venue_id")
+		}
+		a.VenueID = uint64(c.VenueID)
+	default:
+		return engine.Actor{}, fmt.Errorf("token has unknown role %q", c.Role)
+	}
+	return a, nil
+}
+
+// bearer returns the token of an "Authorization: Bearer" header.
+func bearer(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+// authenticate requires a valid Bearer token whose role is one of roles.
+func (s *server) authenticate(roles ...string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		tok, ok := bearer(c.GetHeader("Authorization"))
+		if !ok {
+			c.Header("WWW-Authenticate", `Bearer realm="slotwheel"`)
+			s.fail(c, errUnauthorized)
+			return
+		}
+		a, err := s.parseToken(tok)
+		if err != nil {
+			c.Header("WWW-Authenticate", `Bearer realm="slotwheel", error="invalid_token"`)
+			s.fail(c, errUnauthorized)
+			return
+		}
+		allowed := false
+		for _, r := range roles {
+			allowed = allowed || a.Role == r
+		}
+		if !allowed {
+			s.fail(c, errForbidden)
+			return
+		}
+		c.Set(ctxActor, a)
+		c.Next()
+	}
+}
+
+func actorOf(c *gin.Context) engine.Actor {
+	v, _ := c.Get(ctxActor)
+	a, _ := v.(engine.Actor)
+	return a
+}
+
+// callerOf names the caller in idempotency scopes.
+func callerOf(c *gin.Context) string {
+	if a := actorOf(c); a.UserID != "" {
+		return a.UserID
+	}
+	return "anon"
+}
+
+// validUserID accepts 1..128 characters of letters, digits and "-_.:@".
+func validUserID(s string) bool {
+	return saneToken(strings.ReplaceAll(s, "@", "_"), 128)
+}
+
+// dashboardGuard lets in an admin Bearer token, or HTTP Basic with the dashboard credentials (never
+// when the dashboard password is empty), so that a person can open the dashboard in a browser.
+func (s *server) dashboardGuard() gin.HandlerFunc {
+	wantUser := sha256.Sum256([]byte(s.opts.DashboardUser))
+	wantPass := sha256.Sum256([]byte(s.opts.DashboardPassword))
+	basicOn := s.opts.DashboardPassword != ""
+	return func(c *gin.Context) {
+		if tok, ok := bearer(c.GetHeader("Authorization")); ok {
+			a, err := s.parseToken(tok)
+			switch {
+			case err != nil:
+			case a.Role == engine.RoleAdmin:
+				c.Next()
+				return
+			default:
+				s.fail(c, errForbidden)
+				return
+			}
+		} else if user, pass, ok := c.Request.BasicAuth(); ok && basicOn {
+			gotUser := sha256.Sum256([]byte(user))
+			gotPass := sha256.Sum256([]byte(pass))
+			// Both comparisons always run, so timing tells nothing about which one failed.
+			u := subtle.ConstantTimeCompare(gotUser[:], wantUser[:])
+			p := subtle.ConstantTimeCompare(gotPass[:], wantPass[:])
+			if u&p == 1 {
+				c.Next()
+				return
+			}
+		}
+		c.Header("WWW-Authenticate", `Basic realm="slotwheel"`)
+		s.fail(c, errUnauthorized)
+	}
+}
+
+type devLoginRequest struct {
+	UserID  *string `json:"user_id"`
+	Role    *string `json:"role"`
+	VenueID *jsonID `json:"venue_id"`
+}
+
+type tokenResponse struct {
+	Token     string `json:"token"`
+	ExpiresAt string `json:"expires_at"`
+}
+
+// devLogin issues a token for any user, role and venue; only when dev log-in is enabled.
+func (s *server) devLogin(c *gin.Context) {
+	if !s.opts.DevLogin {
+		s.fail(c, errNotFound)
+		return
+	}
+	var req devLoginRequest
+	if !s.bind(c, &req) {
+		return
+	}
+	if req.UserID == nil {
+		s.fail(c, missing("user_id"))
+		return
+	}
+	if !validUserID(*req.UserID) {
+		s.fail(c, unprocessable("invalid_user_id", "user_id must be 1..128 of A-Z a-z 0-9 - _ . : @").withField("user_id"))
+		return
+	}
+	a := engine.Actor{UserID: *req.UserID, Role: engine.RoleUser}
+	if req.Role != nil {
+		a.Role = *req.Role
+	}
+	switch a.Role {
+	case engine.RoleUser, engine.RoleAdmin:
+	case engine.RoleStaff:
+		if req.VenueID == nil {
+			s.fail(c, missing("venue_id"))
+			return
+		}
+		a.VenueID = uint64(*req.VenueID)
+	default:
+		s.fail(c, unprocessable("invalid_role", "role must be user, staff or admin").withField("role"))
+		return
+	}
+	s.writeToken(c, a)
+}
+
+func (s *server) writeToken(c *gin.Context, a engine.Actor) {
+	tok, exp, err := s.issueToken(a)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, tokenResponse{Token: tok, ExpiresAt: exp.UTC().Format(time.RFC3339)})
+}
+
+type wechatLoginRequest struct {
+	Code *string `json:"code"`
+}
+
+// code2SessionResponse is WeChat's answer to jscode2session.
+type code2SessionResponse struct {
+	OpenID  string `json:"openid"`
+	ErrCode int    `json:"errcode"`
+	ErrMsg  string `json:"errmsg"`
+}
+
+// wechatLogin exchanges a wx.login code for the user's openid through code2Session; the openid
+// becomes the subject "wx:<openid>".
+func (s *server) wechatLogin(c *gin.Context) {
+	var req wechatLoginRequest
+	if !s.bind(c, &req) {
+		return
+	}
+	if req.Code == nil {
+		s.fail(c, missing("code"))
+		return
+	}
+	if *req.Code == "" || len(*req.Code) > 256 {
+		s.fail(c, unprocessable("invalid_code", "code must be 1..256 characters").withField("code"))
+		return
+	}
+	if s.opts.WechatAppID == "" || s.opts.WechatSecret == "" {
+		s.fail(c, errWechatNotConfigured)
+		return
+	}
+	openID, err := s.code2Session(c, *req.Code)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.writeToken(c, engine.Actor{UserID: "wx:" + openID, Role: engine.RoleUser})
+}
+
+func (s *server) code2Session(c *gin.Context, code string) (string, error) {
+	q := url.Values{
+		"appid":      {s.opts.WechatAppID},
+		"secret":     {s.opts.WechatSecret},
+		"js_code":    {code},
+		"grant_type": {"authorization_code"},
+	}
+	u := strings.TrimRight(s.opts.WechatAPIBase, "/") + "/sns/jscode2session?" + q.Encode()
+	req, err := http.NewRequestWithContext(c.Request.Context(), http.MethodGet, u, nil)
+	if err != nil {
+		return "", fmt.Errorf("code2session request: %w", err)
+	}
+	resp, err := s.wechat.Do(req)
+	if err != nil {
+		s.log.WarnContext(c.Request.Context(), "wechat code2session failed", "request_id", requestIDOf(c), "err", redactSecret(err, s.opts.WechatSecret))
+		return "", errWechatUnavailable
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		s.log.WarnContext(c.Request.Context(), "wechat code2session failed", "request_id", requestIDOf(c), "status", resp.StatusCode, "err", err)
+		return "", errWechatUnavailable
+	}
+	var out code2SessionResponse
+	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&out); err != nil {
+		s.log.WarnContext(c.Request.Context(), "wechat code2session answer unreadable", "request_id", requestIDOf(c), "err", err)
+		return "", errWechatUnavailable
+	}
+	if out.ErrCode != 0 || !saneToken(out.OpenID, 128) {
+		s.log.InfoContext(c.Request.Context(), "wechat log-in refused", "request_id", requestIDOf(c), "errcode", out.ErrCode, "errmsg", out.ErrMsg)
+		return "", errWechatLoginFailed
+	}
+	return out.OpenID, nil
+}
+
+// redactSecret keeps the app secret, which travels in the query string, out of logged URL errors.
+func redactSecret(err error, secret string) string {
+	msg := err.Error()
+	if secret != "" {
+		msg = strings.ReplaceAll(msg, url.QueryEscape(secret), "REDACTED")
+		msg = strings.ReplaceAll(msg, secret, "REDACTED")
+	}
+	return msg
+}

@@ -1,0 +1,303 @@
+package api
+
+import (
+	"github.com/slotwheel/slotwheel/engine"
+)
+
+// Response shapes. They are the contract: snake_case, ids as strings, times RFC 3339 in the venue's
+// offset, money in integer cents. Engine types cross into them only through the to*Response
+// converters below, so that a change inside the engine does not ripple into the API.
+
+type listResponse[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"next_cursor"`
+}
+
+func toList[E, R any](in []E, next string, conv func(E) R) listResponse[R] {
+	out := listResponse[R]{Items: make([]R, 0, len(in)), NextCursor: next}
+	for _, e := range in {
+		out.Items = append(out.Items, conv(e))
+	}
+	return out
+}
+
+type venueResponse struct {
+	VenueID   string `json:"venue_id"`
+	Name      string `json:"name"`
+	Timezone  string `json:"timezone"`
+	CreatedAt string `json:"created_at,omitempty"`
+}
+
+func toVenueResponse(v engine.Venue) venueResponse {
+	r := venueResponse{VenueID: formatID(v.ID), Name: v.Name, Timezone: v.Timezone}
+	if !v.CreatedAt.IsZero() {
+		r.CreatedAt = formatTime(v.CreatedAt)
+	}
+	return r
+}
+
+type resourceResponse struct {
+	ResourceID  string `json:"resource_id"`
+	VenueID     string `json:"venue_id"`
+	Name        string `json:"name"`
+	Kind        string `json:"kind"`
+	Capacity    int    `json:"capacity"`
+	Category    string `json:"category"`
+	PriceCents  int64  `json:"price_cents"`
+	Status      string `json:"status"`
+	SlotMinutes int    `json:"slot_minutes"`
+	CreatedAt   string `json:"created_at,omitempty"`
+}
+
+func toResourceResponse(r engine.Resource) resourceResponse {
+	out := resourceResponse{
+		ResourceID:  formatID(r.ID),
+		VenueID:     formatID(r.VenueID),
+		Name:        r.Name,
+		Kind:        r.Kind,
+		Capacity:    r.Capacity,
+		Category:    r.Category,
+		PriceCents:  r.PriceCents,
+		Status:      r.Status,
+		SlotMinutes: r.SlotMinutes,
+	}
+	if !r.CreatedAt.IsZero() {
+		out.CreatedAt = formatTime(r.CreatedAt)
+	}
+	return out
+}
+
+type weeklyRuleJSON struct {
+	Weekdays []int  `json:"weekdays"`
+	Open     string `json:"open"`
+	Close    string `json:"close"`
+}
+
+type exceptionJSON struct {
+	Date   string `json:"date"`
+	Closed bool   `json:"closed,omitempty"`
+	Open   string `json:"open,omitempty"`
+	Close  string `json:"close,omitempty"`
+}
+
+type scheduleResponse struct {
+	ResourceID     string           `json:"resource_id"`
+	SlotMinutes    int              `json:"slot_minutes"`
+	Weekly         []weeklyRuleJSON `json:"weekly"`
+	Exceptions     []exceptionJSON  `json:"exceptions"`
+	HorizonDays    int              `json:"horizon_days"`
+	GeneratedUntil string           `json:"generated_until,omitempty"`
+}
+
+func toScheduleResponse(s engine.Schedule) scheduleResponse {
+	out := scheduleResponse{
+		ResourceID:     formatID(s.ResourceID),
+		SlotMinutes:    s.SlotMinutes,
+		Weekly:         make([]weeklyRuleJSON, 0, len(s.Weekly)),
+		Exceptions:     make([]exceptionJSON, 0, len(s.Exceptions)),
+		HorizonDays:    s.HorizonDays,
+		GeneratedUntil: s.GeneratedUntil,
+	}
+	for _, w := range s.Weekly {
+		out.Weekly = append(out.Weekly, weeklyRuleJSON{Weekdays: nonNilInts(w.Weekdays), Open: w.Open, Close: w.Close})
+	}
+	for _, e := range s.Exceptions {
+		out.Exceptions = append(out.Exceptions, exceptionJSON{Date: e.Date, Closed: e.Closed, Open: e.Open, Close: e.Close})
+	}
+	return out
+}
+
+type serviceResponse struct {
+	ServiceID       string   `json:"service_id"`
+	VenueID         string   `json:"venue_id"`
+	Name            string   `json:"name"`
+	DurationMinutes int      `json:"duration_minutes"`
+	PrepMinutes     int      `json:"prep_minutes"`
+	CleanupMinutes  int      `json:"cleanup_minutes"`
+	ResourceIDs     []string `json:"resource_ids"`
+	PriceCents      int64    `json:"price_cents"`
+	CreatedAt       string   `json:"created_at,omitempty"`
+}
+
+func toServiceResponse(s engine.Service) serviceResponse {
+	out := serviceResponse{
+		ServiceID:       formatID(s.ID),
+		VenueID:         formatID(s.VenueID),
+		Name:            s.Name,
+		DurationMinutes: s.DurationMinutes,
+		PrepMinutes:     s.PrepMinutes,
+		CleanupMinutes:  s.CleanupMinutes,
+		ResourceIDs:     make([]string, 0, len(s.ResourceIDs)),
+		PriceCents:      s.PriceCents,
+	}
+	for _, id := range s.ResourceIDs {
+		out.ResourceIDs = append(out.ResourceIDs, formatID(id))
+	}
+	if !s.CreatedAt.IsZero() {
+		out.CreatedAt = formatTime(s.CreatedAt)
+	}
+	return out
+}
+
+type peakRuleJSON struct {
+	Weekdays     []int  `json:"weekdays"`
+	From         string `json:"from"`
+	To           string `json:"to"`
+	GraceSeconds int    `json:"grace_seconds"`
+}
+
+type gracePolicyResponse struct {
+	Category     string         `json:"category"`
+	GraceSeconds int            `json:"grace_seconds"`
+	Peak         []peakRuleJSON `json:"peak"`
+}
+
+func toGracePolicyResponse(g engine.GracePolicy) gracePolicyResponse {
+	out := gracePolicyResponse{Category: g.Category, GraceSeconds: g.GraceSeconds, Peak: make([]peakRuleJSON, 0, len(g.Peak))}
+	for _, p := range g.Peak {
+		out.Peak = append(out.Peak, peakRuleJSON{Weekdays: nonNilInts(p.Weekdays), From: p.From, To: p.To, GraceSeconds: p.GraceSeconds})
+	}
+	return out
+}
+
+type slotResponse struct {
+	Start      string `json:"start"`
+	End        string `json:"end"`
+	Available  bool   `json:"available"`
+	Remaining  int    `json:"remaining"`
+	Reason     string `json:"reason,omitempty"`
+	ResourceID string `json:"resource_id"`
+}
+
+type availabilityResponse struct {
+	Slots []slotResponse `json:"slots"`
+}
+
+func toSlotResponse(s engine.SlotAvailability) slotResponse {
+	out := slotResponse{
+		Start:      formatTime(s.Start),
+		End:        formatTime(s.End),
+		Available:  s.Available,
+		Remaining:  s.Remaining,
+		ResourceID: formatID(s.ResourceID),
+	}
+	if !s.Available {
+		out.Reason = s.Reason
+	}
+	return out
+}
+
+func toAvailabilityResponse(slots []engine.SlotAvailability) availabilityResponse {
+	out := availabilityResponse{Slots: make([]slotResponse, 0, len(slots))}
+	for _, s := range slots {
+		out.Slots = append(out.Slots, toSlotResponse(s))
+	}
+	return out
+}
+
+type holdResponse struct {
+	HoldID      string `json:"hold_id"`
+	Status      string `json:"status"`
+	UserID      string `json:"user_id"`
+	VenueID     string `json:"venue_id"`
+	ResourceID  string `json:"resource_id"`
+	ServiceID   string `json:"service_id,omitempty"`
+	Quantity    int    `json:"quantity"`
+	Start       string `json:"start"`
+	End         string `json:"end"`
+	ExpiresAt   string `json:"expires_at"`
+	AmountCents int64  `json:"amount_cents"`
+	BookingID   string `json:"booking_id,omitempty"`
+}
+
+func toHoldResponse(h engine.Hold) holdResponse {
+	out := holdResponse{
+		HoldID:      h.ID,
+		Status:      h.Status,
+		UserID:      h.UserID,
+		VenueID:     formatID(h.VenueID),
+		ResourceID:  formatID(h.ResourceID),
+		Quantity:    h.Quantity,
+		Start:       formatTime(h.Start),
+		End:         formatTime(h.End),
+		ExpiresAt:   formatTime(h.ExpiresAt),
+		AmountCents: h.AmountCents,
+	}
+	if h.ServiceID != 0 {
+		out.ServiceID = formatID(h.ServiceID)
+	}
+	if h.BookingID != 0 {
+		out.BookingID = formatID(h.BookingID)
+	}
+	return out
+}
+
+type bookingResponse struct {
+	BookingID   string `json:"booking_id"`
+	HoldID      string `json:"hold_id"`
+	Status      string `json:"status"`
+	VenueID     string `json:"venue_id"`
+	ResourceID  string `json:"resource_id"`
+	ServiceID   string `json:"service_id,omitempty"`
+	Quantity    int    `json:"quantity"`
+	Start       string `json:"start"`
+	End         string `json:"end"`
+	ReleaseAt   string `json:"release_at"`
+	ConfirmedAt string `json:"confirmed_at"`
+	CheckedInAt string `json:"checked_in_at,omitempty"`
+	ReleasedAt  string `json:"released_at,omitempty"`
+	CancelledAt string `json:"cancelled_at,omitempty"`
+	CheckinCode string `json:"checkin_code"`
+	PaymentID   string `json:"payment_id,omitempty"`
+	AmountCents int64  `json:"amount_cents"`
+	Version     int    `json:"version"`
+}
+
+func toBookingResponse(b engine.Booking) bookingResponse {
+	out := bookingResponse{
+		BookingID:   formatID(b.ID),
+		HoldID:      b.HoldID,
+		Status:      b.Status,
+		VenueID:     formatID(b.VenueID),
+		ResourceID:  formatID(b.ResourceID),
+		Quantity:    b.Quantity,
+		Start:       formatTime(b.Start),
+		End:         formatTime(b.End),
+		ReleaseAt:   formatTime(b.ReleaseAt),
+		ConfirmedAt: formatTime(b.ConfirmedAt),
+		CheckedInAt: formatTimePtr(b.CheckedInAt),
+		ReleasedAt:  formatTimePtr(b.ReleasedAt),
+		CancelledAt: formatTimePtr(b.CancelledAt),
+		CheckinCode: b.CheckinCode,
+		PaymentID:   b.PaymentID,
+		AmountCents: b.AmountCents,
+		Version:     b.Version,
+	}
+	if b.ServiceID != 0 {
+		out.ServiceID = formatID(b.ServiceID)
+	}
+	return out
+}
+
+type paymentResponse struct {
+	Outcome   string           `json:"outcome"`
+	PaymentID string           `json:"payment_id"`
+	HoldID    string           `json:"hold_id"`
+	Booking   *bookingResponse `json:"booking,omitempty"`
+}
+
+func toPaymentResponse(p engine.PaymentResult) paymentResponse {
+	out := paymentResponse{Outcome: p.Outcome, PaymentID: p.PaymentID, HoldID: p.HoldID}
+	if p.Booking != nil && p.Outcome == engine.OutcomeBooked {
+		b := toBookingResponse(*p.Booking)
+		out.Booking = &b
+	}
+	return out
+}
+
+func nonNilInts(in []int) []int {
+	if in == nil {
+		return []int{}
+	}
+	return in
+}

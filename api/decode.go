@@ -1,0 +1,185 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// jsonID is an id in a request body: a JSON string of decimal digits naming a positive 64-bit number.
+// JavaScript clients cannot hold 64-bit numbers, so JSON numbers are refused.
+type jsonID uint64
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (id *jsonID) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 || b[0] != '"' {
+		return badRequest("invalid_id", "an id must be a JSON string of decimal digits")
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return badRequest("invalid_id", "an id must be a JSON string of decimal digits")
+	}
+	v, ok := parseID(s)
+	if !ok {
+		return badRequest("invalid_id", "an id must be a JSON string of decimal digits")
+	}
+	*id = jsonID(v)
+	return nil
+}
+
+// parseID reads a positive decimal id of at most 20 digits.
+func parseID(s string) (uint64, bool) {
+	if s == "" || len(s) > 20 {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	return v, err == nil && v > 0
+}
+
+// formatID writes an id as the API shows it.
+func formatID(v uint64) string { return strconv.FormatUint(v, 10) }
+
+// jsonTime is a time in a request body: a JSON string in RFC 3339 with an offset.
+type jsonTime struct{ time.Time }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (t *jsonTime) UnmarshalJSON(b []byte) error {
+	var s string
+	if len(b) == 0 || b[0] != '"' || json.Unmarshal(b, &s) != nil {
+		return badRequest("invalid_time", "a time must be an RFC 3339 string with an offset")
+	}
+	v, ok := parseTime(s)
+	if !ok {
+		return badRequest("invalid_time", "a time must be an RFC 3339 string with an offset")
+	}
+	t.Time = v
+	return nil
+}
+
+// rfc3339 checks the shape time.Parse is lenient about: a 'T', seconds, and an offset.
+var rfc3339 = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$`)
+
+func parseTime(s string) (time.Time, bool) {
+	if !rfc3339.MatchString(s) {
+		return time.Time{}, false
+	}
+	v, err := time.Parse(time.RFC3339Nano, strings.ToUpper(s))
+	return v, err == nil
+}
+
+// formatTime writes a time as the API shows it: RFC 3339 in the time's own zone, which for booking
+// times is the venue's.
+func formatTime(t time.Time) string { return t.Format(time.RFC3339) }
+
+func formatTimePtr(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return ""
+	}
+	return formatTime(*t)
+}
+
+// rangeCodes names the problem when a number does not fit its field.
+var rangeCodes = map[string]string{
+	"quantity":         "invalid_quantity",
+	"capacity":         "invalid_capacity",
+	"price_cents":      "invalid_price",
+	"amount_cents":     "invalid_amount",
+	"slot_minutes":     "invalid_slot_minutes",
+	"horizon_days":     "invalid_horizon_days",
+	"duration_minutes": "invalid_duration",
+	"prep_minutes":     "invalid_buffer",
+	"cleanup_minutes":  "invalid_buffer",
+	"grace_seconds":    "invalid_grace",
+	"weekdays":         "invalid_weekdays",
+}
+
+// rangeCode is the code of an out-of-range number in field (a dotted JSON path).
+func rangeCode(field string) string {
+	last := field
+	if i := strings.LastIndexByte(field, '.'); i >= 0 {
+		last = field[i+1:]
+	}
+	if code, ok := rangeCodes[last]; ok {
+		return code
+	}
+	return "invalid_number"
+}
+
+// bind decodes the body read by readBody into dst strictly: one JSON object, no unknown fields, no
+// trailing data, the contract's types. On failure it answers 400 (or 413) and returns false.
+func (s *server) bind(c *gin.Context, dst any) bool {
+	if err := decodeStrict(bodyOf(c), dst); err != nil {
+		s.fail(c, err)
+		return false
+	}
+	return true
+}
+
+func decodeStrict(raw []byte, dst any) error {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return badRequest("invalid_json", "the body must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return decodeError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return badRequest("invalid_json", "the body has data after the JSON object")
+	}
+	return nil
+}
+
+// decodeError turns encoding/json's errors into the contract's codes.
+func decodeError(err error) error {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return errBodyTooLarge
+	}
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		field := typeErr.Field
+		if strings.HasPrefix(typeErr.Value, "number") && isNumberKind(typeErr.Type.Kind().String()) {
+			// A number that does not fit: fractional, negative for unsigned, or too large.
+			return unprocessable(rangeCode(field), "the number does not fit the field").withField(field)
+		}
+		return badRequest("invalid_type", "the field has the wrong JSON type").withField(field)
+	}
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return badRequest("unknown_field", msg).withField(strings.Trim(rest, `"`))
+	}
+	return badRequest("invalid_json", "the body is not valid JSON")
+}
+
+func isNumberKind(kind string) bool {
+	return strings.HasPrefix(kind, "int") || strings.HasPrefix(kind, "uint") || strings.HasPrefix(kind, "float")
+}
+
+// missing is the error of a required field left out.
+func missing(field string) *apiError {
+	return badRequest("missing_field", "a required field is missing").withField(field)
+}
+
+// outOfRange is the error of a number that is well-formed but outside its field's range.
+func outOfRange(field string) *apiError {
+	return unprocessable(rangeCode(field), "the number is out of range").withField(field)
+}

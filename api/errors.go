@@ -1,0 +1,116 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/slotwheel/slotwheel/engine"
+)
+
+// apiError is a failure decided by this package (bad input, authentication, routing). The engine's
+// failures are *engine.Error and are mapped by kind.
+type apiError struct {
+	Status  int
+	Code    string
+	Message string // English fallback, for logs and codes missing from the catalog
+	Field   string // the offending JSON field or query parameter, if one is to blame
+}
+
+func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+func newError(status int, code, message string) *apiError {
+	return &apiError{Status: status, Code: code, Message: message}
+}
+
+// withField returns a copy of e that names the offending field.
+func (e *apiError) withField(field string) *apiError {
+	c := *e
+	c.Field = field
+	return &c
+}
+
+// badRequest is a 400: the body or query cannot be read as the contract's types.
+func badRequest(code, message string) *apiError {
+	return newError(http.StatusBadRequest, code, message)
+}
+
+// unprocessable is a 422: well-formed input that breaks a rule.
+func unprocessable(code, message string) *apiError {
+	return newError(http.StatusUnprocessableEntity, code, message)
+}
+
+var (
+	errNotFound            = newError(http.StatusNotFound, "not_found", "no such route or object")
+	errMethodNotAllowed    = newError(http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this path")
+	errUnauthorized        = newError(http.StatusUnauthorized, "unauthorized", "a valid Bearer token is required")
+	errForbidden           = newError(http.StatusForbidden, "forbidden", "not allowed for this caller")
+	errBodyTooLarge        = newError(http.StatusRequestEntityTooLarge, "body_too_large", "the body exceeds 1 MiB")
+	errNotImplemented      = newError(http.StatusNotImplemented, "not_implemented", "not implemented yet")
+	errWechatNotConfigured = newError(http.StatusNotImplemented, "wechat_not_configured", "WeChat log-in is not configured")
+	errWechatLoginFailed   = newError(http.StatusUnauthorized, "wechat_login_failed", "WeChat rejected the log-in code")
+	errWechatUnavailable   = newError(http.StatusBadGateway, "wechat_unavailable", "WeChat could not be reached")
+	errBadSignature        = newError(http.StatusUnauthorized, "bad_signature", "the payment notification's signature is wrong")
+	errStaleSignature      = newError(http.StatusUnauthorized, "stale_signature", "the payment notification's timestamp is over 5 minutes off")
+	errInvalidIdempotency  = badRequest("invalid_idempotency_key", "Idempotency-Key must be 1 to 255 visible ASCII characters, sent once")
+	errInternal            = newError(http.StatusInternalServerError, "internal", "internal error")
+	errBackendUnavailable  = newError(http.StatusServiceUnavailable, "backend_unavailable", "a backend is unavailable; try again")
+)
+
+// errorBody is the body of every non-2xx answer.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	RequestID string `json:"request_id"`
+}
+
+// statusOfKind maps the engine's kinds of failure to HTTP.
+var statusOfKind = map[engine.Kind]int{
+	engine.KindInvalid:     http.StatusUnprocessableEntity,
+	engine.KindNotFound:    http.StatusNotFound,
+	engine.KindForbidden:   http.StatusForbidden,
+	engine.KindConflict:    http.StatusConflict,
+	engine.KindUnavailable: http.StatusServiceUnavailable,
+}
+
+// classify is the one error mapper: status, stable code, English fallback message and blamed field
+// of err.
+// Anything it does not know is a 500 whose cause stays in the log.
+func classify(err error) (status int, code, fallback, field string) {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae.Status, ae.Code, ae.Message, ae.Field
+	}
+	if ee, ok := engine.AsError(err); ok {
+		if st, ok := statusOfKind[ee.Kind]; ok {
+			return st, ee.Code, ee.Message, ""
+		}
+	}
+	return errInternal.Status, errInternal.Code, errInternal.Message, ""
+}
+
+// fail answers c with err mapped to the error body, logs server-side failures with their cause, and
+// stops the handler chain.
+func (s *server) fail(c *gin.Context, err error) {
+	status, code, fallback, field := classify(err)
+	if status >= 500 {
+		s.log.ErrorContext(c.Request.Context(), "request failed",
+			"request_id", requestIDOf(c), "method", c.Request.Method, "path", c.Request.URL.Path,
+			"status", status, "code", code, "err", err)
+	}
+	if status == http.StatusServiceUnavailable || code == engine.ErrRequestInProgress.Code || code == engine.ErrConfirmInProgress.Code {
+		c.Header("Retry-After", "1")
+	}
+	lang := language(c.GetHeader("Accept-Language"))
+	c.Header("Content-Language", lang)
+	c.AbortWithStatusJSON(status, errorBody{Error: errorDetail{
+		Code:      code,
+		Message:   message(lang, code, fallback, field),
+		RequestID: requestIDOf(c),
+	}})
+}

@@ -1,0 +1,241 @@
+package api
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Languages of error messages.
+const (
+	langEN = "en"
+	langZH = "zh-CN"
+)
+
+// catalog holds the client-facing message of every error code the engine and this package use, in
+// each language. A code missing in a language falls back to English, then to the error's own text.
+var catalog = map[string]map[string]string{
+	langEN: {
+		// Input.
+		"invalid_json":            "The body is not a single valid JSON object.",
+		"unknown_field":           "The body has a field this route does not accept.",
+		"invalid_type":            "A field has the wrong JSON type.",
+		"body_too_large":          "The body is larger than 1 MiB.",
+		"missing_field":           "A required field is missing.",
+		"missing_parameter":       "A required query parameter is missing.",
+		"invalid_id":              "An id must be a string of decimal digits.",
+		"invalid_time":            "A time must be RFC 3339 with an offset, e.g. 2025-05-01T18:00:00+08:00.",
+		"invalid_date":            "A date must be YYYY-MM-DD.",
+		"invalid_window":          "The requested window is not valid: end must be after start, and a service hold takes no end.",
+		"invalid_quantity":        "The quantity is out of range.",
+		"invalid_capacity":        "The capacity is out of range.",
+		"invalid_price":           "The price is out of range.",
+		"invalid_amount":          "The amount is out of range.",
+		"invalid_number":          "A number is out of range or not an integer.",
+		"invalid_name":            "The name is empty or too long.",
+		"invalid_kind":            "The kind is empty or too long.",
+		"invalid_category":        "The category is too long.",
+		"invalid_timezone":        "The time zone is not a known IANA name.",
+		"invalid_slot_minutes":    "The slot length is out of range.",
+		"invalid_horizon_days":    "The horizon is out of range.",
+		"invalid_weekdays":        "Weekdays are ISO numbers from 1 (Monday) to 7 (Sunday), at least one.",
+		"invalid_time_of_day":     "A time of day must be HH:MM, from 00:00 to 24:00.",
+		"invalid_exception":       "A schedule exception is either closed or has both open and close.",
+		"invalid_schedule":        "The schedule is not valid.",
+		"invalid_duration":        "The duration is out of range.",
+		"invalid_buffer":          "A preparation or clean-up buffer is out of range.",
+		"invalid_grace":           "The grace is out of range.",
+		"invalid_resource_ids":    "A service needs one or more distinct resources.",
+		"invalid_role":            "The role must be user, staff or admin.",
+		"invalid_user_id":         "The user id is empty, too long or has characters that are not allowed.",
+		"invalid_code":            "The code is empty or too long.",
+		"invalid_payment_id":      "The payment id is empty or too long.",
+		"invalid_cursor":          "The cursor is not valid.",
+		"invalid_limit":           "The limit is out of range.",
+		"missing_name":            "A name is required.",
+		"missing_kind":            "A kind is required.",
+		"missing_start":           "A start time is required.",
+		"missing_end":             "An end time is required for a resource hold.",
+		"missing_resource_id":     "A resource_id or service_id is required.",
+		"missing_resource_ids":    "A service needs at least one resource.",
+		"invalid_end":             "The end must be the start plus the service's duration, or omitted.",
+		"invalid_opening":         "An opening's close must be after its open.",
+		"invalid_checkin_code":    "This is not a check-in code.",
+		"duplicate_exception":     "Two schedule exceptions name the same date.",
+		"duplicate_resource":      "A resource is listed twice.",
+		"unknown_venue":           "No such venue.",
+		"unknown_resource":        "No such resource.",
+		"unknown_service":         "No such service.",
+		"resource_not_in_service": "That resource does not deliver this service.",
+		"invalid_idempotency_key": "An Idempotency-Key must be 1 to 255 visible ASCII characters, sent once.",
+		"idempotency_key_reused":  "This Idempotency-Key was already used with another request body.",
+		"request_in_progress":     "A request with this Idempotency-Key is still running; retry shortly.",
+		// Authentication and routing.
+		"unauthorized":          "Log in first: a valid Bearer token is required.",
+		"forbidden":             "You are not allowed to do this.",
+		"not_found":             "No such object.",
+		"method_not_allowed":    "This method is not allowed on this path.",
+		"not_implemented":       "This is not available yet.",
+		"wechat_login_failed":   "WeChat log-in failed; please try again.",
+		"wechat_not_configured": "WeChat log-in is not configured on this server.",
+		"wechat_unavailable":    "WeChat could not be reached; please try again.",
+		"bad_signature":         "The payment notification's signature is not valid.",
+		"stale_signature":       "The payment notification's timestamp is more than 5 minutes off.",
+		// Booking rules.
+		"slot_full":             "Sorry, that time is fully booked.",
+		"slot_closed":           "The resource is closed for part of that time.",
+		"slot_past":             "That time has already passed.",
+		"off_grid":              "The start or end is not on the resource's slot grid.",
+		"too_far":               "That time is beyond how far ahead bookings are taken.",
+		"too_soon":              "That time is too soon to book.",
+		"buffer_conflict":       "The preparation or clean-up time around it is taken.",
+		"hold_expired":          "The hold expired and its time is gone.",
+		"hold_not_active":       "The hold is no longer active.",
+		"invalid_transition":    "The booking's status does not allow that.",
+		"too_early":             "Check-in is not open yet.",
+		"too_late":              "The booking was already released.",
+		"restore_window_closed": "It is too late to restore this booking.",
+		"amount_mismatch":       "The amount paid differs from the hold's amount.",
+		"resource_inactive":     "The resource cannot be booked.",
+		"confirm_in_progress":   "The hold is being confirmed; retry shortly.",
+		"backend_unavailable":   "The service is busy; please try again.",
+		"internal":              "Something went wrong on our side.",
+	},
+	langZH: {
+		"invalid_json":            "请求体不是一个有效的 JSON 对象。",
+		"unknown_field":           "请求体包含此接口不接受的字段。",
+		"invalid_type":            "字段的 JSON 类型不正确。",
+		"body_too_large":          "请求体超过 1 MiB。",
+		"missing_field":           "缺少必填字段。",
+		"missing_parameter":       "缺少必填的查询参数。",
+		"invalid_id":              "ID 必须是由数字组成的字符串。",
+		"invalid_time":            "时间必须是带时区偏移的 RFC 3339 格式，例如 2025-05-01T18:00:00+08:00。",
+		"invalid_date":            "日期必须是 YYYY-MM-DD 格式。",
+		"invalid_window":          "时间段无效：结束时间必须晚于开始时间，按服务预约时不能指定结束时间。",
+		"invalid_quantity":        "数量超出范围。",
+		"invalid_capacity":        "容量超出范围。",
+		"invalid_price":           "价格超出范围。",
+		"invalid_amount":          "金额超出范围。",
+		"invalid_number":          "数值超出范围或不是整数。",
+		"invalid_name":            "名称为空或过长。",
+		"invalid_kind":            "类型为空或过长。",
+		"invalid_category":        "类别过长。",
+		"invalid_timezone":        "时区不是有效的 IANA 名称。",
+		"invalid_slot_minutes":    "时段长度超出范围。",
+		"invalid_horizon_days":    "可预约天数超出范围。",
+		"invalid_weekdays":        "星期须为 1（周一）到 7（周日），至少一个。",
+		"invalid_time_of_day":     "时刻必须是 HH:MM 格式，范围 00:00 到 24:00。",
+		"invalid_exception":       "例外日期要么全天关闭，要么同时给出开始和结束时刻。",
+		"invalid_schedule":        "营业时间设置无效。",
+		"invalid_duration":        "服务时长超出范围。",
+		"invalid_buffer":          "准备或清理时间超出范围。",
+		"invalid_grace":           "宽限时间超出范围。",
+		"invalid_resource_ids":    "服务需要一个或多个不重复的资源。",
+		"invalid_role":            "角色必须是 user、staff 或 admin。",
+		"invalid_user_id":         "用户 ID 为空、过长或包含不允许的字符。",
+		"invalid_code":            "代码为空或过长。",
+		"invalid_payment_id":      "支付单号为空或过长。",
+		"invalid_cursor":          "分页游标无效。",
+		"invalid_limit":           "每页数量超出范围。",
+		"missing_name":            "名称为必填项。",
+		"missing_kind":            "类型为必填项。",
+		"missing_start":           "开始时间为必填项。",
+		"missing_end":             "按资源预约时必须指定结束时间。",
+		"missing_resource_id":     "必须指定 resource_id 或 service_id。",
+		"missing_resource_ids":    "服务至少需要一个资源。",
+		"invalid_end":             "结束时间必须等于开始时间加服务时长，或不填。",
+		"invalid_opening":         "营业时段的结束时刻必须晚于开始时刻。",
+		"invalid_checkin_code":    "这不是有效的签到码。",
+		"duplicate_exception":     "有两个例外设置指向同一日期。",
+		"duplicate_resource":      "资源重复列出。",
+		"unknown_venue":           "场馆不存在。",
+		"unknown_resource":        "资源不存在。",
+		"unknown_service":         "服务不存在。",
+		"resource_not_in_service": "该资源不提供此服务。",
+		"invalid_idempotency_key": "Idempotency-Key 必须是 1 到 255 个可见 ASCII 字符，且只能发送一次。",
+		"idempotency_key_reused":  "该 Idempotency-Key 已用于另一个请求体。",
+		"request_in_progress":     "使用该 Idempotency-Key 的请求仍在处理中，请稍后重试。",
+		"unauthorized":            "请先登录：需要有效的 Bearer 令牌。",
+		"forbidden":               "您无权执行此操作。",
+		"not_found":               "对象不存在。",
+		"method_not_allowed":      "此路径不支持该方法。",
+		"not_implemented":         "该功能暂未开放。",
+		"wechat_login_failed":     "微信登录失败，请重试。",
+		"wechat_not_configured":   "服务器未配置微信登录。",
+		"wechat_unavailable":      "暂时无法连接微信，请重试。",
+		"bad_signature":           "支付通知签名无效。",
+		"stale_signature":         "支付通知的时间戳相差超过 5 分钟。",
+		"slot_full":               "抱歉，该时段已约满。",
+		"slot_closed":             "该资源在所选时段内有部分时间不开放。",
+		"slot_past":               "该时段已经结束。",
+		"off_grid":                "开始或结束时间不在该资源的时段网格上。",
+		"too_far":                 "该时段超出可预约的范围。",
+		"too_soon":                "该时段距离现在太近，无法预约。",
+		"buffer_conflict":         "前后的准备或清理时间已被占用。",
+		"hold_expired":            "预留已过期，时段已被释放。",
+		"hold_not_active":         "该预留已失效。",
+		"invalid_transition":      "当前预约状态不允许此操作。",
+		"too_early":               "尚未到签到时间。",
+		"too_late":                "该预约已被释放。",
+		"restore_window_closed":   "已超过恢复预约的时限。",
+		"amount_mismatch":         "支付金额与预留金额不一致。",
+		"resource_inactive":       "该资源暂不可预约。",
+		"confirm_in_progress":     "预留正在确认中，请稍后重试。",
+		"backend_unavailable":     "服务繁忙，请稍后重试。",
+		"internal":                "服务器内部错误。",
+	},
+}
+
+// message is the client-facing message of code in lang, naming field when one is to blame.
+func message(lang, code, fallback, field string) string {
+	msg, ok := catalog[lang][code]
+	if !ok {
+		lang = langEN
+		if msg, ok = catalog[langEN][code]; !ok {
+			msg = fallback
+		}
+	}
+	if field == "" {
+		return msg
+	}
+	if lang == langZH {
+		return msg + "（字段：" + field + "）"
+	}
+	return msg + " (field: " + field + ")"
+}
+
+// language picks the best supported language of an Accept-Language header (RFC 9110 §12.5.4),
+// English when nothing matches.
+func language(header string) string {
+	type choice struct {
+		lang string
+		q    float64
+	}
+	var choices []choice
+	for _, part := range strings.Split(header, ",") {
+		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		tag = strings.ToLower(strings.TrimSpace(tag))
+		q := 1.0
+		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				continue
+			}
+			q = f
+		}
+		if q <= 0 {
+			continue
+		}
+		switch {
+		case tag == "zh" || strings.HasPrefix(tag, "zh-"):
+			choices = append(choices, choice{langZH, q})
+		case tag == "en" || strings.HasPrefix(tag, "en-"):
+			choices = append(choices, choice{langEN, q})
+		}
+	}
+	if len(choices) == 0 {
+		return langEN
+	}
+	sort.SliceStable(choices, func(a, b int) bool { return choices[a].q > choices[b].q })
+	return choices[0].lang
+}

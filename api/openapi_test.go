@@ -1,0 +1,222 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+	"github.com/stretchr/testify/require"
+)
+
+// TestOpenAPIDocumentsEveryRoute fails on any route of the router that openapi.json lacks.
+func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t)
+	doc, _ := loadDoc(t)
+	require.Equal(t, "3.0.3", doc.OpenAPI)
+
+	param := regexp.MustCompile(`:([A-Za-z_]+)`)
+	seen := map[string]bool{}
+	for _, r := range hs.h.Engine.Routes() {
+		path := r.Path
+		if path == "/monitoring/*any" {
+			// The dashboard's UI and API live under this one catch-all; the document names its root.
+			path = "/monitoring/"
+			if seen[path] {
+				continue
+			}
+			seen[path] = true
+			require.NotNil(t, doc.Paths.Value(path), "openapi.json lacks %s", path)
+			require.NotNil(t, doc.Paths.Value(path).Get, "openapi.json lacks GET %s", path)
+			continue
+		}
+		path = param.ReplaceAllString(path, "{$1}")
+		item := doc.Paths.Value(path)
+		require.NotNil(t, item, "openapi.json lacks the path of %s %s", r.Method, r.Path)
+		require.NotNil(t, item.GetOperation(r.Method), "openapi.json lacks %s %s", r.Method, path)
+	}
+	// Sanity: the router has the routes API.md lists, so the loop above saw them.
+	require.Greater(t, len(hs.h.Engine.Routes()), 30)
+
+	// And the other way round: nothing documented is missing from the router.
+	routes := map[string]bool{}
+	for _, r := range hs.h.Engine.Routes() {
+		routes[r.Method+" "+param.ReplaceAllString(r.Path, "{$1}")] = true
+	}
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			key := method + " " + path
+			if path == "/monitoring/" {
+				key = method + " /monitoring/*any"
+			}
+			require.True(t, routes[key], "openapi.json documents %s %s, which the router lacks", method, path)
+		}
+	}
+}
+
+// TestOpenAPIEveryOperationHasErrorsAndIDs checks the document's own hygiene: an operationId and a
+// default error answer on every operation, and the error schema behind every 4xx.
+func TestOpenAPIEveryOperationHasErrorsAndIDs(t *testing.T) {
+	t.Parallel()
+	doc, _ := loadDoc(t)
+	ids := map[string]bool{}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			require.NotEmpty(t, op.OperationID, "%s %s", method, path)
+			require.False(t, ids[op.OperationID], "duplicate operationId %s", op.OperationID)
+			ids[op.OperationID] = true
+			if strings.HasPrefix(path, "/api/") {
+				require.NotNil(t, op.Responses.Default(), "%s %s has no default answer", method, path)
+			}
+		}
+	}
+}
+
+func TestServesOpenAPI(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t)
+	r := hs.do(http.MethodGet, "/openapi.json", "", nil).expect(t, http.StatusOK)
+	var v map[string]any
+	r.decode(t, &v)
+	require.Equal(t, "3.0.3", v["openapi"])
+	require.Contains(t, r.Header.Get("Content-Type"), "application/json")
+}
+
+func TestHealthAndMetrics(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t)
+	hs.do(http.MethodGet, "/healthz", "", nil).expect(t, http.StatusOK)
+	hs.do(http.MethodGet, "/readyz", "", nil).expect(t, http.StatusOK)
+	r := hs.do(http.MethodGet, "/metrics", "", nil).expect(t, http.StatusOK)
+	require.Contains(t, string(r.Body), "slotwheel_http_requests_total")
+
+	// Without MetricsOnAPI the route is absent (it lives on its own listener).
+	off := newHarness(t, withOptions(func(o *Options) { o.MetricsOnAPI = false }))
+	off.do(http.MethodGet, "/metrics", "", nil).expect(t, http.StatusNotFound)
+}
+
+func TestReadyzDown(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t)
+	if hs.redis.Mini == nil {
+		t.Skip("needs the embedded Redis to simulate an outage")
+	}
+	hs.redis.Mini.SetError("LOADING Redis is loading the dataset in memory")
+	r := hs.do(http.MethodGet, "/readyz", "", nil).expect(t, http.StatusServiceUnavailable)
+	require.Equal(t, "backend_unavailable", r.errorCode())
+	require.Equal(t, "1", r.Header.Get("Retry-After"))
+	require.NotContains(t, string(r.Body), "LOADING", "the cause stays in the log")
+	hs.redis.Mini.SetError("")
+	hs.do(http.MethodGet, "/readyz", "", nil).expect(t, http.StatusOK)
+}
+
+func TestRequestIDAndLanguage(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t)
+
+	r := hs.do(http.MethodGet, "/api/v1/nope", "", nil, header{"X-Request-Id", "client-abc.1"}).expect(t, http.StatusNotFound)
+	require.Equal(t, "client-abc.1", r.Header.Get(headerRequestID))
+	require.Equal(t, "not_found", r.errorCode())
+
+	r = hs.do(http.MethodGet, "/healthz", "", nil, header{"X-Request-Id", "bad id with spaces\n"})
+	require.NotEqual(t, "bad id with spaces\n", r.Header.Get(headerRequestID))
+	require.Regexp(t, `^[0-9a-f]{32}$`, r.Header.Get(headerRequestID))
+
+	var en, zh errorBody
+	hs.do(http.MethodGet, "/api/v1/holds", "", nil, header{"Accept-Language", "en-US,en;q=0.9"}).
+		expect(t, http.StatusUnauthorized).decode(t, &en)
+	hs.do(http.MethodGet, "/api/v1/holds", "", nil, header{"Accept-Language", "zh-CN,zh;q=0.9,en;q=0.8"}).
+		expect(t, http.StatusUnauthorized).decode(t, &zh)
+	require.Equal(t, "unauthorized", en.Error.Code)
+	require.Equal(t, en.Error.Code, zh.Error.Code)
+	require.NotEqual(t, en.Error.Message, zh.Error.Message)
+	require.Regexp(t, `\p{Han}`, zh.Error.Message)
+
+	// 405 also has the error body.
+	r = hs.do(http.MethodPatch, "/api/v1/holds", "", nil).expect(t, http.StatusMethodNotAllowed)
+	require.Equal(t, "method_not_allowed", r.errorCode())
+}
+
+func TestLanguageChoice(t *testing.T) {
+	t.Parallel()
+	for header, want := range map[string]string{
+		"":                          langEN,
+		"fr-FR":                     langEN,
+		"zh":                        langZH,
+		"zh-Hans-CN":                langZH,
+		"en;q=0.5, zh-CN;q=0.9":     langZH,
+		"zh-CN;q=0, en":             langEN,
+		"de, zh-TW;q=0.3, en;q=0.2": langZH,
+	} {
+		require.Equal(t, want, language(header), "Accept-Language %q", header)
+	}
+}
+
+// TestCatalogCoversEveryCode makes sure every code this package and the engine's sentinels use has a
+// message in each language.
+func TestCatalogCoversEveryCode(t *testing.T) {
+	t.Parallel()
+	codes := []string{
+		// engine sentinels
+		"not_found", "forbidden", "slot_full", "slot_closed", "slot_past", "off_grid", "too_far",
+		"hold_expired", "hold_not_active", "invalid_transition", "too_early", "too_late",
+		"restore_window_closed", "amount_mismatch", "resource_inactive", "backend_unavailable",
+		"confirm_in_progress", "idempotency_key_reused", "request_in_progress",
+		// engine validation codes
+		"duplicate_exception", "duplicate_resource", "invalid_amount", "invalid_buffer", "invalid_capacity",
+		"invalid_category", "invalid_checkin_code", "invalid_cursor", "invalid_date", "invalid_duration",
+		"invalid_end", "invalid_exception", "invalid_grace", "invalid_horizon_days", "invalid_opening",
+		"invalid_payment_id", "invalid_price", "invalid_quantity", "invalid_slot_minutes",
+		"invalid_time_of_day", "invalid_timezone", "invalid_weekdays", "invalid_window", "invalid_name",
+		"invalid_kind", "missing_name", "missing_kind", "missing_end", "missing_resource_id",
+		"missing_resource_ids", "missing_start", "resource_not_in_service", "unknown_resource",
+		"unknown_service", "unknown_venue",
+	}
+	for _, e := range []*apiError{errNotFound, errMethodNotAllowed, errUnauthorized, errForbidden, errBodyTooLarge,
+		errNotImplemented, errWechatNotConfigured, errWechatLoginFailed, errWechatUnavailable, errBadSignature,
+		errStaleSignature, errInvalidIdempotency, errInternal, errBackendUnavailable} {
+		codes = append(codes, e.Code)
+	}
+	for _, c := range rangeCodes {
+		codes = append(codes, c)
+	}
+	codes = append(codes, "invalid_json", "unknown_field", "invalid_type", "missing_field", "missing_parameter",
+		"invalid_id", "invalid_time", "invalid_number", "invalid_role", "invalid_user_id", "invalid_code",
+		"invalid_limit", "invalid_resource_ids")
+	for _, code := range codes {
+		for _, lang := range []string{langEN, langZH} {
+			require.NotEmpty(t, catalog[lang][code], "%s has no %s message", code, lang)
+		}
+	}
+	require.Equal(t, len(catalog[langEN]), len(catalog[langZH]), "the languages cover different codes")
+}
+
+func TestNewRequiresSecrets(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t)
+	_, err := New(Options{Engine: hs.eng, PaymentSecret: []byte("x")})
+	require.Error(t, err)
+	_, err = New(Options{Engine: hs.eng, JWTSecret: []byte("x")})
+	require.Error(t, err)
+	_, err = New(Options{JWTSecret: []byte("x"), PaymentSecret: []byte("x")})
+	require.Error(t, err)
+	h, err := New(Options{Engine: hs.eng, JWTSecret: []byte("x"), PaymentSecret: []byte("y")})
+	require.NoError(t, err)
+	_, isGin := h.(*handler)
+	require.True(t, isGin)
+}
+
+func TestPanicIsA500WithTheErrorBody(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t)
+	hs.h.Engine.GET("/test-panic", func(*gin.Context) { panic("secret internals") })
+	r := hs.do(http.MethodGet, "/test-panic", "", nil).expect(t, http.StatusInternalServerError)
+	require.Equal(t, "internal", r.errorCode())
+	require.NotContains(t, string(r.Body), "secret internals")
+	var e errorBody
+	require.NoError(t, json.Unmarshal(r.Body, &e))
+	require.NotEmpty(t, e.Error.RequestID)
+}

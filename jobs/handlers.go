@@ -1,0 +1,150 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/slotwheel/slotwheel/engine"
+)
+
+// maxEarlyWait is the longest a release handler waits out an early start before handing the task
+// back to Asynq. A task due one second early and forwarded on whole seconds starts at most ~2 s
+// early; anything earlier (an operator pressing "run" in the dashboard, clock skew) is retried
+// close to release_at instead of holding a worker.
+const maxEarlyWait = 5 * time.Second
+
+// releaser, reconciler and their methods are what the handlers need of *engine.Engine.
+type releaser interface {
+	Release(ctx context.Context, ref engine.ReleaseRef) (engine.ReleaseOutcome, error)
+}
+
+type reconciler interface {
+	Reconcile(ctx context.Context) (engine.ReconcileReport, error)
+}
+
+// handlers are the Asynq task handlers. Each decodes ids, calls one engine method and returns its
+// error; Asynq retries failures with backoff and archives exhausted tasks, which reconciliation
+// picks up.
+type handlers struct {
+	rel   releaser
+	rec   reconciler
+	clock engine.Clock
+	log   *slog.Logger
+}
+
+// release moves a no-show booking to RELEASED at its release_at, never before: the handler waits
+// until the release_at of its payload, and should the engine still find it early (another clock),
+// the engine says how long is left and the handler waits that out too.
+func (h *handlers) release(ctx context.Context, t *asynq.Task) error {
+	ref, err := decodeRef(t.Payload())
+	if err != nil {
+		releases.WithLabelValues("bad_payload").Inc()
+		return fmt.Errorf("%s: %w: %w", TypeRelease, err, asynq.SkipRetry)
+	}
+	// The task starts a second or two early. Wait for the release_at it names before asking the
+	// engine, so an early start costs the database nothing; the engine stays the judge of "due".
+	budget := maxEarlyWait
+	if early := ref.ReleaseAt.Sub(h.clock.Now()); early > 0 {
+		if early > budget {
+			releases.WithLabelValues("early").Inc()
+			return fmt.Errorf("release booking %d: %w", ref.BookingID, &engine.NotDueError{Wait: early})
+		}
+		budget -= early
+		if err := sleep(ctx, early); err != nil {
+			return fmt.Errorf("release booking %d: %w", ref.BookingID, err)
+		}
+	}
+	for {
+		outcome, err := h.rel.Release(ctx, ref)
+		if nd, ok := errors.AsType[*engine.NotDueError](err); ok {
+			wait := max(nd.Wait, time.Millisecond)
+			if wait > budget {
+				releases.WithLabelValues("early").Inc()
+				return fmt.Errorf("release booking %d: %w", ref.BookingID, err)
+			}
+			budget -= wait
+			if err := sleep(ctx, wait); err != nil {
+				return fmt.Errorf("release booking %d: %w", ref.BookingID, err)
+			}
+			continue
+		}
+		if err != nil {
+			releases.WithLabelValues("error").Inc()
+			return fmt.Errorf("release booking %d: %w", ref.BookingID, err)
+		}
+		releases.WithLabelValues(string(outcome)).Inc()
+		if outcome == engine.Released {
+			lag := h.clock.Now().Sub(ref.ReleaseAt)
+			releaseLag.Observe(lag.Seconds())
+			if lag < 0 {
+				h.log.Error("booking released before its release_at", "booking_id", ref.BookingID,
+					"release_at", ref.ReleaseAt, "early_by", -lag)
+			}
+		}
+		return nil
+	}
+}
+
+// remind tells the owner their booking is released soon unless they check in. Delivery comes with
+// the notification channel; for now it is logged.
+func (h *handlers) remind(_ context.Context, t *asynq.Task) error {
+	ref, err := decodeRef(t.Payload())
+	if err != nil {
+		return fmt.Errorf("%s: %w: %w", TypeRemind, err, asynq.SkipRetry)
+	}
+	h.log.Info("release reminder", "booking_id", ref.BookingID, "release_at", ref.ReleaseAt)
+	return nil
+}
+
+// reconcile runs one reconciliation and logs what it repaired.
+func (h *handlers) reconcile(ctx context.Context, _ *asynq.Task) error {
+	rep, err := h.rec.Reconcile(ctx)
+	if err != nil {
+		return fmt.Errorf("reconcile: %w", err)
+	}
+	h.log.Info("reconciled",
+		"overdue_released", rep.OverdueReleased,
+		"owners_added", rep.OwnersAdded,
+		"owners_removed", rep.OwnersRemoved,
+		"counter_drift", rep.CounterDrift,
+		"holds_requeued", rep.HoldsRequeued,
+		"holds_settled", rep.HoldsSettled,
+		"tasks_scheduled", rep.TasksScheduled,
+		"inventory_days", rep.InventoryDays,
+		"confirming_resumed", rep.ConfirmingResumed,
+	)
+	return nil
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// retryDelay backs off exponentially from 1 s to 1 min. A task that started far too early is
+// retried a second before it is due instead, as if it had been scheduled then.
+func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
+	if nd, ok := errors.AsType[*engine.NotDueError](err); ok {
+		return max(nd.Wait-time.Second, 0)
+	}
+	return min(time.Second<<min(max(n, 0), 6), time.Minute)
+}
+
+// isFailure tells Asynq which errors use up a retry: starting early is not the task's fault, so it
+// must not run a task into the archive.
+func isFailure(err error) bool {
+	_, early := errors.AsType[*engine.NotDueError](err)
+	return !early
+}

@@ -1,0 +1,76 @@
+package jobs
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/slotwheel/slotwheel/engine"
+)
+
+// recordingReleaser stands in for the engine: it refuses early calls like Engine.Release and records
+// when each booking was released.
+type recordingReleaser struct {
+	mu       sync.Mutex
+	released map[uint64]time.Time
+	calls    map[uint64]int
+}
+
+func (r *recordingReleaser) Release(_ context.Context, ref engine.ReleaseRef) (engine.ReleaseOutcome, error) {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls[ref.BookingID]++
+	if now.Before(ref.ReleaseAt) {
+		return "", &engine.NotDueError{Wait: ref.ReleaseAt.Sub(now)}
+	}
+	if _, ok := r.released[ref.BookingID]; ok {
+		return engine.AlreadyReleased, nil
+	}
+	r.released[ref.BookingID] = now
+	return engine.Released, nil
+}
+
+func (r *recordingReleaser) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.released)
+}
+
+// TestQueueReleasesOnTime checks the Asynq side alone — whole-second scheduling, the early start,
+// the forwarder and fetch intervals — against a stand-in engine: releases land at release_at, never
+// before, and well within a second after.
+func TestQueueReleasesOnTime(t *testing.T) {
+	t.Parallel()
+	b := setup(t, testConfig{jobs: Options{Concurrency: 128}})
+	rec := &recordingReleaser{released: map[uint64]time.Time{}, calls: map[uint64]int{}}
+	b.jobs.handlers.rel = rec
+	ctx := context.Background()
+	require.NoError(t, b.jobs.Start(ctx))
+
+	const n = 60
+	refs := make([]engine.ReleaseRef, n)
+	base := time.Now().Add(2 * time.Second)
+	for i := range refs {
+		// Spread over ~1.5 s so every sub-second offset of release_at is exercised.
+		refs[i] = engine.ReleaseRef{BookingID: uint64(i + 1), ReleaseAt: base.Add(time.Duration(i) * 25 * time.Millisecond).Truncate(time.Millisecond)}
+		require.NoError(t, b.jobs.ScheduleRelease(ctx, refs[i]))
+	}
+	waitFor(t, 15*time.Second, "all releases", func() (bool, error) { return rec.count() == n, nil })
+
+	var lags []time.Duration
+	rec.mu.Lock()
+	for _, ref := range refs {
+		lag := rec.released[ref.BookingID].Sub(ref.ReleaseAt)
+		require.GreaterOrEqual(t, lag, time.Duration(0), "booking %d released early", ref.BookingID)
+		lags = append(lags, lag)
+	}
+	rec.mu.Unlock()
+	slices.Sort(lags)
+	t.Logf("queue-only release lag: p50 %s, max %s", lags[n/2], lags[n-1])
+	require.Less(t, lags[n-1], time.Second)
+}

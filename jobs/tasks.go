@@ -1,0 +1,164 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/slotwheel/slotwheel/engine"
+)
+
+// Task types.
+const (
+	TypeRelease   = "booking:release"
+	TypeRemind    = "booking:remind"
+	TypeReconcile = "reconcile"
+)
+
+// releaseMaxRetry bounds a release task's retries; an exhausted task is archived and reconciliation
+// releases the booking anyway.
+const releaseMaxRetry = 8
+
+// releaseTimeout bounds one run of a release handler: at most ~5 s of waiting out an early start and
+// one engine call.
+const releaseTimeout = time.Minute
+
+// refPayload is the payload of release and reminder tasks: ids only, so a task never carries state
+// that could go stale. The engine reads the booking itself.
+type refPayload struct {
+	BookingID   uint64 `json:"booking_id"`
+	ReleaseAtMs int64  `json:"release_at_ms"`
+}
+
+func encodeRef(ref engine.ReleaseRef) []byte {
+	b, err := json.Marshal(refPayload{BookingID: ref.BookingID, ReleaseAtMs: ref.ReleaseAt.UnixMilli()})
+	if err != nil {
+		panic(err) // two integers always encode
+	}
+	return b
+}
+
+func decodeRef(b []byte) (engine.ReleaseRef, error) {
+	var p refPayload
+	if err := json.Unmarshal(b, &p); err != nil {
+		return engine.ReleaseRef{}, fmt.Errorf("decode payload: %w", err)
+	}
+	if p.BookingID == 0 || p.ReleaseAtMs <= 0 {
+		return engine.ReleaseRef{}, fmt.Errorf("decode payload: booking_id and release_at_ms are required: %s", b)
+	}
+	return engine.ReleaseRef{BookingID: p.BookingID, ReleaseAt: time.UnixMilli(p.ReleaseAtMs).UTC()}, nil
+}
+
+// ReleaseTaskID is the Asynq task ID of a release: one per booking and release_at, so scheduling twice
+// is a no-op and a restored booking (new release_at) gets a new task.
+func ReleaseTaskID(ref engine.ReleaseRef) string {
+	return fmt.Sprintf("release:%d:%d", ref.BookingID, ref.ReleaseAt.UnixMilli())
+}
+
+// ReminderTaskID is the Asynq task ID of the reminder before a release.
+func ReminderTaskID(ref engine.ReleaseRef) string {
+	return fmt.Sprintf("remind:%d:%d", ref.BookingID, ref.ReleaseAt.UnixMilli())
+}
+
+// ReconcileTaskID is the Asynq task ID of the reconciliation of the period starting at start, so that
+// every instance's enqueuer puts one task per period into the queue.
+func ReconcileTaskID(start time.Time) string {
+	return fmt.Sprintf("reconcile:%d", start.Unix())
+}
+
+// ScheduleRelease queues the release task of ref, and a reminder when release_at − ReminderLead is
+// still ahead. Asynq keeps scheduled times in whole seconds and forwards them on an interval, so the
+// task is due a second early and its handler waits until the exact release_at. A task already queued
+// counts as success.
+func (j *Jobs) ScheduleRelease(ctx context.Context, ref engine.ReleaseRef) error {
+	task := asynq.NewTask(TypeRelease, encodeRef(ref))
+	err := j.enqueue(ctx, task,
+		asynq.TaskID(ReleaseTaskID(ref)),
+		asynq.Queue(j.ReleaseQueue()),
+		asynq.MaxRetry(releaseMaxRetry),
+		asynq.Timeout(releaseTimeout),
+		asynq.ProcessAt(ref.ReleaseAt.Add(-time.Second)),
+	)
+	if err != nil {
+		return fmt.Errorf("schedule release of booking %d: %w", ref.BookingID, err)
+	}
+	remindAt := ref.ReleaseAt.Add(-j.opts.ReminderLead)
+	if !remindAt.After(j.eng.Clock().Now()) {
+		return nil
+	}
+	err = j.enqueue(ctx, asynq.NewTask(TypeRemind, encodeRef(ref)),
+		asynq.TaskID(ReminderTaskID(ref)),
+		asynq.Queue(j.MaintQueue()),
+		asynq.MaxRetry(3),
+		asynq.ProcessAt(remindAt),
+	)
+	if err != nil {
+		return fmt.Errorf("schedule reminder of booking %d: %w", ref.BookingID, err)
+	}
+	return nil
+}
+
+// enqueue puts a task into its queue; a task with the same ID already there is success.
+func (j *Jobs) enqueue(ctx context.Context, task *asynq.Task, opts ...asynq.Option) error {
+	_, err := j.client.EnqueueContext(ctx, task, opts...)
+	switch {
+	case err == nil:
+		tasksScheduled.WithLabelValues(task.Type(), "enqueued").Inc()
+		return nil
+	case errors.Is(err, asynq.ErrTaskIDConflict):
+		tasksScheduled.WithLabelValues(task.Type(), "already_queued").Inc()
+		return nil
+	default:
+		return err
+	}
+}
+
+// CancelRelease removes the release and reminder tasks of ref. Tasks already gone are fine; so is a
+// release task running right now, whose handler will find the booking no longer releasable.
+func (j *Jobs) CancelRelease(ctx context.Context, ref engine.ReleaseRef) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var errs []error
+	if err := j.deleteTask(j.ReleaseQueue(), ReleaseTaskID(ref)); err != nil {
+		errs = append(errs, err)
+	}
+	if err := j.deleteTask(j.MaintQueue(), ReminderTaskID(ref)); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cancel release of booking %d: %w", ref.BookingID, err)
+	}
+	return nil
+}
+
+func (j *Jobs) deleteTask(queue, id string) error {
+	err := j.inspector.DeleteTask(queue, id)
+	if err == nil || errors.Is(err, asynq.ErrTaskNotFound) || errors.Is(err, asynq.ErrQueueNotFound) {
+		return nil
+	}
+	// Asynq refuses to delete an active task; the running handler is harmless (it calls Release,
+	// which does nothing to a booking that is no longer CONFIRMED at that release_at).
+	if info, ierr := j.inspector.GetTaskInfo(queue, id); ierr == nil && info.State == asynq.TaskStateActive {
+		return nil
+	}
+	return fmt.Errorf("delete task %s: %w", id, err)
+}
+
+// enqueueReconcile queues the reconciliation of the period starting at start. Its ID names the
+// period, and the completed task is retained for a period, so however many instances enqueue it,
+// the period gets one reconciliation.
+func (j *Jobs) enqueueReconcile(ctx context.Context, start time.Time) error {
+	every := j.opts.ReconcileEvery
+	return j.enqueue(ctx, asynq.NewTask(TypeReconcile, nil),
+		asynq.TaskID(ReconcileTaskID(start)),
+		asynq.Queue(j.MaintQueue()),
+		asynq.MaxRetry(3),
+		asynq.Timeout(every),
+		asynq.Retention(every),
+	)
+}

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/slotwheel/slotwheel/engine/enginetest"
+)
+
+// TestEndToEndCourtStory builds the binary, starts it on a free port against the test backends
+// (MariaDB + Redis under scripts/test.sh, embedded otherwise) and drives the seeds' court story over
+// HTTP: a paid booking nobody checks in is RELEASED right after release_at — never before — and the
+// court is bookable again; a booking checked in by staff stays ARRIVED.
+func TestEndToEndCourtStory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "slotwheel")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	require.NoError(t, build.Run())
+
+	env := append(os.Environ(), "SLOTWHEEL_SQLITE_PATH="+filepath.Join(dir, "sw.db"),
+		"SLOTWHEEL_JWT_SECRET=e2e-jwt", "SLOTWHEEL_PAYMENT_SECRET=e2e-pay", "SLOTWHEEL_DEV_LOGIN=true",
+		"SLOTWHEEL_DEMO=false", "SLOTWHEEL_DASHBOARD_PASSWORD=e2e")
+	if enginetest.RealServers() {
+		db := enginetest.NewDB(t)
+		r := enginetest.NewRedis(t)
+		// The binary's queue is "release"; a private Redis database keeps it apart from other runs.
+		env = append(env, "SLOTWHEEL_MYSQL_DSN="+db.DSN, "SLOTWHEEL_REDIS_URL="+privateDB(t, r.URL), "SLOTWHEEL_REDIS_PREFIX="+r.Prefix)
+	}
+	addr := freeAddr(t)
+	env = append(env, "SLOTWHEEL_HTTP_ADDR="+addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "all")
+	cmd.Env = env
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			cancel()
+		}
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
+	c := &client{t: t, base: "http://" + addr}
+	c.waitReady()
+
+	admin := c.token("ops", "admin", "")
+	venue := c.do("POST", "/api/v1/admin/venues", admin, map[string]any{"name": "E2E Courts", "timezone": "Asia/Shanghai"}, 201)
+	res := c.do("POST", "/api/v1/admin/resources", admin, map[string]any{"venue_id": venue["venue_id"], "name": "Court",
+		"kind": "court", "capacity": 1, "category": "e2e", "price_cents": 500}, 201)
+	c.do("PUT", "/api/v1/admin/resources/"+res["resource_id"].(string)+"/schedule", admin, map[string]any{"slot_minutes": 1,
+		"weekly": []map[string]any{{"weekdays": []int{1, 2, 3, 4, 5, 6, 7}, "open": "00:00", "close": "24:00"}}, "horizon_days": 2}, 200)
+	c.do("PUT", "/api/v1/admin/policies/grace", admin, map[string]any{"category": "e2e", "grace_seconds": 3}, 200)
+
+	alice := c.token("alice", "user", "")
+	bob := c.token("bob", "user", "")
+	// The slot in progress (or the next, near a minute's end): paid, nobody turns up → released at
+	// max(start, confirmed_at) + 3 s.
+	start := time.Now().In(mustLoc(t)).Truncate(time.Minute)
+	if time.Until(start.Add(time.Minute)) < 20*time.Second {
+		start = start.Add(time.Minute)
+	}
+	hold := c.do("POST", "/api/v1/holds", alice, map[string]any{"resource_id": res["resource_id"],
+		"start": start.Format(time.RFC3339), "end": start.Add(time.Minute).Format(time.RFC3339)}, 201)
+	paid := c.pay(hold["hold_id"].(string), int64(hold["amount_cents"].(float64)), "pay-1")
+	require.Equal(t, "booked", paid["outcome"])
+	again := c.pay(hold["hold_id"].(string), int64(hold["amount_cents"].(float64)), "pay-1")
+	require.Equal(t, paid["booking"], again["booking"], "a repeated notification is answered as the first")
+	booking := paid["booking"].(map[string]any)
+	id := booking["booking_id"].(string)
+	releaseAt, err := time.Parse(time.RFC3339, booking["release_at"].(string))
+	require.NoError(t, err)
+	confirmedAt, err := time.Parse(time.RFC3339Nano, booking["confirmed_at"].(string))
+	require.NoError(t, err)
+	want := start
+	if confirmedAt.After(start) {
+		want = confirmedAt
+	}
+	require.WithinDuration(t, want.Add(3*time.Second), releaseAt, time.Second, "release_at = max(start, confirmed_at) + grace")
+	c.do("POST", "/api/v1/holds", bob, map[string]any{"resource_id": res["resource_id"],
+		"start": start.Format(time.RFC3339), "end": start.Add(time.Minute).Format(time.RFC3339)}, 409)
+
+	// Poll the booking until it is released (bounded), as the mini-program would.
+	deadline := time.Now().Add(time.Until(releaseAt) + 10*time.Second)
+	var got map[string]any
+	for time.Now().Before(deadline) {
+		got = c.do("GET", "/api/v1/bookings/"+id, alice, nil, 200)
+		if got["status"] == "RELEASED" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.Equal(t, "RELEASED", got["status"])
+	releasedAt, err := time.Parse(time.RFC3339Nano, got["released_at"].(string))
+	require.NoError(t, err)
+	require.False(t, releasedAt.Before(releaseAt), "released at %s, before release_at %s", releasedAt, releaseAt)
+	require.Less(t, releasedAt.Sub(releaseAt), 3*time.Second, "released promptly")
+	// Bookable again by another user.
+	c.do("POST", "/api/v1/holds", bob, map[string]any{"resource_id": res["resource_id"],
+		"start": start.Format(time.RFC3339), "end": start.Add(time.Minute).Format(time.RFC3339)}, 201)
+
+	// A second court's booking, checked in by staff, stays ARRIVED past its release_at.
+	res2 := c.do("POST", "/api/v1/admin/resources", admin, map[string]any{"venue_id": venue["venue_id"], "name": "Court 2",
+		"kind": "court", "capacity": 1, "category": "e2e", "price_cents": 500}, 201)
+	c.do("PUT", "/api/v1/admin/resources/"+res2["resource_id"].(string)+"/schedule", admin, map[string]any{"slot_minutes": 1,
+		"weekly": []map[string]any{{"weekdays": []int{1, 2, 3, 4, 5, 6, 7}, "open": "00:00", "close": "24:00"}}, "horizon_days": 2}, 200)
+	next := time.Now().In(mustLoc(t)).Truncate(time.Minute)
+	if time.Until(next.Add(time.Minute)) < 15*time.Second {
+		next = next.Add(time.Minute)
+	}
+	h2 := c.do("POST", "/api/v1/holds", alice, map[string]any{"resource_id": res2["resource_id"],
+		"start": next.Format(time.RFC3339), "end": next.Add(time.Minute).Format(time.RFC3339)}, 201)
+	p2 := c.pay(h2["hold_id"].(string), int64(h2["amount_cents"].(float64)), "pay-2")
+	b2 := p2["booking"].(map[string]any)
+	staff := c.token("desk", "staff", venue["venue_id"].(string))
+	arrived := c.do("POST", "/api/v1/checkins", staff, map[string]any{"checkin_code": b2["checkin_code"]}, 200)
+	require.Equal(t, "ARRIVED", arrived["status"])
+	r2, _ := time.Parse(time.RFC3339, b2["release_at"].(string))
+	time.Sleep(time.Until(r2) + 1500*time.Millisecond)
+	got = c.do("GET", "/api/v1/bookings/"+b2["booking_id"].(string), alice, nil, 200)
+	require.Equal(t, "ARRIVED", got["status"])
+}
+
+func mustLoc(t *testing.T) *time.Location {
+	loc, err := time.LoadLocation("Asia/Shanghai")
+	require.NoError(t, err)
+	return loc
+}
+
+// privateDB moves a redis:// URL to a database number of its own (2–15) for this run.
+func privateDB(t *testing.T, url string) string {
+	n := 2 + time.Now().UnixNano()%14
+	u := url
+	if i := bytes.LastIndexByte([]byte(u), '/'); i > len("redis://") {
+		u = u[:i]
+	}
+	return u + "/" + strconv.FormatInt(n, 10)
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+type client struct {
+	t    *testing.T
+	base string
+}
+
+func (c *client) waitReady() {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(c.base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.t.Fatal("slotwheel did not become ready")
+}
+
+func (c *client) token(user, role, venue string) string {
+	body := map[string]any{"user_id": user, "role": role}
+	if venue != "" {
+		body["venue_id"] = venue
+	}
+	return c.do("POST", "/api/v1/auth/dev-login", "", body, 200)["token"].(string)
+}
+
+func (c *client) do(method, path, token string, body any, want int) map[string]any {
+	c.t.Helper()
+	var rd *bytes.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	} else {
+		rd = bytes.NewReader(nil)
+	}
+	req, _ := http.NewRequest(method, c.base+path, rd)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return c.send(req, want)
+}
+
+func (c *client) send(req *http.Request, want int) map[string]any {
+	c.t.Helper()
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(c.t, err)
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	require.Equal(c.t, want, resp.StatusCode, "%s %s: %v", req.Method, req.URL.Path, out)
+	return out
+}
+
+func (c *client) pay(holdID string, amount int64, paymentID string) map[string]any {
+	c.t.Helper()
+	body, _ := json.Marshal(map[string]any{"hold_id": holdID, "payment_id": paymentID, "amount_cents": amount,
+		"paid_at": time.Now().UTC().Format(time.RFC3339)})
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	mac := hmac.New(sha256.New, []byte("e2e-pay"))
+	mac.Write([]byte(ts + "." + string(body)))
+	req, _ := http.NewRequest("POST", c.base+"/api/v1/payments/notify", bytes.NewReader(body))
+	req.Header.Set("X-Slotwheel-Signature", fmt.Sprintf("t=%s,v1=%s", ts, hex.EncodeToString(mac.Sum(nil))))
+	return c.send(req, 200)
+}
