@@ -164,8 +164,5 @@ func backendErr(op string, err error) error {
 	if _, ok := AsError(err); ok {
 		return err
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
-	}
 	return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
 }

@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"strconv"
-	"strings"
-)
+import "strconv"
 
 // Keys builds every Redis key slotwheel writes; no other file formats a key. All keys of one venue
 // share the hash tag {v<id>}, so each Lua script — which only ever touches one venue — runs in one
@@ -72,8 +69,3 @@ func HoldOwner(holdID string) string { return "h:" + holdID }
 
 // BookingOwner names a booking's entry in the Owners hash.
 func BookingOwner(bookingID uint64) string { return "b:" + strconv.FormatUint(bookingID, 10) }
-
-// ownerValue encodes an Owners hash value.
-func ownerValue(qty int, fields []string) string {
-	return strconv.Itoa(qty) + "|" + strings.Join(fields, ",")
-}
