@@ -58,6 +58,7 @@ type server struct {
 	log    *slog.Logger
 	now    func() time.Time
 	wechat *http.Client
+	tokens tokenCache
 }
 
 // handler is what New returns: the Gin engine, plus Close for the dashboard's Redis connections.

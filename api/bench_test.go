@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -13,25 +14,103 @@ import (
 	"github.com/slotwheel/slotwheel/engine"
 )
 
-// BenchmarkHTTPHold measures POST /api/v1/holds end to end over HTTP (JWT, strict decoding, an
-// Idempotency-Key, the engine's hold script and the JSON answer) with vegeta as the load generator,
-// 32 workers at full speed. It reports requests per second and the p50 and p99 latencies; the bare
-// script's reference number belongs to the engine's own benchmarks.
+// BenchmarkHTTPHold measures POST /api/v1/holds end to end over HTTP (JWT, strict decoding, the
+// engine's hold script and the JSON answer) with vegeta as the load generator, against the bare hold
+// script measured in the same run on the same Redis — the ratio is what the HTTP layer and the
+// engine cost. Sub-benchmarks:
+//
+//	bare_script          the Lua script alone, 32 goroutines, precomputed arguments
+//	max                  HTTP at full speed, 32 workers
+//	max_idempotency_key  the same with an Idempotency-Key on every request (two SQL writes each)
+//	half_rate            HTTP at a constant half of max's rate, for its p99
+//
+// Run them together (-bench HTTPHold): half_rate paces itself from max's result.
 func BenchmarkHTTPHold(b *testing.B) {
-	hs := newHarness(b, withCapacity(maxCapacity))
-	srv := httptest.NewServer(hs.h)
-	b.Cleanup(srv.Close)
+	var maxRate float64
+	b.Run("bare_script", func(b *testing.B) {
+		hs, slots := benchHarness(b)
+		benchBareScript(b, hs, slots)
+	})
+	b.Run("max", func(b *testing.B) {
+		hs, slots := benchHarness(b)
+		m := attack(b, hs, slots, uint64(b.N), 0, false)
+		maxRate = reportAttack(b, m)
+	})
+	b.Run("max_idempotency_key", func(b *testing.B) {
+		hs, slots := benchHarness(b)
+		reportAttack(b, attack(b, hs, slots, uint64(b.N), 0, true))
+	})
+	b.Run("half_rate", func(b *testing.B) {
+		if maxRate == 0 {
+			b.Skip("needs the max sub-benchmark in the same run")
+		}
+		hs, slots := benchHarness(b)
+		reportAttack(b, attack(b, hs, slots, uint64(b.N), maxRate/2, false))
+	})
+}
 
-	// Every request is another user's hold on one of the resource's slots, round robin, so that the
-	// slots never fill up during the run.
-	type slot struct{ start, end string }
-	var slots []slot
+type benchSlot struct {
+	start, end string
+	field, day string
+}
+
+// benchHarness makes a resource with room for every hold of the run, on 13 days × 14 hourly slots
+// that are loaded into Redis before the clock starts.
+func benchHarness(b *testing.B) (*harness, []benchSlot) {
+	hs := newHarness(b, withCapacity(maxCapacity))
+	resID, _ := strconv.ParseUint(hs.res, 10, 64)
+	var slots []benchSlot
 	for day := 1; day <= 13; day++ {
 		for hour := 8; hour < 22; hour++ {
 			s, e := hs.slot(day, hour)
-			slots = append(slots, slot{s, e})
+			t, _ := time.Parse(time.RFC3339, s)
+			slots = append(slots, benchSlot{start: s, end: e, field: engine.SlotField(resID, t.Unix()/60),
+				day: engine.DayField(resID, t.In(hs.loc).Format("2006-01-02"))})
+		}
+		s, _ := hs.slot(day, 8)
+		_, err := hs.eng.Availability(context.Background(), engine.AvailabilityQuery{ResourceID: resID, Date: s[:10]})
+		if err != nil {
+			b.Fatal(err)
 		}
 	}
+	return hs, slots
+}
+
+func benchBareScript(b *testing.B, hs *harness, slots []benchSlot) {
+	ctx := context.Background()
+	k := hs.eng.Keys()
+	venue, _ := strconv.ParseUint(hs.venue, 10, 64)
+	script := engine.HoldScriptForBenchmark()
+	now := hs.clock.Now()
+	var next atomic.Uint64
+	b.SetParallelism(16) // 32 goroutines on two cores, like the 32 HTTP workers
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1)
+			s := slots[i%uint64(len(slots))]
+			id := "h" + hs.venue + "_bare" + strconv.FormatUint(1e15+i, 10)
+			user := "bench-" + strconv.FormatUint(i%1000, 10)
+			err := script.Run(ctx, hs.redis.Client,
+				[]string{k.Capacity(venue), k.Used(venue), k.Owners(venue), k.Wheel(venue), k.Days(venue), k.Hold(venue, id), k.UserHolds(venue, user)},
+				now.UnixMilli(), now.Add(time.Hour).UnixMilli(), 1, id, (24 * time.Hour).Milliseconds(), k.HoldPrefix(venue),
+				s.day, s.field, "id", id, "user", user, "venue", venue, "resource", hs.res, "service", 0, "qty", 1,
+				"start_ms", 0, "end_ms", 0, "ostart_ms", 0, "oend_ms", 0, "deadline_ms", now.Add(time.Hour).UnixMilli(),
+				"created_ms", now.UnixMilli(), "amount", 0, "days", s.day).Err()
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+}
+
+// attack sends n holds, each by one of 1,000 users on the next slot round robin, at rate per second
+// (0: as fast as 32 workers go).
+func attack(b *testing.B, hs *harness, slots []benchSlot, n uint64, rate float64, withKey bool) vegeta.Metrics {
+	srv := httptest.NewServer(hs.h)
+	b.Cleanup(srv.Close)
 	const users = 1000
 	tokens := make([]string, users)
 	for i := range tokens {
@@ -44,17 +123,20 @@ func BenchmarkHTTPHold(b *testing.B) {
 		t.Method = http.MethodPost
 		t.URL = srv.URL + "/api/v1/holds"
 		t.Body = []byte(`{"resource_id":"` + hs.res + `","start":"` + s.start + `","end":"` + s.end + `"}`)
-		t.Header = http.Header{
-			"Authorization":      {tokens[i%users]},
-			"Content-Type":       {"application/json"},
-			headerIdempotencyKey: {"bench-" + strconv.FormatUint(i, 10)},
+		t.Header = http.Header{"Authorization": {tokens[i%users]}, "Content-Type": {"application/json"}}
+		if withKey {
+			t.Header.Set(headerIdempotencyKey, "bench-"+strconv.FormatUint(i, 10))
 		}
 		return nil
 	}
-	pacer := countPacer{n: uint64(b.N)}
-	attacker := vegeta.NewAttacker(vegeta.Workers(32), vegeta.MaxWorkers(32), vegeta.KeepAlive(true),
-		vegeta.Connections(64), vegeta.Timeout(30*time.Second))
-
+	var pacer vegeta.Pacer = countPacer{n: n}
+	workers := uint64(32)
+	if rate > 0 {
+		pacer = &ratePacer{rate: vegeta.Rate{Freq: int(rate), Per: time.Second}, n: n}
+		workers = 256 // a paced attack must never wait for a free worker, or it measures the queue
+	}
+	attacker := vegeta.NewAttacker(vegeta.Workers(workers), vegeta.MaxWorkers(workers), vegeta.KeepAlive(true),
+		vegeta.Connections(int(workers)*2), vegeta.Timeout(30*time.Second))
 	var m vegeta.Metrics
 	b.ResetTimer()
 	for res := range attacker.Attack(targeter, pacer, 0, "hold") {
@@ -62,16 +144,21 @@ func BenchmarkHTTPHold(b *testing.B) {
 	}
 	b.StopTimer()
 	m.Close()
-
 	if m.StatusCodes["201"] != int(m.Requests) {
 		b.Fatalf("not every hold succeeded: %v %v", m.StatusCodes, m.Errors)
 	}
-	elapsed := m.Duration + m.Wait
-	if elapsed > 0 {
-		b.ReportMetric(float64(m.Requests)/elapsed.Seconds(), "req/s")
+	return m
+}
+
+func reportAttack(b *testing.B, m vegeta.Metrics) float64 {
+	rate := 0.0
+	if elapsed := m.Duration + m.Wait; elapsed > 0 {
+		rate = float64(m.Requests) / elapsed.Seconds()
 	}
+	b.ReportMetric(rate, "req/s")
 	b.ReportMetric(float64(m.Latencies.P50.Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(m.Latencies.P99.Microseconds())/1000, "p99-ms")
+	return rate
 }
 
 // countPacer sends n hits as fast as the workers allow, then stops.
@@ -80,3 +167,18 @@ type countPacer struct{ n uint64 }
 func (p countPacer) Pace(_ time.Duration, hits uint64) (time.Duration, bool) { return 0, hits >= p.n }
 
 func (countPacer) Rate(time.Duration) float64 { return 0 }
+
+// ratePacer sends n hits at a constant rate, then stops.
+type ratePacer struct {
+	rate vegeta.Rate
+	n    uint64
+}
+
+func (p *ratePacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
+	if hits >= p.n {
+		return 0, true
+	}
+	return p.rate.Pace(elapsed, hits)
+}
+
+func (p *ratePacer) Rate(elapsed time.Duration) float64 { return p.rate.Rate(elapsed) }

@@ -19,7 +19,7 @@ import (
 const (
 	maxNameLen     = 200
 	maxTagLen      = 64 // kind, category
-	maxCapacity    = 10000
+	maxCapacity    = 1000000
 	maxPriceCents  = 10_000_000_000 // 100 million in the currency's main unit
 	maxQuantity    = 1000
 	maxSlotMinutes = 1440
