@@ -80,7 +80,7 @@ func TestBadInputIsA4xxOnEveryWriteRoute(t *testing.T) {
 				{"capacity negative", set{"capacity": -1}, 422, "invalid_capacity"},
 				{"capacity huge", set{"capacity": 1e20}, 422, "invalid_capacity"},
 				{"capacity fraction", set{"capacity": 2.5}, 422, "invalid_capacity"},
-				{"capacity over max", set{"capacity": 10001}, 422, "invalid_capacity"},
+				{"capacity over max", set{"capacity": maxCapacity + 1}, 422, "invalid_capacity"},
 				{"price negative", set{"price_cents": -5}, 422, "invalid_price"},
 				{"price huge", set{"price_cents": 1e30}, 422, "invalid_price"},
 				{"no price", set{"price_cents": nil}, 400, "missing_field"},
