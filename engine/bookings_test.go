@@ -283,3 +283,51 @@ func TestDueReleasesFromIndex(t *testing.T) {
 	require.Len(t, due, 1)
 	require.Equal(t, far.ID, due[0].BookingID)
 }
+
+func TestWheelResolvesConfirmsADeadProcessLeft(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(o *Options) { o.HoldTTL = time.Minute })
+	ctx := context.Background()
+	res := tb.resource(t, 2, 60, "08:00", "22:00")
+	start := at("19:00")
+	wheel := tb.e.NewWheel(WheelConfig{SweepEvery: time.Nanosecond})
+
+	// Died before the commit: the hold goes back on the wheel and expires; its unit comes back.
+	h1, err := tb.e.Hold(ctx, HoldRequest{UserID: "alice", ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
+	require.NoError(t, err)
+	tb.e.hooks.beforeCommit = func(string) error { return errSimulatedCrash }
+	_, err = tb.e.Confirm(ctx, alice, h1.ID)
+	require.ErrorIs(t, err, errSimulatedCrash)
+	tb.e.hooks.beforeCommit = nil
+
+	// Died after the commit: the booking is durable and the sweep settles the hold into it.
+	h2, err := tb.e.Hold(ctx, HoldRequest{UserID: "alice", ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
+	require.NoError(t, err)
+	tb.e.hooks.afterCommit = func(string) error { return errSimulatedCrash }
+	_, err = tb.e.Confirm(ctx, alice, h2.ID)
+	require.ErrorIs(t, err, errSimulatedCrash)
+	tb.e.hooks.afterCommit = nil
+	b, ok, err := tb.e.bookingByHold(ctx, h2.ID)
+	require.NoError(t, err)
+	require.True(t, ok, "the booking committed before the crash")
+
+	tb.clock.Advance(2 * time.Minute)
+	require.Equal(t, 2, tb.used(t, res.VenueID, res.ID, start), "both units stay taken while the holds are CONFIRMING")
+	_, err = wheel.RunOnce(ctx)
+	require.NoError(t, err)
+	_, err = wheel.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, tb.used(t, res.VenueID, res.ID, start), "the abandoned hold's unit is back; the booking's stays")
+	got, err := tb.e.GetHold(ctx, alice, h2.ID)
+	require.NoError(t, err)
+	require.Equal(t, HoldConfirmed, got.Status)
+	require.Equal(t, b.ID, got.BookingID)
+	owners, err := tb.redis.Client.HKeys(ctx, tb.e.keys.Owners(res.VenueID)).Result()
+	require.NoError(t, err)
+	require.Equal(t, []string{BookingOwner(b.ID)}, owners)
+	// Releasing the booking later gives its unit back too: nothing leaked.
+	tb.clock.Set(b.ReleaseAt.UTC())
+	_, err = tb.e.Release(ctx, ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
+	require.NoError(t, err)
+	require.Equal(t, 0, tb.used(t, res.VenueID, res.ID, start))
+}

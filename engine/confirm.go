@@ -161,7 +161,7 @@ func (e *Engine) confirm(ctx context.Context, r *holdRecord, pay *PaymentNotice)
 	for attempt := 0; ; attempt++ {
 		now := e.clock.Now()
 		out, err := reply(e.scripts.markConfirming.Run(ctx, e.rdb,
-			[]string{k.Capacity(v), k.Used(v), k.Owners(v), k.Wheel(v), k.Days(v), hk},
+			[]string{k.Capacity(v), k.Used(v), k.Owners(v), k.Wheel(v), k.Days(v), hk, k.Confirming(v)},
 			now.UnixMilli(), keep.Milliseconds(), k.HoldPrefix(v), allowRevive, e.opts.ConfirmStaleAfter.Milliseconds(),
 			strings.Join(r.days, ",")).Result())
 		if err != nil {
@@ -276,6 +276,11 @@ func (e *Engine) commitBooking(ctx context.Context, r *holdRecord, pay *PaymentN
 		return Booking{}, backendErr("commit booking", err)
 	}
 	metricConfirms.WithLabelValues("booked").Inc()
+	if e.hooks.afterCommit != nil {
+		if err := e.hooks.afterCommit(r.ID); err != nil {
+			return Booking{}, err
+		}
+	}
 	e.settle(ctx, r, b.ID)
 	e.scheduleIfDue(ctx, b)
 	out, err := e.toBooking(ctx, b)
@@ -287,7 +292,7 @@ func (e *Engine) commitBooking(ctx context.Context, r *holdRecord, pay *PaymentN
 func (e *Engine) settle(ctx context.Context, r *holdRecord, bookingID uint64) {
 	v := r.VenueID
 	k := e.keys
-	err := e.scripts.settleHold.Run(ctx, e.rdb, []string{k.Owners(v), k.Used(v), k.Hold(v, r.ID), k.Wheel(v), k.Gone(v)},
+	err := e.scripts.settleHold.Run(ctx, e.rdb, []string{k.Owners(v), k.Used(v), k.Hold(v, r.ID), k.Wheel(v), k.Gone(v), k.Confirming(v)},
 		HoldOwner(r.ID), BookingOwner(bookingID), bookingID, e.clock.Now().UnixMilli(), keep.Milliseconds(),
 		r.Quantity, joinFields(r.fields)).Err()
 	if err != nil {
@@ -298,7 +303,7 @@ func (e *Engine) settle(ctx context.Context, r *holdRecord, bookingID uint64) {
 // unconfirm puts a hold whose commit failed back on the wheel.
 func (e *Engine) unconfirm(ctx context.Context, r *holdRecord) {
 	v := r.VenueID
-	err := e.scripts.unconfirm.Run(context.WithoutCancel(ctx), e.rdb, []string{e.keys.Wheel(v), e.keys.Hold(v, r.ID)},
+	err := e.scripts.unconfirm.Run(context.WithoutCancel(ctx), e.rdb, []string{e.keys.Wheel(v), e.keys.Hold(v, r.ID), e.keys.Confirming(v)},
 		keep.Milliseconds(), e.clock.Now().UnixMilli()).Err()
 	if err != nil {
 		e.log.Error("unconfirm hold failed; reconciliation will re-queue it", "hold_id", r.ID, "err", err)

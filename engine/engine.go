@@ -67,6 +67,9 @@ type testHooks struct {
 	// beforeCommit runs after a hold is marked confirming and before its booking commits. An error
 	// fails the confirm; errSimulatedCrash makes it stop as a killed process would, undoing nothing.
 	beforeCommit func(holdID string) error
+	// afterCommit runs after the booking committed and before the hold is settled; only
+	// errSimulatedCrash is meaningful (the process dies with the booking durable).
+	afterCommit func(holdID string) error
 }
 
 // errSimulatedCrash stands for a process killed mid-operation (tests only).

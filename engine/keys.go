@@ -39,6 +39,10 @@ func (k Keys) Days(venueID uint64) string { return k.venue(venueID) + "days" }
 // Wheel is the ZSET of live hold ids scored by their deadline in unix ms.
 func (k Keys) Wheel(venueID uint64) string { return k.venue(venueID) + "wheel" }
 
+// Confirming is the ZSET of holds being confirmed, scored by when the confirm began (ms), so that
+// the wheel finds those a dead process left behind without waiting for the hourly reconciliation.
+func (k Keys) Confirming(venueID uint64) string { return k.venue(venueID) + "confirming" }
+
 // HoldPrefix is the prefix of hold HASH keys; scripts append the hold id to reach a due hold.
 func (k Keys) HoldPrefix(venueID uint64) string { return k.venue(venueID) + "hold:" }
 

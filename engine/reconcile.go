@@ -161,6 +161,11 @@ func (e *Engine) repairHold(ctx context.Context, v uint64, id string, now time.T
 	if err != nil {
 		return err
 	}
+	if m["status"] != HoldConfirming {
+		if err := e.rdb.ZRem(ctx, k.Confirming(v), id).Err(); err != nil {
+			return err
+		}
+	}
 	switch m["status"] {
 	case HoldHeld:
 		deadline, _ := strconv.ParseInt(m["deadline_ms"], 10, 64)

@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // WheelConfig configures the hold-expiry ticker.
@@ -16,21 +19,26 @@ type WheelConfig struct {
 	Batch int
 	// Timeout bounds one tick; default 2s.
 	Timeout time.Duration
+	// SweepEvery is how often the ticker also looks for holds a dead process left CONFIRMING
+	// (settling them if their booking committed, else putting them back on the wheel); default 1s.
+	SweepEvery time.Duration
 }
 
 // Wheel pops due holds from every venue's wheel and gives their units back.
 type Wheel struct {
-	e      *Engine
-	cfg    WheelConfig
-	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
+	e         *Engine
+	cfg       WheelConfig
+	lastSweep time.Time
+	cancel    context.CancelFunc
+	done      chan struct{}
+	once      sync.Once
 }
 
 // NewWheel builds the ticker of an engine.
 func (e *Engine) NewWheel(cfg WheelConfig) *Wheel {
 	setDefault(&cfg.Interval, 100*time.Millisecond)
 	setDefault(&cfg.Timeout, 2*time.Second)
+	setDefault(&cfg.SweepEvery, time.Second)
 	if cfg.Batch <= 0 {
 		cfg.Batch = 500
 	}
@@ -80,6 +88,12 @@ func (w *Wheel) runOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if now := time.Now(); now.Sub(w.lastSweep) >= w.cfg.SweepEvery {
+		w.lastSweep = now
+		if err := w.e.sweepConfirming(ctx, venues); err != nil {
+			return 0, err
+		}
+	}
 	total := 0
 	for len(venues) > 0 {
 		n, full, err := w.e.expireDue(ctx, venues, w.cfg.Batch)
@@ -120,4 +134,26 @@ func (e *Engine) expireDue(ctx context.Context, venues []uint64, batch int) (int
 		}
 	}
 	return total, full, nil
+}
+
+// sweepConfirming resolves holds left CONFIRMING for longer than ConfirmStaleAfter: a process died
+// between marking and settling. It is what reconciliation does for them, but within a second.
+func (e *Engine) sweepConfirming(ctx context.Context, venues []uint64) error {
+	now := e.clock.Now()
+	cutoff := strconv.FormatInt(now.Add(-e.opts.ConfirmStaleAfter).UnixMilli(), 10)
+	var rep ReconcileReport
+	for _, v := range venues {
+		ids, err := e.rdb.ZRangeByScore(ctx, e.keys.Confirming(v), &redis.ZRangeBy{Min: "-inf", Max: cutoff, Count: 100}).Result()
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if err := e.repairHold(ctx, v, id, now, &rep); err != nil {
+				return err
+			}
+		}
+	}
+	metricDrift.WithLabelValues("confirming_resumed").Add(float64(rep.ConfirmingResumed))
+	metricDrift.WithLabelValues("holds_settled").Add(float64(rep.HoldsSettled))
+	return nil
 }

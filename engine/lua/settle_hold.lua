@@ -1,7 +1,7 @@
 -- settleHoldCmd is the last step of a confirm, after the booking is committed: the hold's units
 -- become the booking's, and the hold record ends.
 -- KEYS[1] -> owners HASH, KEYS[2] -> used HASH, KEYS[3] -> the hold's HASH, KEYS[4] -> wheel ZSET,
--- KEYS[5] -> gone ZSET
+-- KEYS[5] -> gone ZSET, KEYS[6] -> confirming ZSET
 -- ARGV[1] -> hold owner, ARGV[2] -> booking owner, ARGV[3] -> booking id, ARGV[4] -> now ms,
 -- ARGV[5] -> keep ms, ARGV[6] -> qty, ARGV[7] -> slot fields, comma-joined
 -- Output: 'moved' (hold units became the booking's) | 'present' (already the booking's) |
@@ -27,5 +27,6 @@ if id then
   redis.call('HSET', KEYS[3], 'status', 'CONFIRMED', 'booking_id', ARGV[3], 'ended_ms', ARGV[4])
   redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[5]))
   redis.call('ZREM', KEYS[4], id)
+  redis.call('ZREM', KEYS[6], id)
 end
 return out
