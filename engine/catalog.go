@@ -98,8 +98,13 @@ func loadLocation(tz string) (*time.Location, error) {
 	return loc, nil
 }
 
+// toVenue converts a row; its times are answered in the venue's own offset, like everything else.
 func toVenue(v models.Venue) Venue {
-	return Venue{ID: v.ID, Name: v.Name, Timezone: v.Timezone, CreatedAt: v.CreatedAt}
+	created := v.CreatedAt
+	if loc, err := time.LoadLocation(v.Timezone); err == nil {
+		created = created.In(loc)
+	}
+	return Venue{ID: v.ID, Name: v.Name, Timezone: v.Timezone, CreatedAt: created}
 }
 
 // ListVenues lists every venue. Anyone.
@@ -182,7 +187,11 @@ func (e *Engine) CreateResource(ctx context.Context, a Actor, in ResourceInput) 
 	if err := e.db.WithContext(ctx).Create(&r).Error; err != nil {
 		return Resource{}, backendErr("create resource", err)
 	}
-	return toResource(r, nil), nil
+	out := toResource(r, nil)
+	if vi, err := e.venue(ctx, r.VenueID); err == nil {
+		out.CreatedAt = out.CreatedAt.In(vi.loc)
+	}
+	return out, nil
 }
 
 func toResource(r models.Resource, p *plan) Resource {
@@ -216,6 +225,9 @@ func (e *Engine) ListResources(ctx context.Context, venueID uint64) ([]Resource,
 	for i, r := range rows {
 		out[i] = toResource(r, nil)
 		out[i].SlotMinutes = slotMinutes[r.ID]
+		if vi, err := e.venue(ctx, r.VenueID); err == nil {
+			out[i].CreatedAt = out[i].CreatedAt.In(vi.loc)
+		}
 	}
 	return out, nil
 }
@@ -226,7 +238,9 @@ func (e *Engine) GetResource(ctx context.Context, id uint64) (Resource, error) {
 	if err != nil {
 		return Resource{}, err
 	}
-	return toResource(ri.res, ri.plan), nil
+	out := toResource(ri.res, ri.plan)
+	out.CreatedAt = out.CreatedAt.In(ri.venue.loc)
+	return out, nil
 }
 
 func (e *Engine) resource(ctx context.Context, id uint64) (*resourceInfo, error) {
@@ -447,12 +461,19 @@ func (e *Engine) CreateService(ctx context.Context, a Actor, in ServiceInput) (S
 	if err != nil {
 		return Service{}, backendErr("create service", err)
 	}
-	return toService(s, in.ResourceIDs), nil
+	return e.inVenueZone(ctx, toService(s, in.ResourceIDs)), nil
 }
 
 func toService(s models.Service, resources []uint64) Service {
 	return Service{ID: s.ID, VenueID: s.VenueID, Name: s.Name, DurationMinutes: s.DurationMinutes, PrepMinutes: s.PrepMinutes,
 		CleanupMinutes: s.CleanupMinutes, ResourceIDs: resources, PriceCents: s.PriceCents, CreatedAt: s.CreatedAt}
+}
+
+func (e *Engine) inVenueZone(ctx context.Context, s Service) Service {
+	if vi, err := e.venue(ctx, s.VenueID); err == nil {
+		s.CreatedAt = s.CreatedAt.In(vi.loc)
+	}
+	return s
 }
 
 // ListServices lists services, of one venue when venueID != 0. Anyone.
@@ -475,7 +496,7 @@ func (e *Engine) ListServices(ctx context.Context, venueID uint64) ([]Service, e
 	}
 	out := make([]Service, len(rows))
 	for i, s := range rows {
-		out[i] = toService(s, byService[s.ID])
+		out[i] = e.inVenueZone(ctx, toService(s, byService[s.ID]))
 	}
 	return out, nil
 }
