@@ -188,6 +188,7 @@ func newHandler(opts Options) (*handler, error) {
 	v1.POST("/checkins", s.authenticate(engine.RoleStaff, engine.RoleAdmin), s.readBody, s.idempotent, s.checkIn)
 
 	v1.POST("/waitlist", anyRole, s.readBody, s.idempotent, s.joinWaitlist)
+	v1.GET("/waitlist", anyRole, s.listWaitlist)
 	v1.DELETE("/waitlist/:id", anyRole, s.leaveWaitlist)
 
 	return h, nil

@@ -232,6 +232,25 @@ func toHoldResponse(h engine.Hold) holdResponse {
 	return out
 }
 
+type waitlistResponse struct {
+	WaitlistID string `json:"waitlist_id"`
+	Status     string `json:"status"`
+	UserID     string `json:"user_id"`
+	VenueID    string `json:"venue_id"`
+	ResourceID string `json:"resource_id"`
+	Start      string `json:"start"`
+	End        string `json:"end"`
+	Quantity   int    `json:"quantity"`
+	HoldID     string `json:"hold_id,omitempty"`
+	CreatedAt  string `json:"created_at"`
+}
+
+func toWaitlistResponse(w engine.WaitlistEntry) waitlistResponse {
+	return waitlistResponse{WaitlistID: formatID(w.ID), Status: w.Status, UserID: w.UserID, VenueID: formatID(w.VenueID),
+		ResourceID: formatID(w.ResourceID), Start: formatTime(w.Start), End: formatTime(w.End), Quantity: w.Quantity,
+		HoldID: w.HoldID, CreatedAt: formatTime(w.CreatedAt)}
+}
+
 type bookingResponse struct {
 	BookingID   string `json:"booking_id"`
 	HoldID      string `json:"hold_id"`

@@ -571,12 +571,13 @@ func (s *server) checkIn(c *gin.Context) {
 	c.JSON(http.StatusOK, toBookingResponse(b))
 }
 
-// ---- waitlist (a later issue; the routes are part of the contract already) ----
+// ---- waitlist ----
 
 type waitlistRequest struct {
 	ResourceID *jsonID   `json:"resource_id"`
 	Start      *jsonTime `json:"start"`
 	End        *jsonTime `json:"end"`
+	Quantity   *int      `json:"quantity"`
 }
 
 func (s *server) joinWaitlist(c *gin.Context) {
@@ -584,7 +585,11 @@ func (s *server) joinWaitlist(c *gin.Context) {
 	if !s.bind(c, &req) {
 		return
 	}
-	errs := []error{requireID("resource_id", req.ResourceID)}
+	quantity := 1
+	if req.Quantity != nil {
+		quantity = *req.Quantity
+	}
+	errs := []error{requireID("resource_id", req.ResourceID), intInRange("quantity", quantity, 1, maxQuantity)}
 	switch {
 	case req.Start == nil:
 		errs = append(errs, missing("start"))
@@ -597,14 +602,35 @@ func (s *server) joinWaitlist(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	s.fail(c, errNotImplemented)
+	w, err := s.eng.JoinWaitlist(c.Request.Context(), engine.WaitlistRequest{UserID: actorOf(c).UserID,
+		ResourceID: uint64(*req.ResourceID), Start: req.Start.Time, End: req.End.Time, Quantity: quantity})
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, toWaitlistResponse(w))
+}
+
+func (s *server) listWaitlist(c *gin.Context) {
+	ws, err := s.eng.ListWaitlist(c.Request.Context(), actorOf(c))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toList(ws, "", toWaitlistResponse))
 }
 
 func (s *server) leaveWaitlist(c *gin.Context) {
-	if _, ok := s.pathID(c); !ok {
+	id, ok := s.pathID(c)
+	if !ok {
 		return
 	}
-	s.fail(c, errNotImplemented)
+	w, err := s.eng.LeaveWaitlist(c.Request.Context(), actorOf(c), id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toWaitlistResponse(w))
 }
 
 // ---- request helpers ----

@@ -254,6 +254,7 @@ func (e *Engine) CancelBooking(ctx context.Context, a Actor, id uint64) (Booking
 		return Booking{}, err
 	}
 	e.giveBack(ctx, b)
+	e.promoteAfterFree(ctx, b.ResourceID)
 	if e.sched != nil {
 		if err := e.sched.CancelRelease(ctx, ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt}); err != nil {
 			e.log.Warn("cancel release task failed; its handler will do nothing", "booking_id", b.ID, "err", err)
@@ -271,6 +272,14 @@ func (e *Engine) giveBack(ctx context.Context, b models.Booking) {
 		BookingOwner(b.ID), e.clock.Now().UnixMilli(), (2 * keep).Milliseconds()).Err()
 	if err != nil {
 		e.log.Error("give back units failed; reconciliation will", "booking_id", b.ID, "err", err)
+	}
+}
+
+// promoteAfterFree offers freed units to the resource's first waiters at once. A failure is only
+// logged: the wheel's sweep promotes every second anyway.
+func (e *Engine) promoteAfterFree(ctx context.Context, resourceID uint64) {
+	if err := e.promote(ctx, resourceID); err != nil {
+		e.log.Warn("waitlist promotion failed; the wheel retries", "resource_id", resourceID, "err", err)
 	}
 }
 
@@ -464,6 +473,7 @@ func (e *Engine) Release(ctx context.Context, ref ReleaseRef) (ReleaseOutcome, e
 	}
 	if outcome == Released || outcome == AlreadyReleased {
 		e.giveBack(ctx, b)
+		e.promoteAfterFree(ctx, b.ResourceID)
 	}
 	return outcome, nil
 }

@@ -331,3 +331,64 @@ func TestWheelResolvesConfirmsADeadProcessLeft(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 0, tb.used(t, res.VenueID, res.ID, start))
 }
+
+func TestWaitlistPromotesFirstWaiterWhenUnitsFree(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	res := tb.resource(t, 1, 60, "08:00", "22:00")
+	start := at("12:00")
+	b := tb.book(t, alice, res, start)
+
+	// The slot is taken: bob and carol wait, in that order.
+	bob, err := tb.e.JoinWaitlist(ctx, WaitlistRequest{UserID: "bob", ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
+	require.NoError(t, err)
+	require.Equal(t, WaitWaiting, bob.Status)
+	carol, err := tb.e.JoinWaitlist(ctx, WaitlistRequest{UserID: "carol", ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
+	require.NoError(t, err)
+	_, err = tb.e.JoinWaitlist(ctx, WaitlistRequest{UserID: "dave", ResourceID: res.ID, Start: at("12:30"), End: at("13:30")})
+	require.ErrorIs(t, err, ErrOffGrid)
+	_, err = tb.e.LeaveWaitlist(ctx, alice, carol.ID)
+	require.ErrorIs(t, err, ErrNotFound, "only the owner leaves")
+
+	// Alice does not turn up: the release hands the unit to bob as a hold he can pay.
+	tb.clock.Set(b.ReleaseAt.UTC())
+	_, err = tb.e.Release(ctx, ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
+	require.NoError(t, err)
+	list, err := tb.e.ListWaitlist(ctx, Actor{UserID: "bob", Role: RoleUser})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, WaitPromoted, list[0].Status)
+	h, err := tb.e.GetHold(ctx, Actor{UserID: "bob", Role: RoleUser}, list[0].HoldID)
+	require.NoError(t, err)
+	require.Equal(t, HoldHeld, h.Status)
+	require.Equal(t, 1, tb.used(t, res.VenueID, res.ID, start), "bob's hold took the unit, no more")
+	got, err := tb.e.LeaveWaitlist(ctx, Actor{UserID: "carol", Role: RoleUser}, carol.ID)
+	require.NoError(t, err)
+	require.Equal(t, WaitCancelled, got.Status)
+
+	// Bob gives it up; nobody waits any more, so the unit is simply free.
+	_, err = tb.e.CancelHold(ctx, Actor{UserID: "bob", Role: RoleUser}, h.ID)
+	require.NoError(t, err)
+	require.Equal(t, 0, tb.used(t, res.VenueID, res.ID, start))
+}
+
+func TestWaitlistPromotedByTheWheelWhenAHoldExpires(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(o *Options) { o.HoldTTL = time.Minute })
+	ctx := context.Background()
+	res := tb.resource(t, 1, 60, "08:00", "22:00")
+	start := at("14:00")
+	_, err := tb.e.Hold(ctx, HoldRequest{UserID: "alice", ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
+	require.NoError(t, err)
+	entry, err := tb.e.JoinWaitlist(ctx, WaitlistRequest{UserID: "bob", ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
+	require.NoError(t, err)
+	require.Equal(t, WaitWaiting, entry.Status)
+	tb.clock.Advance(time.Minute)
+	_, err = tb.e.NewWheel(WheelConfig{SweepEvery: time.Nanosecond}).RunOnce(ctx)
+	require.NoError(t, err)
+	list, err := tb.e.ListWaitlist(ctx, Actor{UserID: "bob", Role: RoleUser})
+	require.NoError(t, err)
+	require.Equal(t, WaitPromoted, list[0].Status)
+	require.Equal(t, 1, tb.used(t, res.VenueID, res.ID, start))
+}

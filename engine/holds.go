@@ -367,5 +367,6 @@ func (e *Engine) CancelHold(ctx context.Context, a Actor, id string) (Hold, erro
 	if err != nil {
 		return Hold{}, err
 	}
+	e.promoteAfterFree(ctx, r2.ResourceID)
 	return r2.Hold, nil
 }

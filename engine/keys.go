@@ -73,3 +73,5 @@ func HoldOwner(holdID string) string { return "h:" + holdID }
 
 // BookingOwner names a booking's entry in the Owners hash.
 func BookingOwner(bookingID uint64) string { return "b:" + strconv.FormatUint(bookingID, 10) }
+
+func uintString(n uint64) string { return strconv.FormatUint(n, 10) }

@@ -292,3 +292,35 @@ type StoredResponse struct {
 	Status int
 	Body   []byte
 }
+
+// WaitlistRequest asks to wait for units of a resource window.
+type WaitlistRequest struct {
+	UserID     string
+	ResourceID uint64
+	Start      time.Time
+	End        time.Time
+	Quantity   int
+}
+
+// Waitlist statuses.
+const (
+	WaitWaiting   = "WAITING"
+	WaitPromoted  = "PROMOTED"
+	WaitCancelled = "CANCELLED"
+	WaitExpired   = "EXPIRED"
+)
+
+// WaitlistEntry is a user waiting for a window; once promoted, HoldID names the hold made for them.
+// Times are in the venue's zone.
+type WaitlistEntry struct {
+	ID         uint64
+	UserID     string
+	VenueID    uint64
+	ResourceID uint64
+	Status     string
+	Start      time.Time
+	End        time.Time
+	Quantity   int
+	HoldID     string
+	CreatedAt  time.Time
+}

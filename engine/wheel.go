@@ -93,6 +93,9 @@ func (w *Wheel) runOnce(ctx context.Context) (int, error) {
 		if err := w.e.sweepConfirming(ctx, venues); err != nil {
 			return 0, err
 		}
+		if err := w.e.promoteWaiting(ctx); err != nil {
+			return 0, err
+		}
 	}
 	total := 0
 	for len(venues) > 0 {

@@ -192,11 +192,38 @@ type IdempotencyKey struct {
 	ExpiresAt   time.Time `gorm:"precision:3;not null;index"`
 }
 
+// Waitlist statuses.
+const (
+	WaitWaiting   = "WAITING"
+	WaitPromoted  = "PROMOTED"
+	WaitCancelled = "CANCELLED"
+	WaitExpired   = "EXPIRED"
+)
+
+// WaitlistEntry is a user waiting for units of a resource window; when units free up the first
+// waiter is given a hold (PROMOTED, HoldID set) to pay like any other.
+type WaitlistEntry struct {
+	ID         uint64    `gorm:"primaryKey"`
+	UserID     string    `gorm:"size:64;not null;index"`
+	VenueID    uint64    `gorm:"not null"`
+	ResourceID uint64    `gorm:"not null;index:idx_waitlist_resource_status,priority:1"`
+	Status     string    `gorm:"size:16;not null;index:idx_waitlist_resource_status,priority:2"`
+	Start      time.Time `gorm:"precision:3;not null"`
+	End        time.Time `gorm:"precision:3;not null"`
+	Quantity   int       `gorm:"not null"`
+	HoldID     string    `gorm:"size:40;not null;default:''"`
+	CreatedAt  time.Time `gorm:"precision:3;not null"`
+	UpdatedAt  time.Time `gorm:"precision:3;not null"`
+}
+
+// TableName keeps the table's name readable.
+func (WaitlistEntry) TableName() string { return "waitlist" }
+
 // All lists every table, in creation order, for Migrate.
 func All() []any {
 	return []any{
 		&Venue{}, &Resource{}, &Schedule{}, &SlotInventory{}, &Service{}, &ServiceResource{},
 		&GracePolicy{}, &Booking{}, &BookingHistory{}, &Payment{}, &OutboxEvent{}, &UserStat{},
-		&IdempotencyKey{},
+		&IdempotencyKey{}, &WaitlistEntry{},
 	}
 }
