@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -236,3 +238,21 @@ func (c *client) pay(holdID string, amount int64, paymentID string) map[string]a
 	req.Header.Set("X-Slotwheel-Signature", fmt.Sprintf("t=%s,v1=%s", ts, hex.EncodeToString(mac.Sum(nil))))
 	return c.send(req, 200)
 }
+
+// TestBenchCommand runs `slotwheel bench` briefly and checks it reports both paths for both cases.
+func TestBenchCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs load for a second")
+	}
+	t.Setenv("SLOTWHEEL_REDIS_URL", os.Getenv(enginetest.EnvRedis))
+	t.Setenv("SLOTWHEEL_SQLITE_PATH", filepath.Join(t.TempDir(), "unused.db"))
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"bench", "--duration", "200ms", "--workers", "4"}, &out, slogDiscard())
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^hot slot\s+\d+\s+\d+\s+\d+%$`, out.String())
+	require.Regexp(t, `(?m)^1000 resources\s+\d+\s+\d+\s+\d+%$`, out.String())
+	err = run(context.Background(), []string{"bench", "--duration", "0s"}, &out, slogDiscard())
+	require.ErrorContains(t, err, "--duration")
+}
+
+func slogDiscard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
