@@ -34,16 +34,16 @@ func OpenMySQL(dsn string) (*gorm.DB, error) {
 	return db, nil
 }
 
-// OpenSQLite opens (creating it and its folder) the embedded SQLite file. One connection serialises
-// writers, which SQLite does anyway, without ever answering SQLITE_BUSY to a concurrent request; WAL
-// keeps readers of other processes (the CLI's reconcile) from blocking it.
+// OpenSQLite opens (creating it and its folder) the embedded SQLite file. WAL lets readers run beside
+// the one writer; transactions begin IMMEDIATE, so a writer waits (busy timeout) for the write lock at
+// BEGIN instead of failing with SQLITE_BUSY when a read transaction would have to upgrade.
 func OpenSQLite(path string) (*gorm.DB, error) {
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("create sqlite folder: %w", err)
 		}
 	}
-	dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)"
+	dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 	db, err := gorm.Open(sqlite.Open(dsn), &gorm.Config{
 		Logger:                 logger.Default.LogMode(logger.Silent),
 		SkipDefaultTransaction: true,
@@ -56,7 +56,7 @@ func OpenSQLite(path string) (*gorm.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	sqlDB.SetMaxOpenConns(1)
+	sqlDB.SetMaxOpenConns(4)
 	return db, nil
 }
 
