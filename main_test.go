@@ -126,7 +126,7 @@ func TestEndToEndCourtStory(t *testing.T) {
 	c.do("POST", "/api/v1/holds", bob, map[string]any{"resource_id": res["resource_id"],
 		"start": start.Format(time.RFC3339), "end": start.Add(time.Minute).Format(time.RFC3339)}, 201)
 
-	// A second court's booking, checked in by staff, stays ARRIVED past its release_at.
+	// A second court's booking, checked in by staff, is not released at its release_at.
 	res2 := c.do("POST", "/api/v1/admin/resources", admin, map[string]any{"venue_id": venue["venue_id"], "name": "Court 2",
 		"kind": "court", "capacity": 1, "category": "e2e", "price_cents": 500}, 201)
 	c.do("PUT", "/api/v1/admin/resources/"+res2["resource_id"].(string)+"/schedule", admin, map[string]any{"slot_minutes": 1,
@@ -145,7 +145,8 @@ func TestEndToEndCourtStory(t *testing.T) {
 	r2, _ := time.Parse(time.RFC3339, b2["release_at"].(string))
 	time.Sleep(time.Until(r2) + 1500*time.Millisecond)
 	got = c.do("GET", "/api/v1/bookings/"+b2["booking_id"].(string), alice, nil, 200)
-	require.Equal(t, "ARRIVED", got["status"])
+	// Checked in, so never released: ARRIVED, or IN_PROGRESS since its slot has started (DESIGN.md).
+	require.Contains(t, []any{"ARRIVED", "IN_PROGRESS"}, got["status"])
 }
 
 func mustLoc(t *testing.T) *time.Location {

@@ -122,6 +122,11 @@ func newHandler(opts Options) (*handler, error) {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
+	// No implicit redirects: "/api/v1/holds/" or "/API/v1/holds" would get Gin's bare 301/307, without
+	// the error body. They fall to NoRoute instead, which answers 404 not_found through the middleware
+	// (X-Request-Id included). "/monitoring" → "/monitoring/" is an explicit route below.
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
 	r.ContextWithFallback = true
 	if err := r.SetTrustedProxies(nil); err != nil {
 		return nil, fmt.Errorf("api: %w", err)

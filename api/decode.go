@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -52,32 +53,49 @@ func parseID(s string) (uint64, bool) {
 // formatID writes an id as the API shows it.
 func formatID(v uint64) string { return strconv.FormatUint(v, 10) }
 
-// jsonTime is a time in a request body: a JSON string in RFC 3339 with an offset.
+// jsonTime is a time in a request body: a JSON string in RFC 3339 with an offset, in the years
+// minYear to maxYear.
 type jsonTime struct{ time.Time }
 
-// UnmarshalJSON implements json.Unmarshaler.
+// jsonTimeType is how decodeError recognises a refused time.
+var jsonTimeType = reflect.TypeFor[jsonTime]()
+
+// UnmarshalJSON implements json.Unmarshaler. A refusal is a *json.UnmarshalTypeError of jsonTimeType,
+// because encoding/json adds the field's path only to that type of error; decodeError turns it into
+// 400 invalid_time naming the field.
 func (t *jsonTime) UnmarshalJSON(b []byte) error {
 	var s string
 	if len(b) == 0 || b[0] != '"' || json.Unmarshal(b, &s) != nil {
-		return badRequest("invalid_time", "a time must be an RFC 3339 string with an offset")
+		return &json.UnmarshalTypeError{Value: "non-string", Type: jsonTimeType}
 	}
 	v, ok := parseTime(s)
 	if !ok {
-		return badRequest("invalid_time", "a time must be an RFC 3339 string with an offset")
+		return &json.UnmarshalTypeError{Value: "string", Type: jsonTimeType}
 	}
 	t.Time = v
 	return nil
 }
 
+// The years a request time may fall in (as written, in its own offset). Year 1 is Go's zero time,
+// which the engine reads as "no time given"; nothing slotwheel books is that far off either way.
+const (
+	minYear = 2000
+	maxYear = 9999
+)
+
 // rfc3339 checks the shape time.Parse is lenient about: a 'T', seconds, and an offset.
 var rfc3339 = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$`)
 
+// parseTime reads an RFC 3339 time with an offset in the years minYear to maxYear.
 func parseTime(s string) (time.Time, bool) {
 	if !rfc3339.MatchString(s) {
 		return time.Time{}, false
 	}
 	v, err := time.Parse(time.RFC3339Nano, strings.ToUpper(s))
-	return v, err == nil
+	if err != nil || v.Year() < minYear || v.Year() > maxYear {
+		return time.Time{}, false
+	}
+	return v, true
 }
 
 // formatTime writes a time as the API shows it: RFC 3339 in the time's own zone, which for booking
@@ -157,6 +175,9 @@ func decodeError(err error) error {
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
 		field := typeErr.Field
+		if typeErr.Type == jsonTimeType {
+			return badRequest("invalid_time", "a time must be an RFC 3339 string with an offset, in the years 2000 to 9999").withField(field)
+		}
 		if strings.HasPrefix(typeErr.Value, "number") && isNumberKind(typeErr.Type.Kind().String()) {
 			// A number that does not fit: fractional, negative for unsigned, or too large.
 			return unprocessable(rangeCode(field), "the number does not fit the field").withField(field)

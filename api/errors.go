@@ -41,6 +41,9 @@ func unprocessable(code, message string) *apiError {
 	return newError(http.StatusUnprocessableEntity, code, message)
 }
 
+// The failures this package decides. A failed WeChat exchange is 401 either way (API.md):
+// wechat_login_failed when WeChat refused the code, wechat_unavailable when it could not be reached or
+// answered an HTTP error or something that is not JSON.
 var (
 	errNotFound            = newError(http.StatusNotFound, "not_found", "no such route or object")
 	errMethodNotAllowed    = newError(http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this path")
@@ -50,9 +53,10 @@ var (
 	errNotImplemented      = newError(http.StatusNotImplemented, "not_implemented", "not implemented yet")
 	errWechatNotConfigured = newError(http.StatusNotImplemented, "wechat_not_configured", "WeChat log-in is not configured")
 	errWechatLoginFailed   = newError(http.StatusUnauthorized, "wechat_login_failed", "WeChat rejected the log-in code")
-	errWechatUnavailable   = newError(http.StatusBadGateway, "wechat_unavailable", "WeChat could not be reached")
+	errWechatUnavailable   = newError(http.StatusUnauthorized, "wechat_unavailable", "WeChat could not be reached")
 	errBadSignature        = newError(http.StatusUnauthorized, "bad_signature", "the payment notification's signature is wrong")
 	errStaleSignature      = newError(http.StatusUnauthorized, "stale_signature", "the payment notification's timestamp is over 5 minutes off")
+	errInvalidHoldID       = unprocessable("invalid_hold_id", "hold_id is not a hold id").withField("hold_id")
 	errInvalidIdempotency  = badRequest("invalid_idempotency_key", "Idempotency-Key must be 1 to 255 visible ASCII characters, sent once")
 	errInternal            = newError(http.StatusInternalServerError, "internal", "internal error")
 	errBackendUnavailable  = newError(http.StatusServiceUnavailable, "backend_unavailable", "a backend is unavailable; try again")

@@ -134,6 +134,12 @@ func TestBadInputIsA4xxOnEveryWriteRoute(t *testing.T) {
 				{"start words", set{"start": "tomorrow"}, 400, "invalid_time"},
 				{"start without offset", set{"start": noOffset}, 400, "invalid_time"},
 				{"start date only", set{"start": start[:10]}, 400, "invalid_time"},
+				{"start year 1 (Go's zero time in UTC)", set{"start": "0001-01-01T08:00:00+08:00"}, 400, "invalid_time"},
+				{"start year 1 UTC", set{"start": "0001-01-01T00:00:00Z"}, 400, "invalid_time"},
+				{"start year 1999", set{"start": "1999-12-31T23:00:00+08:00"}, 400, "invalid_time"},
+				{"end year 1", set{"end": "0001-01-01T09:00:00+08:00"}, 400, "invalid_time"},
+				{"end year 0", set{"end": "0000-01-01T09:00:00+08:00"}, 400, "invalid_time"},
+				{"service hold start year 1", set{"service_id": "1", "end": nil, "start": "0001-01-01T08:00:00+08:00"}, 400, "invalid_time"},
 				{"quantity string", set{"quantity": "1"}, 400, "invalid_type"},
 				{"quantity zero", set{"quantity": 0}, 422, "invalid_quantity"},
 				{"quantity fraction", set{"quantity": 1.5}, 422, "invalid_quantity"},
@@ -160,10 +166,13 @@ func TestBadInputIsA4xxOnEveryWriteRoute(t *testing.T) {
 				{"amount negative", set{"amount_cents": -1}, 422, "invalid_amount"},
 				{"amount wrong", set{"amount_cents": held.AmountCents + 1}, 422, "amount_mismatch"},
 				{"paid_at words", set{"paid_at": "yesterday"}, 400, "invalid_time"},
+				{"paid_at year 1", set{"paid_at": "0001-01-01T00:00:00Z"}, 400, "invalid_time"},
 				{"payment_id empty", set{"payment_id": ""}, 422, "invalid_payment_id"},
 				{"no paid_at", set{"paid_at": nil}, 400, "missing_field"},
 				{"no hold_id", set{"hold_id": nil}, 400, "missing_field"},
-				{"hold_id with spaces", set{"hold_id": "a b"}, 422, "invalid_id"},
+				{"hold_id with spaces", set{"hold_id": "a b"}, 422, "invalid_hold_id"},
+				{"hold_id empty", set{"hold_id": ""}, 422, "invalid_hold_id"},
+				{"hold_id too long", set{"hold_id": "h1_" + strings.Repeat("a", 62)}, 422, "invalid_hold_id"},
 			}},
 		{method: "POST", path: "/api/v1/bookings/" + booked.BookingID + "/cancel", token: alice, emptyBodyOK: true},
 		{method: "POST", path: "/api/v1/bookings/" + booked.BookingID + "/restore", token: alice, emptyBodyOK: true},
@@ -179,6 +188,8 @@ func TestBadInputIsA4xxOnEveryWriteRoute(t *testing.T) {
 			cases: []bodyCase{
 				{"resource_id number", set{"resource_id": 1}, 400, "invalid_id"},
 				{"start without offset", set{"start": noOffset}, 400, "invalid_time"},
+				{"start year 1", set{"start": "0001-01-01T08:00:00+08:00"}, 400, "invalid_time"},
+				{"end year 1", set{"end": "0001-01-01T09:00:00+08:00"}, 400, "invalid_time"},
 				{"end before start", set{"start": end, "end": start}, 422, "invalid_window"},
 				{"no end", set{"end": nil}, 400, "missing_field"},
 			}},
@@ -305,8 +316,61 @@ func TestDecodeTime(t *testing.T) {
 		"2025-05-01":                    false,
 		"2025-02-30T10:00:00Z":          false,
 		"Thu, 01 May 2025 10:00:00 GMT": false,
+		"0001-01-01T08:00:00+08:00":     false, // Go's zero time, in UTC
+		"0001-01-01T00:00:00Z":          false,
+		"0000-01-01T00:00:00Z":          false,
+		"1999-12-31T23:59:59+08:00":     false,
+		"2000-01-01T00:00:00+08:00":     true, // 1999 in UTC, but 2000 as written
+		"9999-12-31T23:59:59Z":          true,
 	} {
 		_, got := parseTime(s)
 		require.Equal(t, ok, got, s)
+	}
+}
+
+// TestRefusedInputNamesTheField: a refused time names its field, in both languages, and a hold_id
+// that cannot be a hold id is not described as decimal digits.
+func TestRefusedInputNamesTheField(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t)
+	alice := hs.token("alice", engine.RoleUser, 0)
+	start, end := hs.slot(1, 10)
+
+	for _, tc := range []struct {
+		path  string
+		body  set
+		field string
+	}{
+		{"/api/v1/holds", set{"resource_id": hs.res, "start": "0001-01-01T08:00:00+08:00", "end": end}, "start"},
+		{"/api/v1/holds", set{"resource_id": hs.res, "start": start, "end": "0001-01-01T09:00:00+08:00"}, "end"},
+		{"/api/v1/holds", set{"resource_id": hs.res, "start": "tomorrow", "end": end}, "start"},
+		{"/api/v1/holds", set{"resource_id": hs.res, "start": start, "end": 5}, "end"},
+		{"/api/v1/waitlist", set{"resource_id": hs.res, "start": "0001-01-01T08:00:00+08:00", "end": end}, "start"},
+	} {
+		var en, zh errorBody
+		hs.do(http.MethodPost, tc.path, alice, tc.body).expect(t, http.StatusBadRequest).decode(t, &en)
+		require.Equal(t, "invalid_time", en.Error.Code, "%s %v", tc.path, tc.body)
+		require.Contains(t, en.Error.Message, "(field: "+tc.field+")", "%s %v", tc.path, tc.body)
+		require.Contains(t, en.Error.Message, "2000 to 9999")
+		hs.do(http.MethodPost, tc.path, alice, tc.body, header{"Accept-Language", "zh-CN"}).
+			expect(t, http.StatusBadRequest).decode(t, &zh)
+		require.Equal(t, "invalid_time", zh.Error.Code)
+		require.Contains(t, zh.Error.Message, "（字段："+tc.field+"）")
+	}
+
+	now := hs.clock.Now()
+	for _, holdID := range []string{"", "a b", strings.Repeat("h", 65)} {
+		body := paymentBody(t, holdID, "pay-x", 100, now)
+		var en, zh errorBody
+		hs.notify(body, testPaymentSecret, now).expect(t, http.StatusUnprocessableEntity).decode(t, &en)
+		require.Equal(t, "invalid_hold_id", en.Error.Code, "%q", holdID)
+		require.Contains(t, en.Error.Message, "hold id")
+		require.Contains(t, en.Error.Message, "(field: hold_id)")
+		require.NotContains(t, en.Error.Message, "digits")
+		hs.do(http.MethodPost, "/api/v1/payments/notify", "", body,
+			header{headerSignature, Sign(testPaymentSecret, body, now)}, header{"Accept-Language", "zh-CN"}).
+			expect(t, http.StatusUnprocessableEntity).decode(t, &zh)
+		require.Equal(t, "invalid_hold_id", zh.Error.Code)
+		require.Regexp(t, `\p{Han}`, zh.Error.Message)
 	}
 }

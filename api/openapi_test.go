@@ -9,6 +9,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/require"
+
+	"github.com/slotwheel/slotwheel/engine"
 )
 
 // TestOpenAPIDocumentsEveryRoute fails on any route of the router that openapi.json lacks.
@@ -140,6 +142,49 @@ func TestRequestIDAndLanguage(t *testing.T) {
 	require.Equal(t, "method_not_allowed", r.errorCode())
 }
 
+// TestNoImplicitRedirects: a path with a trailing slash or the wrong case gets the 404 error body
+// with X-Request-Id (the middleware runs for NoRoute and NoMethod too), not Gin's bare 301 or 307.
+func TestNoImplicitRedirects(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t)
+	alice := hs.token("alice", engine.RoleUser, 0)
+	for _, tc := range []struct{ method, path, token string }{
+		{http.MethodGet, "/api/v1/holds/", alice},
+		{http.MethodGet, "/api/v1/holds/", ""},
+		{http.MethodPost, "/api/v1/holds/", alice},
+		{http.MethodGet, "/api/v1/venues/", ""},
+		{http.MethodGet, "/API/v1/venues", ""},
+		{http.MethodGet, "/api/v1//venues", ""},
+		{http.MethodPost, "/api/v1/payments/notify/", ""},
+		{http.MethodPost, "/api/v1/auth/dev-login/", ""},
+		{http.MethodGet, "/healthz/", ""},
+		{http.MethodGet, "/openapi.json/", ""},
+	} {
+		name := tc.method + " " + tc.path
+		var body any
+		if tc.method == http.MethodPost {
+			body = set{}
+		}
+		r := hs.do(tc.method, tc.path, tc.token, body, header{"X-Request-Id", "trail-1"})
+		require.Equal(t, http.StatusNotFound, r.Status, "%s: %s", name, r.Body)
+		require.Empty(t, r.Header.Get("Location"), name)
+		require.Contains(t, r.Header.Get("Content-Type"), "application/json", name)
+		require.Equal(t, "trail-1", r.Header.Get(headerRequestID), name)
+		require.Equal(t, "not_found", r.errorCode(), name)
+		var e errorBody
+		r.decode(t, &e)
+		require.Equal(t, "trail-1", e.Error.RequestID, name)
+	}
+
+	// A generated id when the client sends none; 405 goes through the middleware as well.
+	r := hs.do(http.MethodGet, "/api/v1/holds/", alice, nil).expect(t, http.StatusNotFound)
+	require.Regexp(t, `^[0-9a-f]{32}$`, r.Header.Get(headerRequestID))
+	r = hs.do(http.MethodPut, "/api/v1/venues", "", nil, header{"X-Request-Id", "nomethod-1"}).
+		expect(t, http.StatusMethodNotAllowed)
+	require.Equal(t, "nomethod-1", r.Header.Get(headerRequestID))
+	require.Equal(t, "method_not_allowed", r.errorCode())
+}
+
 func TestLanguageChoice(t *testing.T) {
 	t.Parallel()
 	for header, want := range map[string]string{
@@ -177,7 +222,7 @@ func TestCatalogCoversEveryCode(t *testing.T) {
 	}
 	for _, e := range []*apiError{errNotFound, errMethodNotAllowed, errUnauthorized, errForbidden, errBodyTooLarge,
 		errNotImplemented, errWechatNotConfigured, errWechatLoginFailed, errWechatUnavailable, errBadSignature,
-		errStaleSignature, errInvalidIdempotency, errInternal, errBackendUnavailable} {
+		errStaleSignature, errInvalidHoldID, errInvalidIdempotency, errInternal, errBackendUnavailable} {
 		codes = append(codes, e.Code)
 	}
 	for _, c := range rangeCodes {

@@ -104,7 +104,9 @@ func (s *server) paymentNotify(c *gin.Context) {
 	if req.HoldID == nil {
 		errs = append(errs, missing("hold_id"))
 	} else if !saneToken(*req.HoldID, 64) {
-		errs = append(errs, unprocessable("invalid_id", "hold_id is not a hold id").withField("hold_id"))
+		// Only the characters are checked: a well-formed id the engine does not know is still
+		// recorded (for refund), since the money was taken.
+		errs = append(errs, errInvalidHoldID)
 	}
 	if req.PaidAt == nil {
 		errs = append(errs, missing("paid_at"))

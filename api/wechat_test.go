@@ -9,7 +9,8 @@ import (
 )
 
 // fakeWechat plays code2Session: code "good" is user o-good, "bad" is refused with an errcode,
-// "nobody" answers without an openid, "broken" fails with a 500.
+// "nobody" answers without an openid, "broken" fails with a 500, "gateway" with a 502 and a JSON
+// body, "html" answers 200 with a page that is not JSON.
 func fakeWechat(t *testing.T) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -29,6 +30,12 @@ func fakeWechat(t *testing.T) *httptest.Server {
 			_, _ = w.Write([]byte(`{"session_key":"sk"}`))
 		case "broken":
 			w.WriteHeader(http.StatusInternalServerError)
+		case "gateway":
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = w.Write([]byte(`{"openid":"o-good"}`))
+		case "html":
+			w.Header().Set("Content-Type", "text/html")
+			_, _ = w.Write([]byte(`<html><body>maintenance</body></html>`))
 		default:
 			_, _ = w.Write([]byte(`{"errcode":40029,"errmsg":"invalid code"}`))
 		}
@@ -58,19 +65,28 @@ func TestWechatLogin(t *testing.T) {
 	}{
 		"bad":    {http.StatusUnauthorized, "wechat_login_failed"},
 		"nobody": {http.StatusUnauthorized, "wechat_login_failed"},
-		"broken": {http.StatusBadGateway, "wechat_unavailable"},
+		// A failed exchange is 401 whatever failed; the code tells WeChat being down apart.
+		"broken":  {http.StatusUnauthorized, "wechat_unavailable"},
+		"gateway": {http.StatusUnauthorized, "wechat_unavailable"},
+		"html":    {http.StatusUnauthorized, "wechat_unavailable"},
 	} {
 		r := hs.do(http.MethodPost, "/api/v1/auth/wechat", "", set{"code": code})
 		require.Equal(t, want.status, r.Status, "%s: %s", code, r.Body)
 		require.Equal(t, want.code, r.errorCode(), code)
+		require.Empty(t, r.Header.Get("Retry-After"), code)
 	}
 
 	// WeChat unreachable.
 	down := newHarness(t, withOptions(func(o *Options) {
 		o.WechatAppID, o.WechatSecret, o.WechatAPIBase = "wx-app", "wx-secret", "http://127.0.0.1:1"
 	}))
-	r := down.do(http.MethodPost, "/api/v1/auth/wechat", "", set{"code": "good"}).expect(t, http.StatusBadGateway)
+	r := down.do(http.MethodPost, "/api/v1/auth/wechat", "", set{"code": "good"}).expect(t, http.StatusUnauthorized)
 	require.Equal(t, "wechat_unavailable", r.errorCode())
+	var zh errorBody
+	down.do(http.MethodPost, "/api/v1/auth/wechat", "", set{"code": "good"}, header{"Accept-Language", "zh-CN"}).
+		expect(t, http.StatusUnauthorized).decode(t, &zh)
+	require.Equal(t, "wechat_unavailable", zh.Error.Code)
+	require.Regexp(t, `\p{Han}`, zh.Error.Message)
 }
 
 func TestWechatNotConfigured(t *testing.T) {

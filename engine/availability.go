@@ -69,8 +69,8 @@ type candidate struct {
 func (e *Engine) dayOf(ctx context.Context, ri *resourceInfo, date string, svc *serviceInfo) ([]SlotAvailability, error) {
 	loc := ri.venue.loc
 	day, err := time.ParseInLocation(dayLayout, date, loc)
-	if err != nil {
-		return nil, Invalid("invalid_date", "date %q is not YYYY-MM-DD", date)
+	if err != nil || day.Year() < 2000 || day.Year() > 9998 {
+		return nil, Invalid("invalid_date", "date %q is not a YYYY-MM-DD date between 2000 and 9998", date)
 	}
 	if ri.plan == nil {
 		return []SlotAvailability{}, nil
@@ -126,11 +126,13 @@ func (e *Engine) dayOf(ctx context.Context, ri *resourceInfo, date string, svc *
 			loadable = append(loadable, d)
 		}
 	}
-	caps, used, err := e.readSlots(ctx, ri, loadable, fields)
-	if err != nil {
-		return nil, err
-	}
 	now := e.clock.Now()
+	caps, used := make([]int, len(fields)), make([]int, len(fields))
+	if day.AddDate(0, 0, 2).After(now) { // an older day is all past: nothing to read
+		if caps, used, err = e.readSlots(ctx, ri, loadable, fields); err != nil {
+			return nil, err
+		}
+	}
 	out := make([]SlotAvailability, 0, len(cands))
 	for _, c := range cands {
 		a := SlotAvailability{Start: c.start.In(loc), End: c.end.In(loc), ResourceID: ri.res.ID}

@@ -392,3 +392,59 @@ func TestWaitlistPromotedByTheWheelWhenAHoldExpires(t *testing.T) {
 	require.Equal(t, WaitPromoted, list[0].Status)
 	require.Equal(t, 1, tb.used(t, res.VenueID, res.ID, start))
 }
+
+func TestArrivedProgressesWithTheClock(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	res := tb.resource(t, 1, 60, "08:00", "22:00")
+	staff := Actor{UserID: "s", Role: RoleStaff, VenueID: res.VenueID}
+	b := tb.book(t, alice, res, at("11:00"))
+	tb.clock.Set(at("10:45"))
+	_, err := tb.e.CheckIn(ctx, staff, b.CheckinCode)
+	require.NoError(t, err)
+	wheel := tb.e.NewWheel(WheelConfig{SweepEvery: time.Nanosecond})
+	status := func() string {
+		_, err := wheel.RunOnce(ctx)
+		require.NoError(t, err)
+		got, err := tb.e.GetBooking(ctx, alice, b.ID)
+		require.NoError(t, err)
+		return got.Status
+	}
+	require.Equal(t, models.StatusArrived, status())
+	tb.clock.Set(at("11:00"))
+	require.Equal(t, models.StatusInProgress, status(), "at its start")
+	require.Equal(t, 1, tb.used(t, res.VenueID, res.ID, at("11:00")))
+	tb.clock.Set(at("12:00"))
+	require.Equal(t, models.StatusCompleted, status(), "at its end")
+	require.Equal(t, 0, tb.used(t, res.VenueID, res.ID, at("11:00")), "units back once it is over")
+}
+
+func TestPaidHoldReadableAfterRedisLoss(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	res := tb.resource(t, 1, 60, "08:00", "22:00")
+	b := tb.book(t, alice, res, at("15:00"))
+	tb.wipeRedis(t, res.VenueID)
+	h, err := tb.e.GetHold(ctx, alice, b.HoldID)
+	require.NoError(t, err)
+	require.Equal(t, HoldConfirmed, h.Status)
+	require.Equal(t, b.ID, h.BookingID)
+	_, err = tb.e.GetHold(ctx, Actor{UserID: "mallory", Role: RoleUser}, b.HoldID)
+	require.ErrorIs(t, err, ErrNotFound)
+}
+
+func TestPaymentAfterTheSlotEndedIsRefunded(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(o *Options) { o.HoldTTL = 5 * time.Minute })
+	ctx := context.Background()
+	res := tb.resource(t, 1, 60, "08:00", "22:00")
+	tb.clock.Set(at("10:58"))
+	h, err := tb.e.Hold(ctx, HoldRequest{UserID: "alice", ResourceID: res.ID, Start: at("10:00"), End: at("11:00")})
+	require.NoError(t, err, "a slot in progress can be held")
+	tb.clock.Set(at("11:01"))
+	out, err := tb.e.Pay(ctx, PaymentNotice{HoldID: h.ID, PaymentID: "late", AmountCents: h.AmountCents, PaidAt: tb.clock.Now()})
+	require.NoError(t, err)
+	require.Equal(t, OutcomeRefund, out.Outcome, "the slot is over")
+}

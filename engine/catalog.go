@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"gorm.io/gorm"
@@ -62,6 +63,9 @@ func checkName(field, s string, max int) error {
 	}
 	if utf8.RuneCountInString(s) > max {
 		return Invalid("invalid_"+field, "%s is longer than %d characters", field, max)
+	}
+	if !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		return Invalid("invalid_"+field, "%s has control characters or invalid UTF-8", field)
 	}
 	return nil
 }
@@ -321,6 +325,10 @@ func (e *Engine) SetSchedule(ctx context.Context, a Actor, resourceID uint64, in
 	now := e.clock.Now()
 	loc := ri.venue.loc
 	today := localDay(now, loc)
+	occupants, err := e.regrid(ctx, ri, p)
+	if err != nil {
+		return Schedule{}, err
+	}
 	row := models.Schedule{ResourceID: resourceID, SlotMinutes: in.SlotMinutes, Weekly: encodeJSON(in.Weekly),
 		Exceptions: encodeJSON(in.Exceptions), HorizonDays: in.HorizonDays,
 		GeneratedUntil: today.AddDate(0, 0, in.HorizonDays).Format(dayLayout), UpdatedAt: now}
@@ -336,14 +344,23 @@ func (e *Engine) SetSchedule(ctx context.Context, a Actor, resourceID uint64, in
 		if err := tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error; err != nil {
 			return err
 		}
+		for _, o := range occupants {
+			if err := tx.Model(&models.Booking{}).Where("id = ?", o.id).Update("slots", o.slots).Error; err != nil {
+				return err
+			}
+		}
 		return insertInventory(tx, ri.res, p, loc, today, in.HorizonDays)
 	})
 	if err != nil {
 		return Schedule{}, backendErr("set schedule", err)
 	}
 	e.forgetResource(resourceID)
-	// Forget the regenerated days in Redis so they reload with the new grid.
+	// Forget the regenerated days in Redis so they reload with the new grid, and move the units of
+	// bookings and live holds onto it.
 	if err := e.unloadDays(ctx, ri.res.VenueID, resourceID, oldDays); err != nil {
+		return Schedule{}, err
+	}
+	if err := e.remapOccupants(ctx, ri, p, occupants); err != nil {
 		return Schedule{}, err
 	}
 	return Schedule{ResourceID: resourceID, SlotMinutes: in.SlotMinutes, Weekly: in.Weekly, Exceptions: in.Exceptions,

@@ -158,6 +158,13 @@ func (e *Engine) confirm(ctx context.Context, r *holdRecord, pay *PaymentNotice)
 	if pay != nil {
 		allowRevive = "1"
 	}
+	if (r.Status == HoldHeld || r.Status == HoldExpired || r.Status == HoldCancelled) && !r.End.After(e.clock.Now()) {
+		// The slot is over: a booking of it is worth nothing, so the payment is refunded.
+		if b, ok, err := e.bookingByHold(ctx, r.ID); err != nil || ok {
+			return b, err
+		}
+		return Booking{}, errUnitsGone
+	}
 	for attempt := 0; ; attempt++ {
 		now := e.clock.Now()
 		out, err := reply(e.scripts.markConfirming.Run(ctx, e.rdb,
@@ -206,6 +213,10 @@ func (e *Engine) confirm(ctx context.Context, r *holdRecord, pay *PaymentNotice)
 	}
 }
 
+// confirmTimeout bounds a confirm's commit, so that a hold CONFIRMING for longer than
+// ConfirmStaleAfter can only belong to a dead process.
+const confirmTimeout = 5 * time.Second
+
 func (e *Engine) commitBooking(ctx context.Context, r *holdRecord, pay *PaymentNotice, retaken bool) (Booking, error) {
 	if e.hooks.beforeCommit != nil {
 		if err := e.hooks.beforeCommit(r.ID); err != nil {
@@ -240,7 +251,9 @@ func (e *Engine) commitBooking(ctx context.Context, r *holdRecord, pay *PaymentN
 		pid := pay.PaymentID
 		b.PaymentID = &pid
 	}
-	err = e.tx(ctx, func(tx *gorm.DB) error {
+	commitCtx, cancel := context.WithTimeout(ctx, confirmTimeout)
+	defer cancel()
+	err = e.tx(commitCtx, func(tx *gorm.DB) error {
 		var err error
 		for i := 0; i < 5; i++ {
 			b.CheckinCode = newCheckinCode()

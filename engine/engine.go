@@ -29,8 +29,8 @@ type Options struct {
 	ReleaseHorizon time.Duration // how far ahead release tasks are queued; default 1h
 	RestoreWindow  time.Duration // how long after release the owner may restore; default 30m
 	CheckinOpens   time.Duration // how long before start check-in opens; default 30m
-	// ConfirmStaleAfter is how long a hold may stay CONFIRMING before reconciliation assumes the
-	// confirming process died; default 30s, far above a commit's timeout.
+	// ConfirmStaleAfter is how long a hold may stay CONFIRMING before the wheel and reconciliation
+	// assume the confirming process died; default 10s, twice the commit's timeout (confirmTimeout).
 	ConfirmStaleAfter time.Duration
 
 	Scheduler ReleaseScheduler // may be nil (no queue: reconciliation releases)
@@ -92,7 +92,7 @@ func New(opts Options) (*Engine, error) {
 	setDefault(&opts.ReleaseHorizon, time.Hour)
 	setDefault(&opts.RestoreWindow, 30*time.Minute)
 	setDefault(&opts.CheckinOpens, 30*time.Minute)
-	setDefault(&opts.ConfirmStaleAfter, 30*time.Second)
+	setDefault(&opts.ConfirmStaleAfter, 2*confirmTimeout)
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}

@@ -64,6 +64,7 @@ var (
 	ErrRestoreWindowClosed  = &Error{KindConflict, "restore_window_closed", "the restore window has closed"}
 	ErrAmountMismatch       = &Error{KindInvalid, "amount_mismatch", "the amount paid differs from the hold's amount"}
 	ErrResourceInactive     = &Error{KindConflict, "resource_inactive", "the resource is not bookable"}
+	ErrScheduleConflict     = &Error{KindConflict, "schedule_conflict", "the new schedule would put more booked units in a slot than it has"}
 	ErrUnavailable          = &Error{KindUnavailable, "backend_unavailable", "a backend is unavailable; try again"}
 	ErrConfirmInProgress    = &Error{KindConflict, "confirm_in_progress", "the hold is being confirmed; retry shortly"}
 	ErrIdempotencyKeyReused = &Error{KindInvalid, "idempotency_key_reused", "the Idempotency-Key was used with another request body"}

@@ -298,6 +298,9 @@ func (h Hold) visibleTo(a Actor) bool {
 // GetHold reads a hold (for 24 h after it ends). Owner or admin; others get ErrNotFound.
 func (e *Engine) GetHold(ctx context.Context, a Actor, id string) (Hold, error) {
 	r, err := e.readHold(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return e.holdFromBooking(ctx, a, id)
+	}
 	if err != nil {
 		return Hold{}, err
 	}
@@ -305,6 +308,28 @@ func (e *Engine) GetHold(ctx context.Context, a Actor, id string) (Hold, error) 
 		return Hold{}, ErrNotFound
 	}
 	return r.Hold, nil
+}
+
+// holdFromBooking answers for a paid hold whose Redis record is gone (Redis lost its data): the
+// booking made from it says what it was. Only unpaid holds may be lost.
+func (e *Engine) holdFromBooking(ctx context.Context, a Actor, id string) (Hold, error) {
+	if _, ok := holdVenue(id); !ok {
+		return Hold{}, ErrNotFound
+	}
+	b, ok, err := e.bookingByHold(ctx, id)
+	if err != nil {
+		return Hold{}, err
+	}
+	if !ok {
+		return Hold{}, ErrNotFound
+	}
+	h := Hold{ID: id, UserID: b.UserID, VenueID: b.VenueID, ResourceID: b.ResourceID, ServiceID: b.ServiceID,
+		Quantity: b.Quantity, Status: HoldConfirmed, Start: b.Start, End: b.End, OccupyStart: b.OccupyStart,
+		OccupyEnd: b.OccupyEnd, ExpiresAt: b.ConfirmedAt, CreatedAt: b.ConfirmedAt, AmountCents: b.AmountCents, BookingID: b.ID}
+	if !h.visibleTo(a) {
+		return Hold{}, ErrNotFound
+	}
+	return h, nil
 }
 
 // ListHolds lists the actor's holds of the last 24 hours at every venue, newest first.

@@ -222,3 +222,70 @@ func TestHoldExpiresAtItsDeadline(t *testing.T) {
 	require.Equal(t, OutcomeRefund, res3.Outcome)
 	require.Equal(t, 1, tb.used(t, res.VenueID, res.ID, other), "the refund took nothing")
 }
+
+func TestDSTDaysHaveTheRightSlots(t *testing.T) {
+	t.Parallel()
+	ny := mustLoc("America/New_York")
+	p, err := buildPlan(ScheduleInput{SlotMinutes: 60, HorizonDays: 7,
+		Weekly: []WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "00:00", Close: "24:00"}}})
+	require.NoError(t, err)
+	cases := []struct {
+		day   string
+		slots int
+		check string // a wall start that must be offered, with its offset
+	}{
+		{"2027-03-14", 23, "2027-03-14T01:00:00-05:00"}, // 02:00 does not exist
+		{"2027-11-07", 25, "2027-11-07T01:00:00-05:00"}, // 01:00 happens twice
+		{"2027-06-01", 24, "2027-06-01T01:00:00-04:00"},
+	}
+	for _, c := range cases {
+		day, _ := time.ParseInLocation(dayLayout, c.day, ny)
+		slots := p.layDay(day, c.day, ny)
+		require.Len(t, slots, c.slots, c.day)
+		want, _ := time.Parse(time.RFC3339, c.check)
+		found := false
+		for i, s := range slots {
+			require.Equal(t, time.Hour, s.end.Sub(s.start), "%s slot %d lasts an hour", c.day, i)
+			if i > 0 {
+				require.True(t, s.start.Equal(slots[i-1].end), "%s slots are contiguous", c.day)
+			}
+			found = found || s.start.Equal(want)
+		}
+		require.True(t, found, "%s offers %s", c.day, c.check)
+	}
+}
+
+func TestScheduleChangeMovesUnitsOntoTheNewGrid(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	res := tb.resource(t, 3, 60, "08:00", "22:00")
+	start := at("16:00")
+	tb.book(t, alice, res, start) // 16:00–17:00
+	h, err := tb.e.Hold(ctx, HoldRequest{UserID: "bob", ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
+	require.NoError(t, err)
+
+	_, err = tb.e.SetSchedule(ctx, System, res.ID, ScheduleInput{SlotMinutes: 30, HorizonDays: 7,
+		Weekly: []WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "08:00", Close: "22:00"}}})
+	require.NoError(t, err)
+	for _, half := range []time.Time{start, start.Add(30 * time.Minute)} {
+		s := tb.slotOf(t, res.ID, half)
+		require.Equal(t, 1, s.Remaining, "the booking and the hold still take both halves of %s", half.Format("15:04"))
+	}
+	_, err = tb.e.Hold(ctx, HoldRequest{UserID: "c", ResourceID: res.ID, Start: start.Add(30 * time.Minute), End: start.Add(time.Hour)})
+	require.NoError(t, err)
+	_, err = tb.e.Hold(ctx, HoldRequest{UserID: "d", ResourceID: res.ID, Start: start.Add(30 * time.Minute), End: start.Add(time.Hour)})
+	require.ErrorIs(t, err, ErrSlotFull, "no oversell on the new grid")
+	// The hold's record follows the grid too: giving it up frees the new slots.
+	_, err = tb.e.CancelHold(ctx, Actor{UserID: "bob", Role: RoleUser}, h.ID)
+	require.NoError(t, err)
+	require.Equal(t, 2, tb.slotOf(t, res.ID, start).Remaining)
+
+	// A grid under which booked units would not fit is refused.
+	for _, u := range []string{"e", "f", "g"} {
+		tb.book(t, Actor{UserID: u, Role: RoleUser}, res, at("17:00")) // with alice's, four bookings in 16:00–18:00
+	}
+	_, err = tb.e.SetSchedule(ctx, System, res.ID, ScheduleInput{SlotMinutes: 120, HorizonDays: 7,
+		Weekly: []WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "08:00", Close: "22:00"}}})
+	require.ErrorIs(t, err, ErrScheduleConflict)
+}

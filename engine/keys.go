@@ -19,6 +19,10 @@ func (k Keys) venue(venueID uint64) string {
 	return k.prefix + ":{v" + strconv.FormatUint(venueID, 10) + "}:"
 }
 
+// Alive is a plain key that reconciliation sets: when it is missing, Redis lost its data (a flush,
+// a restart without persistence) and the wheel reconciles at once instead of within the hour.
+func (k Keys) Alive() string { return k.prefix + ":alive" }
+
 // Capacity is a HASH of slot field → units the slot has; a slot without a field is closed.
 func (k Keys) Capacity(venueID uint64) string { return k.venue(venueID) + "cap" }
 

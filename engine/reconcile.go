@@ -43,6 +43,9 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	if err := errors.Join(errs...); err != nil {
 		return rep, backendErr("reconcile", err)
 	}
+	if err := e.rdb.Set(ctx, e.keys.Alive(), e.clock.Now().UnixMilli(), 0).Err(); err != nil {
+		return rep, backendErr("reconcile", err)
+	}
 	return rep, nil
 }
 
@@ -71,19 +74,26 @@ func (e *Engine) releaseOverdue(ctx context.Context, rep *ReconcileReport) error
 	}
 }
 
-// completeFinished completes checked-in bookings whose time is over, giving their units back.
+// completeFinished moves checked-in bookings along with the clock: ARRIVED becomes IN_PROGRESS at
+// its start, and COMPLETED — giving its units back — once its physical window (clean-up included)
+// is over. The wheel runs it every second; reconciliation too.
 func (e *Engine) completeFinished(ctx context.Context) error {
+	now := e.clock.Now()
 	var rows []models.Booking
-	if err := e.db.WithContext(ctx).Select("id").Where("status IN ? AND occupy_end <= ?",
-		[]string{models.StatusArrived, models.StatusInProgress}, e.clock.Now()).Limit(1000).Find(&rows).Error; err != nil {
+	if err := e.db.WithContext(ctx).Select("id").Where("status IN ? AND start <= ?",
+		[]string{models.StatusArrived, models.StatusInProgress}, now).Order("start").Limit(500).Find(&rows).Error; err != nil {
 		return err
 	}
 	for _, r := range rows {
 		b, err := e.retry(ctx, r.ID, func(b *models.Booking) error {
-			if b.Status != models.StatusArrived && b.Status != models.StatusInProgress {
-				return nil
+			now := e.clock.Now()
+			switch {
+			case b.Status == models.StatusArrived && now.Before(b.OccupyEnd):
+				return e.change(ctx, b, models.StatusInProgress, "system", "started", nil, nil)
+			case (b.Status == models.StatusArrived || b.Status == models.StatusInProgress) && !now.Before(b.OccupyEnd):
+				return e.change(ctx, b, models.StatusCompleted, "system", "ended", nil, nil)
 			}
-			return e.change(ctx, b, models.StatusCompleted, "system", "ended", nil, nil)
+			return nil
 		})
 		if err != nil {
 			return err

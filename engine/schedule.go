@@ -116,7 +116,7 @@ func buildPlan(in ScheduleInput) (*plan, error) {
 	}
 	for d, ivs := range p.weekly {
 		if err := checkOverlap(ivs); err != nil {
-			return nil, Invalid("invalid_opening", "weekday %d: %v", d, err)
+			return nil, Invalid("overlapping_openings", "weekday %d: %v (a weekday listed twice, or two rules that overlap)", d, err)
 		}
 	}
 	return p, nil
@@ -157,18 +157,46 @@ func (p *plan) layDay(day time.Time, name string, loc *time.Location) []slot {
 		ivs = p.weekly[isoWeekday(day)]
 	}
 	y, m, d := day.Date()
+	step := time.Duration(p.slotMinutes) * time.Minute
 	var out []slot
 	for _, iv := range ivs {
 		for t := int(iv.open); t+p.slotMinutes <= int(iv.close); t += p.slotMinutes {
-			start := time.Date(y, m, d, 0, t, 0, 0, loc)
-			end := time.Date(y, m, d, 0, t+p.slotMinutes, 0, 0, loc)
-			if start.Hour()*60+start.Minute() != t%1440 || !end.After(start) {
-				continue
+			start := wallInstant(y, m, d, t, loc)
+			end := wallInstant(y, m, d, t+p.slotMinutes, loc)
+			// Spring forward: a slot inside the skipped hour has no length and is not offered; one
+			// that straddles it is shorter. Fall back: the repeated hour makes a wall slot longer,
+			// and it is cut into slots of the grid's length so that both hours are sold.
+			for start.Before(end) {
+				next := start.Add(step)
+				if next.After(end) {
+					next = end
+				}
+				out = append(out, slot{start: start.UTC(), end: next.UTC(), day: name})
+				start = next
 			}
-			out = append(out, slot{start: start.UTC(), end: end.UTC(), day: name})
 		}
 	}
 	return out
+}
+
+// wallInstant is the instant of a venue-local wall time, minutes after midnight of y-m-d. A wall time
+// that does not exist (the hour skipped when clocks spring forward) maps to the moment of the jump,
+// and an ambiguous one (the hour repeated when they fall back) to its first occurrence.
+func wallInstant(y int, m time.Month, d, minute int, loc *time.Location) time.Time {
+	t := time.Date(y, m, d, 0, minute, 0, 0, loc)
+	want := time.Date(y, m, d, 0, minute, 0, 0, time.UTC)
+	wy, wm, wd := t.Date()
+	got := time.Date(wy, wm, wd, t.Hour(), t.Minute(), 0, 0, time.UTC)
+	if got.Equal(want) {
+		return t
+	}
+	// In a gap: Go picked an instant on one side of the transition; the jump is the zone boundary
+	// nearest to it.
+	start, end := t.ZoneBounds()
+	if !end.IsZero() && (start.IsZero() || end.Sub(t) <= t.Sub(start)) {
+		return end
+	}
+	return start
 }
 
 func isoWeekday(t time.Time) int {

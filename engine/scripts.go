@@ -27,6 +27,7 @@ type scripts struct {
 	loadDay        *redis.Script
 	unloadDay      *redis.Script
 	recount        *redis.Script
+	remapOwner     *redis.Script
 }
 
 func loadScripts() *scripts {
@@ -45,6 +46,7 @@ func loadScripts() *scripts {
 		loadDay:        s("load_day.lua"),
 		unloadDay:      s("unload_day.lua"),
 		recount:        s("recount.lua"),
+		remapOwner:     s("remap_owner.lua"),
 	}
 }
 

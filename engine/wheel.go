@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -90,10 +91,16 @@ func (w *Wheel) runOnce(ctx context.Context) (int, error) {
 	}
 	if now := time.Now(); now.Sub(w.lastSweep) >= w.cfg.SweepEvery {
 		w.lastSweep = now
+		if err := w.e.reconcileIfRedisLost(ctx); err != nil {
+			return 0, err
+		}
 		if err := w.e.sweepConfirming(ctx, venues); err != nil {
 			return 0, err
 		}
 		if err := w.e.promoteWaiting(ctx); err != nil {
+			return 0, err
+		}
+		if err := w.e.completeFinished(ctx); err != nil {
 			return 0, err
 		}
 	}
@@ -159,4 +166,21 @@ func (e *Engine) sweepConfirming(ctx context.Context, venues []uint64) error {
 	metricDrift.WithLabelValues("confirming_resumed").Add(float64(rep.ConfirmingResumed))
 	metricDrift.WithLabelValues("holds_settled").Add(float64(rep.HoldsSettled))
 	return nil
+}
+
+// reconcileIfRedisLost reconciles at once when Redis has lost its data while the process runs: the
+// release tasks went with it, and the loader does not offer bookings it already queued.
+func (e *Engine) reconcileIfRedisLost(ctx context.Context) error {
+	n, err := e.rdb.Exists(ctx, e.keys.Alive()).Result()
+	if err != nil || n == 1 {
+		return err
+	}
+	e.log.Warn("redis lost its data; rebuilding from SQL now")
+	metricDrift.WithLabelValues("redis_lost").Inc()
+	// A tick's timeout is too short for a full reconciliation.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	rep, err := e.Reconcile(rctx)
+	e.log.Info("rebuilt after redis data loss", "report", fmt.Sprintf("%+v", rep))
+	return err
 }
