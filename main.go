@@ -5,6 +5,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -214,7 +216,7 @@ func serve(ctx context.Context, cfg *config.Config, eng *engine.Engine, rdb *bac
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", api.MetricsHandler())
-		servers = append(servers, &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second})
+		servers = append(servers, &http.Server{Handler: withRequestID(mux), ReadHeaderTimeout: 10 * time.Second})
 		listeners = append(listeners, mln)
 	}
 	errc := make(chan error, len(servers))
@@ -249,4 +251,15 @@ func serve(ctx context.Context, cfg *config.Config, eng *engine.Engine, rdb *bac
 		_ = s.Shutdown(shutdownCtx)
 	}
 	return nil
+}
+
+// withRequestID gives the metrics listener's answers an X-Request-Id too, as API.md promises for
+// every answer.
+func withRequestID(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b := make([]byte, 16)
+		_, _ = rand.Read(b)
+		w.Header().Set("X-Request-Id", hex.EncodeToString(b))
+		h.ServeHTTP(w, r)
+	})
 }
