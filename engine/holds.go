@@ -111,11 +111,9 @@ func (e *Engine) Hold(ctx context.Context, req HoldRequest) (Hold, error) {
 	if req.UserID == "" {
 		return Hold{}, ErrForbidden
 	}
-	if req.Quantity == 0 {
-		req.Quantity = 1
-	}
-	if req.Quantity < 0 || req.Quantity > 1000 {
-		return Hold{}, Invalid("invalid_quantity", "quantity must be between 1 and 1000")
+	var err error
+	if req.Quantity, err = quantityOrOne(req.Quantity); err != nil {
+		return Hold{}, err
 	}
 	if req.Start.IsZero() {
 		return Hold{}, Invalid("missing_start", "start is required")
@@ -161,6 +159,17 @@ func (e *Engine) Hold(ctx context.Context, req HoldRequest) (Hold, error) {
 		}
 	}
 	return Hold{}, firstErr
+}
+
+// quantityOrOne defaults a request's quantity to 1 and bounds it.
+func quantityOrOne(q int) (int, error) {
+	if q == 0 {
+		return 1, nil
+	}
+	if q < 0 || q > 1000 {
+		return 0, Invalid("invalid_quantity", "quantity must be between 1 and 1000")
+	}
+	return q, nil
 }
 
 func containsID(ids []uint64, id uint64) bool {

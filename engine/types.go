@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"time"
+
+	"github.com/slotwheel/slotwheel/models"
 )
 
 // Roles of an Actor, as carried by the JWT.
@@ -304,10 +306,10 @@ type WaitlistRequest struct {
 
 // Waitlist statuses.
 const (
-	WaitWaiting   = "WAITING"
-	WaitPromoted  = "PROMOTED"
-	WaitCancelled = "CANCELLED"
-	WaitExpired   = "EXPIRED"
+	WaitWaiting   = models.WaitWaiting
+	WaitPromoted  = models.WaitPromoted
+	WaitCancelled = models.WaitCancelled
+	WaitExpired   = models.WaitExpired
 )
 
 // WaitlistEntry is a user waiting for a window; once promoted, HoldID names the hold made for them.

@@ -17,11 +17,9 @@ func (e *Engine) JoinWaitlist(ctx context.Context, req WaitlistRequest) (Waitlis
 	if req.UserID == "" {
 		return WaitlistEntry{}, ErrForbidden
 	}
-	if req.Quantity == 0 {
-		req.Quantity = 1
-	}
-	if req.Quantity < 0 || req.Quantity > 1000 {
-		return WaitlistEntry{}, Invalid("invalid_quantity", "quantity must be between 1 and 1000")
+	var err error
+	if req.Quantity, err = quantityOrOne(req.Quantity); err != nil {
+		return WaitlistEntry{}, err
 	}
 	if req.ResourceID == 0 {
 		return WaitlistEntry{}, Invalid("missing_resource_id", "resource_id is required")
