@@ -146,7 +146,8 @@ phase "go test against the embedded backends (SQLite, in-process Redis)"
 if [[ -z ${SLOTWHEEL_TEST_MYSQL_DSN:-} && -z ${SLOTWHEEL_TEST_REDIS_URL:-} ]]; then
 	note "skipped: the run above already used only the embedded backends"
 else
-	env -u SLOTWHEEL_TEST_MYSQL_DSN -u SLOTWHEEL_TEST_REDIS_URL \
+	# The embedded pass is meant to run without servers, so "servers required" does not apply.
+	env -u SLOTWHEEL_TEST_MYSQL_DSN -u SLOTWHEEL_TEST_REDIS_URL -u SLOTWHEEL_TEST_REQUIRE_SERVERS \
 		go test -count=1 -timeout 15m "$@" ./...
 fi
 
