@@ -16,7 +16,7 @@ import (
 // bench measures holds per second through the engine against the bare hold script on the
 // configured Redis (or the embedded one), in one run, and prints the ratio. Its catalog lives in a
 // throw-away SQLite file and its keys under "<prefix>:bench-<time>", so it never touches real data.
-func bench(ctx context.Context, redisURL, prefix string, d time.Duration, workers int, out io.Writer) error {
+func bench(ctx context.Context, redisURL, prefix string, d time.Duration, workers, spread int, out io.Writer) error {
 	rdb, err := backend.OpenRedis(ctx, redisURL)
 	if err != nil {
 		return err
@@ -50,7 +50,7 @@ func bench(ctx context.Context, redisURL, prefix string, d time.Duration, worker
 		return enginebench.Rate(ctx, d, workers, op(f))
 	}
 	script := engine.HoldScriptForBenchmark()
-	for _, n := range []int{1, 1000} {
+	for _, n := range []int{1, spread} {
 		bare, err := measure(n, func(f *enginebench.Fixture) func(context.Context, uint64) error {
 			return func(ctx context.Context, i uint64) error { return f.BareHold(ctx, script, i) }
 		})

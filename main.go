@@ -75,10 +75,11 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 	fs.SetOutput(out)
 	cfgPath := fs.String("config", "", "YAML file with settings (the environment wins)")
 	var benchFor time.Duration
-	var benchWorkers int
+	var benchWorkers, benchSpread int
 	if cmd == "bench" {
 		fs.DurationVar(&benchFor, "duration", 3*time.Second, "how long each measurement runs")
 		fs.IntVar(&benchWorkers, "workers", 32, "concurrent callers")
+		fs.IntVar(&benchSpread, "resources", 1000, "resources the second case spreads holds over")
 	}
 	fs.Usage = func() {
 		fmt.Fprint(out, usage)
@@ -106,10 +107,10 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 		return err
 	}
 	if cmd == "bench" {
-		if benchFor <= 0 || benchWorkers <= 0 {
-			return fmt.Errorf("--duration and --workers must be positive")
+		if benchFor <= 0 || benchWorkers <= 0 || benchSpread < 2 {
+			return fmt.Errorf("--duration and --workers must be positive, --resources at least 2")
 		}
-		return bench(ctx, cfg.RedisURL, cfg.RedisPrefix, benchFor, benchWorkers, out)
+		return bench(ctx, cfg.RedisURL, cfg.RedisPrefix, benchFor, benchWorkers, benchSpread, out)
 	}
 	if err := cfg.FillEmbeddedSecrets(); err != nil {
 		return err

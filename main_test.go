@@ -248,10 +248,10 @@ func TestBenchCommand(t *testing.T) {
 	t.Setenv("SLOTWHEEL_REDIS_URL", os.Getenv(enginetest.EnvRedis))
 	t.Setenv("SLOTWHEEL_SQLITE_PATH", filepath.Join(t.TempDir(), "unused.db"))
 	var out bytes.Buffer
-	err := run(context.Background(), []string{"bench", "--duration", "200ms", "--workers", "4"}, &out, slogDiscard())
+	err := run(context.Background(), []string{"bench", "--duration", "200ms", "--workers", "4", "--resources", "20"}, &out, slogDiscard())
 	require.NoError(t, err)
 	require.Regexp(t, `(?m)^hot slot\s+\d+\s+\d+\s+\d+%$`, out.String())
-	require.Regexp(t, `(?m)^1000 resources\s+\d+\s+\d+\s+\d+%$`, out.String())
+	require.Regexp(t, `(?m)^20 resources\s+\d+\s+\d+\s+\d+%$`, out.String())
 	err = run(context.Background(), []string{"bench", "--duration", "0s"}, &out, slogDiscard())
 	require.ErrorContains(t, err, "--duration")
 }
