@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,14 +56,17 @@ func TestEndToEndCourtStory(t *testing.T) {
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	stopped := false
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			cancel()
+		if !stopped {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			go func() { exited <- cmd.Wait() }()
+			select {
+			case <-exited:
+			case <-time.After(20 * time.Second):
+				cancel()
+			}
 		}
 		if t.Failed() {
 			t.Log(logs.String())
@@ -147,6 +151,18 @@ func TestEndToEndCourtStory(t *testing.T) {
 	got = c.do("GET", "/api/v1/bookings/"+b2["booking_id"].(string), alice, nil, 200)
 	// Checked in, so never released: ARRIVED, or IN_PROGRESS since its slot has started (DESIGN.md).
 	require.Contains(t, []any{"ARRIVED", "IN_PROGRESS"}, got["status"])
+
+	// SIGTERM drains HTTP and stops the worker; the process exits cleanly and promptly.
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		stopped = true
+		require.NoError(t, err, "exit status after SIGTERM")
+	case <-time.After(20 * time.Second):
+		t.Fatal("slotwheel did not exit within 20 s of SIGTERM")
+	}
+	require.Contains(t, logs.String(), "shutting down")
 }
 
 func mustLoc(t *testing.T) *time.Location {
