@@ -186,7 +186,12 @@ func (e *Engine) take(ctx context.Context, req HoldRequest, w *window) (Hold, er
 	now := e.clock.Now()
 	v := w.ri.res.VenueID
 	id := newHoldID(v)
+	// The API shows expires_at in whole seconds; the deadline is that second, rounded up, so the
+	// hold never ends before the time its owner was told.
 	deadline := now.Add(e.opts.HoldTTL)
+	if t := deadline.Truncate(time.Second); !t.Equal(deadline) {
+		deadline = t.Add(time.Second)
+	}
 	k := e.keys
 	keys := []string{k.Capacity(v), k.Used(v), k.Owners(v), k.Wheel(v), k.Days(v), k.Hold(v, id), k.UserHolds(v, req.UserID)}
 	args := []any{

@@ -118,6 +118,9 @@ func (e *Engine) promote(ctx context.Context, resourceID uint64) error {
 			}
 			continue
 		case err != nil:
+			if _, domain := AsError(err); domain {
+				continue // e.g. too_far after a horizon change: it may fit later; others still get their turn
+			}
 			return err
 		}
 		if err := e.setWaitStatus(ctx, r.ID, models.WaitPromoted, h.ID, now); err != nil {

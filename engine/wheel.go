@@ -91,17 +91,16 @@ func (w *Wheel) runOnce(ctx context.Context) (int, error) {
 	}
 	if now := time.Now(); now.Sub(w.lastSweep) >= w.cfg.SweepEvery {
 		w.lastSweep = now
-		if err := w.e.reconcileIfRedisLost(ctx); err != nil {
-			return 0, err
-		}
-		if err := w.e.sweepConfirming(ctx, venues); err != nil {
-			return 0, err
-		}
-		if err := w.e.promoteWaiting(ctx); err != nil {
-			return 0, err
-		}
-		if err := w.e.completeFinished(ctx); err != nil {
-			return 0, err
+		// Each step runs even when another failed: one bad row must not stop the others' work.
+		for name, step := range map[string]func(context.Context) error{
+			"reconcile after redis loss": w.e.reconcileIfRedisLost,
+			"abandoned confirms":         func(ctx context.Context) error { return w.e.sweepConfirming(ctx, venues) },
+			"waitlist promotion":         w.e.promoteWaiting,
+			"booking progress":           w.e.completeFinished,
+		} {
+			if err := step(ctx); err != nil && ctx.Err() == nil {
+				w.e.log.Warn("wheel sweep step failed", "step", name, "err", err)
+			}
 		}
 	}
 	total := 0
