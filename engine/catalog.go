@@ -345,7 +345,10 @@ func (e *Engine) SetSchedule(ctx context.Context, a Actor, resourceID uint64, in
 			return err
 		}
 		for _, o := range occupants {
-			if err := tx.Model(&models.Booking{}).Where("id = ?", o.id).Update("slots", o.slots).Error; err != nil {
+			if o.bookingID == 0 || !o.changed {
+				continue
+			}
+			if err := tx.Model(&models.Booking{}).Where("id = ?", o.bookingID).Update("slots", o.slots).Error; err != nil {
 				return err
 			}
 		}
@@ -357,10 +360,7 @@ func (e *Engine) SetSchedule(ctx context.Context, a Actor, resourceID uint64, in
 	e.forgetResource(resourceID)
 	// Forget the regenerated days in Redis so they reload with the new grid, and move the units of
 	// bookings and live holds onto it.
-	if err := e.unloadDays(ctx, ri.res.VenueID, resourceID, oldDays); err != nil {
-		return Schedule{}, err
-	}
-	if err := e.remapOccupants(ctx, ri, p, occupants); err != nil {
+	if err := e.applyRegrid(ctx, ri, oldDays, occupants); err != nil {
 		return Schedule{}, err
 	}
 	return Schedule{ResourceID: resourceID, SlotMinutes: in.SlotMinutes, Weekly: in.Weekly, Exceptions: in.Exceptions,

@@ -289,3 +289,33 @@ func TestScheduleChangeMovesUnitsOntoTheNewGrid(t *testing.T) {
 		Weekly: []WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "08:00", Close: "22:00"}}})
 	require.ErrorIs(t, err, ErrScheduleConflict)
 }
+
+func TestScheduleChangeCountsLiveHolds(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	res := tb.resource(t, 1, 60, "08:00", "22:00")
+	weekly := []WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "08:00", Close: "22:00"}}
+	h, err := tb.e.Hold(ctx, HoldRequest{UserID: "c2", ResourceID: res.ID, Start: at("18:00"), End: at("19:00")})
+	require.NoError(t, err)
+	tb.book(t, alice, res, at("19:00"))
+
+	// A coarser grid would put the hold and the booking in one slot of capacity 1.
+	_, err = tb.e.SetSchedule(ctx, System, res.ID, ScheduleInput{SlotMinutes: 120, HorizonDays: 7, Weekly: weekly})
+	require.ErrorIs(t, err, ErrScheduleConflict, "live holds count")
+
+	// Closing the day and opening it again keeps the hold's unit.
+	_, err = tb.e.SetSchedule(ctx, System, res.ID, ScheduleInput{SlotMinutes: 60, HorizonDays: 7, Weekly: weekly,
+		Exceptions: []ScheduleException{{Date: "2026-12-07", Closed: true}}})
+	require.NoError(t, err)
+	_, err = tb.e.SetSchedule(ctx, System, res.ID, ScheduleInput{SlotMinutes: 60, HorizonDays: 7, Weekly: weekly})
+	require.NoError(t, err)
+	s := tb.slotOf(t, res.ID, at("18:00"))
+	require.False(t, s.Available, "the hold still takes 18:00")
+	_, err = tb.e.Hold(ctx, HoldRequest{UserID: "c3", ResourceID: res.ID, Start: at("18:00"), End: at("19:00")})
+	require.ErrorIs(t, err, ErrSlotFull)
+	b, err := tb.e.Confirm(ctx, Actor{UserID: "c2", Role: RoleUser}, h.ID)
+	require.NoError(t, err)
+	require.NotEmpty(t, b.ID)
+	require.Equal(t, 1, tb.used(t, res.VenueID, res.ID, at("18:00")))
+}

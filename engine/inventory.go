@@ -67,31 +67,6 @@ func (e *Engine) loadDay(ctx context.Context, ri *resourceInfo, day string) erro
 	return backendErr("load day into redis", err)
 }
 
-// unloadDays makes Redis forget some resource-days' capacity so they reload from SQL.
-func (e *Engine) unloadDays(ctx context.Context, venueID, resourceID uint64, days []string) error {
-	ri, err := e.resource(ctx, resourceID)
-	if err != nil {
-		return err
-	}
-	k := e.keys
-	for _, day := range days {
-		// The old grid's rows are gone from SQL already, so the fields to clear come from Redis.
-		dayStart, perr := time.ParseInLocation(dayLayout, day, ri.venue.loc)
-		if perr != nil {
-			continue
-		}
-		fields, err := e.capFieldsBetween(ctx, venueID, resourceID, dayStart.UTC(), dayStart.AddDate(0, 0, 1).UTC())
-		if err != nil {
-			return err
-		}
-		args := append([]any{DayField(resourceID, day)}, fields...)
-		if err := e.scripts.unloadDay.Run(ctx, e.rdb, []string{k.Capacity(venueID), k.Days(venueID)}, args...).Err(); err != nil {
-			return backendErr("unload day", err)
-		}
-	}
-	return nil
-}
-
 // capFieldsBetween lists the capacity fields of a resource whose slot starts in [from, to).
 func (e *Engine) capFieldsBetween(ctx context.Context, venueID, resourceID uint64, from, to time.Time) ([]any, error) {
 	var out []any

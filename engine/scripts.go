@@ -25,9 +25,8 @@ type scripts struct {
 	giveBack       *redis.Script
 	ensureOwner    *redis.Script
 	loadDay        *redis.Script
-	unloadDay      *redis.Script
 	recount        *redis.Script
-	remapOwner     *redis.Script
+	regrid         *redis.Script
 }
 
 func loadScripts() *scripts {
@@ -44,9 +43,8 @@ func loadScripts() *scripts {
 		giveBack:       s("give_back.lua"),
 		ensureOwner:    s("ensure_owner.lua"),
 		loadDay:        s("load_day.lua"),
-		unloadDay:      s("unload_day.lua"),
 		recount:        s("recount.lua"),
-		remapOwner:     s("remap_owner.lua"),
+		regrid:         s("regrid.lua"),
 	}
 }
 
