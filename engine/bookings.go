@@ -192,8 +192,9 @@ func (e *Engine) GetBooking(ctx context.Context, a Actor, id uint64) (Booking, e
 	return e.toBooking(ctx, b)
 }
 
-// ListBookings lists bookings newest first: a user's own, a staff member's venue's, or all for an
-// admin. The cursor is opaque to callers (the last id seen).
+// ListBookings lists bookings newest first: the caller's own (API.md's "mine"; staff included, so that
+// a desk account does not see guests' check-in codes), or all for an admin. The cursor is opaque to
+// callers (the last id seen).
 func (e *Engine) ListBookings(ctx context.Context, a Actor, cursor string, limit int) ([]Booking, string, error) {
 	if limit <= 0 || limit > 100 {
 		limit = 50
@@ -201,8 +202,6 @@ func (e *Engine) ListBookings(ctx context.Context, a Actor, cursor string, limit
 	q := e.db.WithContext(ctx).Order("id DESC").Limit(limit + 1)
 	switch a.Role {
 	case RoleAdmin:
-	case RoleStaff:
-		q = q.Where("venue_id = ?", a.VenueID)
 	default:
 		q = q.Where("user_id = ?", a.UserID)
 	}
