@@ -14,9 +14,14 @@ type listResponse[T any] struct {
 }
 
 func toList[E, R any](in []E, next string, conv func(E) R) listResponse[R] {
-	out := listResponse[R]{Items: make([]R, 0, len(in)), NextCursor: next}
+	return listResponse[R]{Items: convertAll(in, conv), NextCursor: next}
+}
+
+// convertAll converts every element; never nil, so an empty list encodes as [].
+func convertAll[E, R any](in []E, conv func(E) R) []R {
+	out := make([]R, 0, len(in))
 	for _, e := range in {
-		out.Items = append(out.Items, conv(e))
+		out = append(out, conv(e))
 	}
 	return out
 }
@@ -188,11 +193,7 @@ func toSlotResponse(s engine.SlotAvailability) slotResponse {
 }
 
 func toAvailabilityResponse(slots []engine.SlotAvailability) availabilityResponse {
-	out := availabilityResponse{Slots: make([]slotResponse, 0, len(slots))}
-	for _, s := range slots {
-		out.Slots = append(out.Slots, toSlotResponse(s))
-	}
-	return out
+	return availabilityResponse{Slots: convertAll(slots, toSlotResponse)}
 }
 
 type holdResponse struct {

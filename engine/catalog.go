@@ -124,15 +124,6 @@ func (e *Engine) ListVenues(ctx context.Context) ([]Venue, error) {
 	return out, nil
 }
 
-// GetVenue reads one venue.
-func (e *Engine) GetVenue(ctx context.Context, id uint64) (Venue, error) {
-	vi, err := e.venue(ctx, id)
-	if err != nil {
-		return Venue{}, err
-	}
-	return toVenue(vi.venue), nil
-}
-
 func (e *Engine) venue(ctx context.Context, id uint64) (*venueInfo, error) {
 	now := e.clock.Now()
 	e.cacheMu.RLock()
@@ -233,17 +224,6 @@ func (e *Engine) ListResources(ctx context.Context, venueID uint64) ([]Resource,
 			out[i].CreatedAt = out[i].CreatedAt.In(vi.loc)
 		}
 	}
-	return out, nil
-}
-
-// GetResource reads one resource.
-func (e *Engine) GetResource(ctx context.Context, id uint64) (Resource, error) {
-	ri, err := e.resource(ctx, id)
-	if err != nil {
-		return Resource{}, err
-	}
-	out := toResource(ri.res, ri.plan)
-	out.CreatedAt = out.CreatedAt.In(ri.venue.loc)
 	return out, nil
 }
 
@@ -637,20 +617,6 @@ func (e *Engine) graceFor(ctx context.Context, category string, start time.Time,
 		}
 	}
 	return gp.grace, nil
-}
-
-// GetGracePolicy reads a category's policy (for admins' tools).
-func (e *Engine) GetGracePolicy(ctx context.Context, category string) (GracePolicy, error) {
-	var row models.GracePolicy
-	if err := e.db.WithContext(ctx).First(&row, "category = ?", category).Error; err != nil {
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return GracePolicy{}, ErrNotFound
-		}
-		return GracePolicy{}, backendErr("load grace policy", err)
-	}
-	out := GracePolicy{Category: row.Category, GraceSeconds: row.GraceSeconds}
-	_ = json.Unmarshal([]byte(row.Peak), &out.Peak)
-	return out, nil
 }
 
 // venueIDs lists every venue id, cached like the rest of the catalog: the wheel ticks over it ten

@@ -52,13 +52,7 @@ func (e *Engine) Pay(ctx context.Context, n PaymentNotice) (PaymentResult, error
 	if errors.Is(err, ErrNotFound) {
 		// The hold record is gone (more than 24 h, or Redis lost it): nothing to book, keep the money
 		// for refund unless a booking exists for it.
-		if b, ok, err := e.bookingByHold(ctx, n.HoldID); err != nil || ok {
-			if err != nil {
-				return PaymentResult{}, err
-			}
-			return e.recordPayment(ctx, n, &b)
-		}
-		return e.recordPayment(ctx, n, nil)
+		return e.paymentForHold(ctx, n)
 	}
 	if err != nil {
 		return PaymentResult{}, err
@@ -105,6 +99,19 @@ func (e *Engine) awaitPayment(ctx context.Context, n PaymentNotice) (PaymentResu
 		}
 	}
 	return PaymentResult{}, ErrConfirmInProgress
+}
+
+// paymentForHold records a payment against whatever booking its hold became: booked if this payment
+// made it, refund otherwise (no booking, or one paid by another payment).
+func (e *Engine) paymentForHold(ctx context.Context, n PaymentNotice) (PaymentResult, error) {
+	b, ok, err := e.bookingByHold(ctx, n.HoldID)
+	if err != nil {
+		return PaymentResult{}, err
+	}
+	if !ok {
+		return e.recordPayment(ctx, n, nil)
+	}
+	return e.recordPayment(ctx, n, &b)
 }
 
 // paymentResult answers a payment_id seen before as it was answered then.

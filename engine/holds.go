@@ -262,9 +262,8 @@ func holdVenue(id string) (uint64, bool) {
 // holdRecord is a hold as stored in Redis.
 type holdRecord struct {
 	Hold
-	fields   []string
-	days     []string
-	deadline time.Time
+	fields []string
+	days   []string
 }
 
 // readHold loads a hold record; ErrNotFound when it is unknown or gone.
@@ -291,11 +290,10 @@ func (e *Engine) decodeHold(ctx context.Context, m map[string]string) (*holdReco
 		ServiceID: u("service"), Quantity: int(i("qty")), Status: m["status"], Start: ms("start_ms"), End: ms("end_ms"),
 		OccupyStart: ms("ostart_ms"), OccupyEnd: ms("oend_ms"), ExpiresAt: ms("deadline_ms"), CreatedAt: ms("created_ms"),
 		AmountCents: i("amount"), BookingID: u("booking_id")}}
-	r.deadline = r.ExpiresAt
 	r.fields = strings.Split(m["slots"], ",")
 	r.days = strings.Split(m["days"], ",")
 	// A hold stops occupying at its deadline even if the ticker has not popped it yet.
-	if r.Status == HoldHeld && !r.deadline.After(e.clock.Now()) {
+	if r.Status == HoldHeld && !r.ExpiresAt.After(e.clock.Now()) {
 		r.Status = HoldExpired
 	}
 	if vi, err := e.venue(ctx, r.VenueID); err == nil {
@@ -402,10 +400,7 @@ func (e *Engine) CancelHold(ctx context.Context, a Actor, id string) (Hold, erro
 	default:
 		return Hold{}, ErrHoldNotActive
 	}
-	r2, err := e.readHold(ctx, id)
-	if err != nil {
-		return Hold{}, err
-	}
-	e.promoteAfterFree(ctx, r2.ResourceID)
-	return r2.Hold, nil
+	e.promoteAfterFree(ctx, r.ResourceID)
+	r.Status = HoldCancelled // what the script just wrote
+	return r.Hold, nil
 }

@@ -119,17 +119,24 @@ func (w *Wheel) runOnce(ctx context.Context) (int, error) {
 // expireDue runs the expiry script for venues in one pipeline and returns the venues whose batch
 // was full (more may be due).
 func (e *Engine) expireDue(ctx context.Context, venues []uint64, batch int) (int, []uint64, error) {
-	// EVALSHA in a pipeline needs the script loaded; Load is cheap and idempotent.
-	if err := e.scripts.expireDue.Load(ctx, e.rdb).Err(); err != nil {
-		return 0, nil, err
-	}
 	now := e.clock.Now().UnixMilli()
 	k := e.keys
-	pipe := e.rdb.Pipeline()
-	for _, v := range venues {
-		e.scripts.expireDue.EvalSha(ctx, pipe, []string{k.Wheel(v), k.Owners(v), k.Used(v)}, now, batch, keep.Milliseconds(), k.HoldPrefix(v))
+	run := func() ([]redis.Cmder, error) {
+		pipe := e.rdb.Pipeline()
+		for _, v := range venues {
+			e.scripts.expireDue.EvalSha(ctx, pipe, []string{k.Wheel(v), k.Owners(v), k.Used(v)}, now, batch, keep.Milliseconds(), k.HoldPrefix(v))
+		}
+		return pipe.Exec(ctx)
 	}
-	cmds, err := pipe.Exec(ctx)
+	cmds, err := run()
+	// A pipeline sends EVALSHA only: the first tick (or one after Redis lost its scripts) loads
+	// the script and goes again, instead of paying a SCRIPT LOAD on every tick.
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if err := e.scripts.expireDue.Load(ctx, e.rdb).Err(); err != nil {
+			return 0, nil, err
+		}
+		cmds, err = run()
+	}
 	if err != nil {
 		return 0, nil, err
 	}
