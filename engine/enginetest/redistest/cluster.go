@@ -1,0 +1,394 @@
+package redistest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	clusterNodes = 6
+	// busOffset is where Redis Cluster puts a node's bus port, above its client port.
+	busOffset = 10000
+	// Base ports are drawn below the kernel's ephemeral range (32768 and up on Linux), with their
+	// bus ports, so that no outgoing connection holds one, and away from the shared 6379.
+	minBase, maxBase = 12000, 22000
+
+	startTimeout = 2 * time.Minute
+	stopTimeout  = time.Minute
+	// manualFailoverRetry: Redis drops a manual failover that has not completed in 5 s (the
+	// replica must first catch up with its master); after this long it is asked again.
+	manualFailoverRetry = 6 * time.Second
+)
+
+// Cluster is a private Redis Cluster of 3 masters and 3 replicas on consecutive loopback ports,
+// run by scripts/cluster.sh. Masters and Replicas report failures through the test and must be
+// called from the test's goroutine.
+type Cluster struct {
+	t      testing.TB
+	script string
+	base   int
+	dir    string
+
+	watchdog *watchdog
+}
+
+// StartCluster starts a cluster on six free consecutive ports and returns once every node reports
+// the cluster ok, every slot served and every replica in sync. It is stopped when the test ends.
+func StartCluster(t testing.TB) *Cluster {
+	t.Helper()
+	lookRedis(t, "redis-server")
+	lookRedis(t, "redis-cli")
+	script := clusterScript(t)
+	c := &Cluster{t: t, script: script, dir: t.TempDir()}
+	logDir := t.TempDir()
+	t.Cleanup(c.Stop)
+
+	// The ports are free when picked but another test binary may take one before the nodes bind
+	// it ("in use", from the script or a node's log): then stop what started and pick others.
+	var out []byte
+	for attempt := 1; attempt == 1 || attempt <= 3 && bytes.Contains(out, []byte("in use")); attempt++ {
+		c.base = freeRange(t)
+		var err error
+		c.watchdog, err = startWatchdog(script, c.base, c.dir, filepath.Join(logDir, fmt.Sprintf("stop-%d.log", attempt)))
+		if err != nil {
+			t.Fatalf("redistest: %v", err)
+		}
+		began := time.Now()
+		out, err = c.run(startTimeout, "start")
+		if err == nil {
+			t.Logf("redistest: cluster on 127.0.0.1:%d-%d ready in %v", c.base, c.base+clusterNodes-1,
+				time.Since(began).Round(time.Millisecond))
+			return c
+		}
+		c.Stop()
+	}
+	t.Fatalf("redistest: scripts/cluster.sh start failed:\n%s", out)
+	return nil
+}
+
+// Stop stops every node and removes the cluster's directory; it waits until they are gone. It is
+// called when the test ends, and may be called before.
+func (c *Cluster) Stop() {
+	if c.watchdog == nil {
+		return
+	}
+	if out, err := c.watchdog.stop(stopTimeout); err != nil {
+		c.t.Errorf("redistest: scripts/cluster.sh stop: %v\n%s", err, out)
+	}
+}
+
+// URL is the seed URL for redis.ParseClusterURL: the first node, with the next two as more seeds.
+func (c *Cluster) URL() string {
+	return fmt.Sprintf("redis://127.0.0.1:%d?addr=127.0.0.1:%d&addr=127.0.0.1:%d", c.base, c.base+1, c.base+2)
+}
+
+// Addrs are the six nodes' "127.0.0.1:port", masters and replicas alike.
+func (c *Cluster) Addrs() []string {
+	addrs := make([]string, clusterNodes)
+	for i := range addrs {
+		addrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(c.base+i))
+	}
+	return addrs
+}
+
+// Client returns a new cluster client seeded with URL, closed when the test ends.
+func (c *Cluster) Client() *redis.ClusterClient {
+	c.t.Helper()
+	opts, err := redis.ParseClusterURL(c.URL())
+	if err != nil {
+		c.t.Fatalf("redistest: %v", err)
+	}
+	client := redis.NewClusterClient(opts)
+	c.t.Cleanup(func() { _ = client.Close() })
+	return client
+}
+
+// Masters are the addresses of the nodes that are masters now, as CLUSTER NODES tells, sorted.
+func (c *Cluster) Masters() []string { return c.nodesWithFlag("master") }
+
+// Replicas are the addresses of the nodes that are replicas now, sorted.
+func (c *Cluster) Replicas() []string { return c.nodesWithFlag("slave") }
+
+func (c *Cluster) nodesWithFlag(flag string) []string {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var lastErr error
+	for _, addr := range c.Addrs() {
+		nodes, err := clusterNodesOf(ctx, addr)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		var addrs []string
+		for _, n := range nodes {
+			if n.has(flag) && !n.has("fail") && !n.has("fail?") && !n.has("noaddr") && !n.has("handshake") {
+				addrs = append(addrs, n.addr)
+			}
+		}
+		slices.Sort(addrs)
+		return addrs
+	}
+	c.t.Fatalf("redistest: no node answers CLUSTER NODES: %v", lastErr)
+	return nil
+}
+
+// Failover runs CLUSTER FAILOVER on replicaAddr, a replica, and waits until it reports the role of
+// master, every node lists it as a master and its old master as a replica, and every node reports
+// the cluster ok. A manual failover
+// (not FORCE) lets the replica catch up with its master first, so what the master acknowledged is
+// kept.
+func (c *Cluster) Failover(ctx context.Context, replicaAddr string) error {
+	clients := map[string]*redis.Client{}
+	for _, addr := range c.Addrs() {
+		clients[addr] = redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: -1})
+	}
+	defer func() {
+		for _, cl := range clients {
+			_ = cl.Close()
+		}
+	}()
+	replica, ok := clients[replicaAddr]
+	if !ok {
+		return fmt.Errorf("failover: %s is not a node of this cluster (%v)", replicaAddr, c.Addrs())
+	}
+	if err := replica.ClusterFailover(ctx).Err(); err != nil {
+		return fmt.Errorf("failover: CLUSTER FAILOVER on %s: %w", replicaAddr, err)
+	}
+	asked := time.Now()
+	for {
+		err := promoted(ctx, clients, replicaAddr)
+		if err == nil {
+			return nil
+		}
+		if time.Since(asked) > manualFailoverRetry && !isMaster(ctx, replica) {
+			if ferr := replica.ClusterFailover(ctx).Err(); ferr != nil {
+				return fmt.Errorf("failover: CLUSTER FAILOVER on %s again: %w", replicaAddr, ferr)
+			}
+			asked = time.Now()
+		}
+		// No event announces the end of a failover: poll.
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("failover of %s: %w (last: %v)", replicaAddr, ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// promoted is nil once addr is a master by its own ROLE and in every node's CLUSTER NODES, every
+// node counts three masters, and every node reports cluster_state:ok.
+func promoted(ctx context.Context, clients map[string]*redis.Client, addr string) error {
+	if !isMaster(ctx, clients[addr]) {
+		return fmt.Errorf("%s is not a master yet", addr)
+	}
+	for node, cl := range clients {
+		info, err := cl.ClusterInfo(ctx).Result()
+		if err != nil {
+			return fmt.Errorf("CLUSTER INFO on %s: %w", node, err)
+		}
+		if !strings.Contains(info, "cluster_state:ok") {
+			return fmt.Errorf("%s does not report cluster_state:ok", node)
+		}
+		nodes, err := parseClusterNodes(cl.ClusterNodes(ctx).Val())
+		if err != nil {
+			return fmt.Errorf("CLUSTER NODES on %s: %w", node, err)
+		}
+		i := slices.IndexFunc(nodes, func(n clusterNode) bool { return n.addr == addr })
+		if i < 0 || !nodes[i].has("master") {
+			return fmt.Errorf("%s does not list %s as a master yet", node, addr)
+		}
+		// The old master learns of its demotion, and tells the others, by gossip.
+		if masters := countFunc(nodes, func(n clusterNode) bool { return n.has("master") }); masters != clusterNodes/2 {
+			return fmt.Errorf("%s lists %d masters", node, masters)
+		}
+	}
+	return nil
+}
+
+func countFunc[T any](s []T, f func(T) bool) int {
+	n := 0
+	for _, v := range s {
+		if f(v) {
+			n++
+		}
+	}
+	return n
+}
+
+func isMaster(ctx context.Context, c *redis.Client) bool {
+	role, err := c.Do(ctx, "ROLE").Slice()
+	return err == nil && len(role) > 0 && role[0] == "master"
+}
+
+// clusterNode is one line of CLUSTER NODES:
+// <id> <ip:port@cport[,hostname]> <flags> <master> <ping-sent> <pong-recv> <epoch> <link> <slot>...
+type clusterNode struct {
+	addr  string
+	flags []string
+}
+
+func (n clusterNode) has(flag string) bool { return slices.Contains(n.flags, flag) }
+
+func clusterNodesOf(ctx context.Context, addr string) ([]clusterNode, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: -1})
+	defer func() { _ = c.Close() }()
+	text, err := c.ClusterNodes(ctx).Result()
+	if err != nil {
+		return nil, err
+	}
+	return parseClusterNodes(text)
+}
+
+func parseClusterNodes(text string) ([]clusterNode, error) {
+	var nodes []clusterNode
+	for line := range strings.Lines(text) {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) < 8 {
+			return nil, fmt.Errorf("malformed CLUSTER NODES line %q", line)
+		}
+		addr, _, _ := strings.Cut(f[1], "@")
+		nodes = append(nodes, clusterNode{addr: addr, flags: strings.Split(f[2], ",")})
+	}
+	return nodes, nil
+}
+
+// run runs scripts/cluster.sh with the cluster's ports and directory.
+func (c *Cluster) run(timeout time.Duration, command string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", c.script, command, "--base-port", strconv.Itoa(c.base), "--dir", c.dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// The daemonized nodes drop the script's stdout; should one keep it, do not wait for it.
+	cmd.WaitDelay = 5 * time.Second
+	return cmd.CombinedOutput()
+}
+
+// clusterScript finds scripts/cluster.sh in the module root: the nearest directory above the
+// working directory (a test runs in its package's) that holds go.mod.
+func clusterScript(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			script := filepath.Join(dir, "scripts", "cluster.sh")
+			if _, err := os.Stat(script); err != nil {
+				t.Fatalf("redistest: %v", err)
+			}
+			return script
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatalf("redistest: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// freeRange returns a base port such that it, the next five, and their bus ports can be bound.
+func freeRange(t testing.TB) int {
+	t.Helper()
+	for range 200 {
+		base := minBase + rand.IntN(maxBase-minBase)
+		if rangeFree(base) {
+			return base
+		}
+	}
+	t.Fatalf("redistest: no %d consecutive free ports in %d-%d", clusterNodes, minBase, maxBase)
+	return 0
+}
+
+func rangeFree(base int) bool {
+	for i := range clusterNodes {
+		for _, port := range []int{base + i, base + i + busOffset} {
+			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+			if err != nil {
+				return false
+			}
+			_ = ln.Close()
+		}
+	}
+	return true
+}
+
+// watchdog stops the cluster when the test binary goes away, however it goes: its standard input
+// is a pipe whose only writer is the test binary, so it reads end-of-file when the binary closes
+// the pipe (Stop) or dies (a -timeout panic, a crash, a signal), and then runs cluster.sh stop.
+// The nodes are daemons, not children, so the kernel would not kill them with the binary. The
+// watchdog has its own process group, so a Ctrl-C aimed at `go test` does not stop it first.
+type watchdog struct {
+	cmd    *exec.Cmd
+	pipe   *os.File
+	once   sync.Once
+	done   chan struct{}
+	err    error
+	output []byte
+}
+
+func startWatchdog(script string, base int, dir, logPath string) (*watchdog, error) {
+	// Its output goes to a file, not a pipe to the test binary: once the binary is dead, writing to
+	// that pipe would kill the watchdog before it has stopped anything.
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = log.Close() }()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = r.Close() }()
+	cmd := exec.Command("bash", "-c", `read -r _ || true; exec bash "$0" stop --base-port "$1" --dir "$2"`,
+		script, strconv.Itoa(base), dir)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = r, log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("start the cluster's watchdog: %w", err)
+	}
+	wd := &watchdog{cmd: cmd, pipe: w, done: make(chan struct{})}
+	go func() {
+		wd.err = cmd.Wait()
+		wd.output, _ = os.ReadFile(logPath)
+		close(wd.done)
+	}()
+	return wd, nil
+}
+
+// stop closes the pipe, so the watchdog runs cluster.sh stop, and waits for it.
+func (w *watchdog) stop(timeout time.Duration) ([]byte, error) {
+	w.once.Do(func() { _ = w.pipe.Close() })
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-w.done:
+		return w.output, w.err
+	case <-timer.C:
+		_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+		<-w.done
+		return w.output, errors.New("cluster.sh stop did not finish within " + timeout.String())
+	}
+}
