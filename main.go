@@ -1,6 +1,7 @@
-// Command slotwheel runs the booking engine: the REST API, the release worker and the hold-expiry
-// wheel, together (`all`, the default) or apart (`serve`, `worker`), plus `migrate` and `reconcile`.
-// With no MySQL or Redis configured it runs embedded (SQLite file, in-process Redis) for trying out.
+// Command slotwheel runs the booking engine: the REST API, the release worker and the background
+// loops, together (`all`, the default) or apart (`serve`, `worker`), plus `migrate`, `reconcile` and
+// `bench`. With no MySQL or Redis configured it runs embedded (SQLite file, in-process Redis) for
+// trying out.
 package main
 
 import (
@@ -20,11 +21,16 @@ import (
 	"syscall"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/slotwheel/slotwheel/api"
 	"github.com/slotwheel/slotwheel/config"
 	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/backend"
+	"github.com/slotwheel/slotwheel/engine/idem"
+	"github.com/slotwheel/slotwheel/engine/loop"
 	"github.com/slotwheel/slotwheel/jobs"
+	"github.com/slotwheel/slotwheel/models"
 )
 
 const usage = `slotwheel — sells time slots without overselling, expires unpaid holds on the second and
@@ -33,9 +39,9 @@ releases no-shows at start + grace.
 Usage: slotwheel [command] [--config file.yaml]
 
 Commands:
-  all        API, worker and wheel in one process (the default)
+  all        API, worker and background loops in one process (the default)
   serve      the REST API only
-  worker     the release worker, loader, reconciliation and hold-expiry wheel only
+  worker     the release worker, loader, reconciliation and background loops only
   migrate    create or upgrade the SQL schema, then exit
   reconcile  repair Redis and the queue from SQL once, print what was repaired, then exit
   bench      holds per second through the engine against the bare Lua script, on the configured
@@ -44,6 +50,10 @@ Commands:
 Settings come from SLOTWHEEL_* environment variables (see README.md) or a YAML file; the
 environment wins. Without SLOTWHEEL_MYSQL_DSN and SLOTWHEEL_REDIS_URL it runs embedded.
 `
+
+// shutdownGrace bounds how long a SIGTERM waits for running work: the process must be gone within
+// 5 seconds of it.
+const shutdownGrace = 4 * time.Second
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -58,32 +68,53 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) error {
-	cmd := "all"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		cmd, args = args[0], args[1:]
+// command is one subcommand: its flags, and what it runs once the configuration is loaded.
+type command struct {
+	flags func(fs *flag.FlagSet) func() error // registers flags; the returned func checks them
+	run   func(ctx context.Context, cfg *config.Config, out io.Writer, log *slog.Logger) error
+}
+
+func commands(bf *benchFlags) map[string]command {
+	return map[string]command{
+		"all": {run: func(ctx context.Context, c *config.Config, out io.Writer, l *slog.Logger) error {
+			return runInstance(ctx, c, out, l, true, true)
+		}},
+		"serve": {run: func(ctx context.Context, c *config.Config, out io.Writer, l *slog.Logger) error {
+			return runInstance(ctx, c, out, l, true, false)
+		}},
+		"worker": {run: func(ctx context.Context, c *config.Config, out io.Writer, l *slog.Logger) error {
+			return runInstance(ctx, c, out, l, false, true)
+		}},
+		"migrate":   {run: runMigrate},
+		"reconcile": {run: runReconcile},
+		"bench":     {flags: bf.register, run: bf.run},
 	}
-	switch cmd {
-	case "all", "serve", "worker", "migrate", "reconcile", "bench":
-	case "help":
+}
+
+func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) error {
+	name := "all"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
+	if name == "help" {
 		fmt.Fprint(out, usage)
 		return nil
-	default:
-		return fmt.Errorf("unknown command %q (try --help)", cmd)
 	}
-	fs := flag.NewFlagSet("slotwheel "+cmd, flag.ContinueOnError)
+	bf := &benchFlags{}
+	cmd, ok := commands(bf)[name]
+	if !ok {
+		return fmt.Errorf("unknown command %q (try --help)", name)
+	}
+	fs := flag.NewFlagSet("slotwheel "+name, flag.ContinueOnError)
 	fs.SetOutput(out)
 	cfgPath := fs.String("config", "", "YAML file with settings (the environment wins)")
-	var benchFor time.Duration
-	var benchWorkers, benchSpread int
-	if cmd == "bench" {
-		fs.DurationVar(&benchFor, "duration", 3*time.Second, "how long each measurement runs")
-		fs.IntVar(&benchWorkers, "workers", 32, "concurrent callers")
-		fs.IntVar(&benchSpread, "resources", 1000, "resources the second case spreads holds over")
+	check := func() error { return nil }
+	if cmd.flags != nil {
+		check = cmd.flags(fs)
 	}
 	fs.Usage = func() {
 		fmt.Fprint(out, usage)
-		fmt.Fprintf(out, "\nFlags of %s:\n", cmd)
+		fmt.Fprintf(out, "\nFlags of %s:\n", name)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -92,128 +123,209 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (try --help)", fs.Arg(0))
 	}
+	if err := check(); err != nil {
+		return err
+	}
 	env := os.LookupEnv
-	if cmd == "bench" {
-		// bench signs nothing: placeholder secrets keep config from asking for real ones.
-		env = func(k string) (string, bool) {
-			if v, ok := os.LookupEnv(k); ok || (k != "SLOTWHEEL_JWT_SECRET" && k != "SLOTWHEEL_PAYMENT_SECRET") {
-				return v, ok
-			}
-			return "unused-by-bench", true
-		}
+	if name == "bench" {
+		env = benchEnv
 	}
 	cfg, err := config.Load(*cfgPath, env)
 	if err != nil {
 		return err
 	}
-	if cmd == "bench" {
-		if benchFor <= 0 || benchWorkers <= 0 || benchSpread < 2 {
-			return fmt.Errorf("--duration and --workers must be positive, --resources at least 2")
+	if name != "bench" {
+		if err := cfg.FillEmbeddedSecrets(); err != nil {
+			return err
 		}
-		return bench(ctx, cfg.RedisURL, cfg.RedisPrefix, benchFor, benchWorkers, benchSpread, out)
+		log.Info("configuration", "settings", cfg.Masked())
+		if cfg.EmbeddedSQL() || cfg.EmbeddedRedis() {
+			log.Warn("EMBEDDED MODE: in-process Redis and/or SQLite — for trying slotwheel, not for production",
+				"embedded_redis", cfg.EmbeddedRedis(), "embedded_sql", cfg.EmbeddedSQL())
+		}
 	}
-	if err := cfg.FillEmbeddedSecrets(); err != nil {
-		return err
-	}
-	log.Info("configuration", "settings", cfg.Masked())
-	if cfg.EmbeddedSQL() || cfg.EmbeddedRedis() {
-		log.Warn("EMBEDDED MODE: in-process Redis and/or SQLite — for trying slotwheel, not for production",
-			"embedded_redis", cfg.EmbeddedRedis(), "embedded_sql", cfg.EmbeddedSQL())
-	}
+	return cmd.run(ctx, cfg, out, log)
+}
 
-	db, err := backend.OpenSQL(cfg.MySQLDSN, cfg.SQLitePath)
+// openSQL opens the database the configuration names; migrate overrides SLOTWHEEL_AUTO_MIGRATE.
+func openSQL(ctx context.Context, cfg *config.Config, migrate bool) (*sqlHandle, error) {
+	db, err := backend.OpenSQL(ctx, backend.SQL{DSN: cfg.MySQLDSN, SQLitePath: cfg.SQLitePath,
+		Pool: models.Pool{MaxOpen: cfg.MySQLMaxOpenConns, MaxIdle: cfg.MySQLMaxIdleConns}, Migrate: migrate})
+	if err != nil {
+		return nil, err
+	}
+	return &sqlHandle{db: db}, nil
+}
+
+// sqlHandle is an open database, closed with the instance.
+type sqlHandle struct{ db *gorm.DB }
+
+func (s *sqlHandle) Close() {
+	if d, err := s.db.DB(); err == nil {
+		_ = d.Close()
+	}
+}
+
+func runMigrate(ctx context.Context, cfg *config.Config, out io.Writer, _ *slog.Logger) error {
+	sql, err := openSQL(ctx, cfg, true)
 	if err != nil {
 		return err
 	}
-	if cmd == "migrate" {
-		fmt.Fprintln(out, "schema is up to date")
-		return nil
-	}
-	rdb, err := backend.OpenRedis(ctx, cfg.RedisURL)
-	if err != nil {
-		return err
-	}
-	defer rdb.Close()
+	defer sql.Close()
+	fmt.Fprintln(out, "schema is up to date")
+	return nil
+}
 
+// wiring is an instance's open backends, engine and queue.
+type wiring struct {
+	cfg   *config.Config
+	sql   *sqlHandle
+	redis *backend.Redis
+	eng   *engine.Engine
+	jobs  *jobs.Jobs
+}
+
+func (w *wiring) Close() {
+	w.jobs.Stop()
+	w.redis.Close()
+	w.sql.Close()
+}
+
+// wire opens the backends (each bounded by a start timeout, naming the setting when it gives up)
+// and builds the engine and the queue on them.
+func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*wiring, error) {
+	sql, err := openSQL(ctx, cfg, cfg.AutoMigrate)
+	if err != nil {
+		return nil, err
+	}
+	rdb, err := backend.OpenRedis(ctx, backend.RedisOptions{URL: cfg.RedisURL, Cluster: cfg.RedisCluster})
+	if err != nil {
+		sql.Close()
+		return nil, err
+	}
 	eng, err := engine.New(engine.Options{
-		DB: db, Redis: rdb.Client, Prefix: cfg.RedisPrefix, Logger: log,
+		DB: sql.db, Redis: rdb.Client, Prefix: cfg.RedisPrefix, Logger: log,
 		HoldTTL: cfg.HoldTTL, DefaultGrace: cfg.DefaultGrace, ReleaseHorizon: cfg.ReleaseHorizon,
-		RestoreWindow: cfg.RestoreWindow, CheckinOpens: cfg.CheckinOpens,
+		RestoreWindow: cfg.RestoreWindow, CheckinOpens: cfg.CheckinOpens, ReminderLead: cfg.ReminderLead,
 	})
-	if err != nil {
-		return err
+	if err == nil {
+		var jb *jobs.Jobs
+		jb, err = jobs.New(jobs.Options{Redis: rdb.Asynq, Engine: eng, Horizon: cfg.ReleaseHorizon, Shards: cfg.ReleaseQueues, Logger: log})
+		if err == nil {
+			eng.SetScheduler(jb)
+			return &wiring{cfg: cfg, sql: sql, redis: rdb, eng: eng, jobs: jb}, nil
+		}
 	}
-	jb, err := jobs.New(jobs.Options{Redis: rdb.Asynq, Engine: eng, Horizon: cfg.ReleaseHorizon,
-		ReminderLead: cfg.ReminderLead, Logger: log})
-	if err != nil {
-		return err
-	}
-	eng.SetScheduler(jb)
+	rdb.Close()
+	sql.Close()
+	return nil, err
+}
 
-	// Start-up reconciliation rebuilds Redis from SQL: an embedded Redis is empty at every start,
-	// and the same code recovers a production Redis that lost its data.
-	rep, err := eng.Reconcile(ctx)
+// reconcileAtStart rebuilds Redis from SQL, bounded: an embedded Redis is empty at every start, and
+// the same code recovers a production Redis that lost its data.
+func reconcileAtStart(ctx context.Context, w *wiring, log *slog.Logger) (engine.ReconcileReport, error) {
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	rep, err := w.eng.Reconcile(rctx)
 	if err != nil {
-		return fmt.Errorf("start-up reconciliation: %w", err)
+		return rep, fmt.Errorf("start-up reconciliation: %w", err)
 	}
 	log.Info("reconciled", "report", fmt.Sprintf("%+v", rep))
-	if cmd == "reconcile" {
-		fmt.Fprintf(out, "%+v\n", rep)
-		jb.Stop()
-		return nil
+	return rep, nil
+}
+
+func runReconcile(ctx context.Context, cfg *config.Config, out io.Writer, log *slog.Logger) error {
+	w, err := wire(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	rep, err := reconcileAtStart(ctx, w, log)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%+v\n", rep)
+	return nil
+}
+
+// runInstance runs the API (serve), the worker and the background loops (work), or both, until ctx
+// ends; then it drains within shutdownGrace.
+func runInstance(ctx context.Context, cfg *config.Config, out io.Writer, log *slog.Logger, serve, work bool) error {
+	w, err := wire(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if _, err := reconcileAtStart(ctx, w, log); err != nil {
+		return err
 	}
 	if cfg.Demo {
-		v, created, err := eng.EnsureDemo(ctx)
+		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		v, created, err := w.eng.EnsureDemo(dctx)
+		cancel()
 		if err != nil {
 			return fmt.Errorf("demo venue: %w", err)
 		}
 		log.Info("demo venue", "venue_id", v.ID, "created", created)
 	}
-
-	var wheel *engine.Wheel
-	if cmd == "all" || cmd == "worker" {
-		if err := jb.Start(ctx); err != nil {
+	// Background loops stop when ctx ends; the deferred Stops wait for them.
+	bg := []interface{ Stop() }{}
+	defer func() {
+		for _, s := range bg {
+			s.Stop()
+		}
+	}()
+	idemSQL := idem.NewSQL(w.sql.db, w.eng.Clock())
+	purge := loop.New(loop.Config{Name: "idempotency_purge", Interval: time.Hour, Logger: log}, idemSQL.Purge)
+	purge.Start(ctx)
+	bg = append(bg, purge)
+	if work {
+		if err := w.jobs.Start(ctx); err != nil {
 			return err
 		}
-		defer jb.Stop()
-		wheel = eng.NewWheel(engine.WheelConfig{})
-		wheel.Start(ctx)
-		defer wheel.Stop()
+		loops := w.eng.NewLoops(engine.LoopsConfig{})
+		loops.Start(ctx)
+		bg = append(bg, loops)
 	}
-	if cmd == "worker" {
+	if !serve {
 		log.Info("worker running")
 		<-ctx.Done()
 		log.Info("shutting down")
 		return nil
 	}
-	return serve(ctx, cfg, eng, rdb, out, log)
+	return serveHTTP(ctx, w, idemSQL, out, log)
 }
 
-// serve runs the API (and a separate metrics listener when configured) until ctx ends, then drains.
-func serve(ctx context.Context, cfg *config.Config, eng *engine.Engine, rdb *backend.Redis, out io.Writer, log *slog.Logger) error {
+// serveHTTP runs the API (and a separate metrics listener when configured) until ctx ends, then
+// drains.
+func serveHTTP(ctx context.Context, w *wiring, idemSQL *idem.SQL, out io.Writer, log *slog.Logger) error {
+	cfg := w.cfg
 	handler, err := api.New(api.Options{
-		Engine: eng, JWTSecret: []byte(cfg.JWTSecret), PaymentSecret: []byte(cfg.PaymentSecret),
+		Engine: w.eng, JWTSecret: []byte(cfg.JWTSecret), PaymentSecret: []byte(cfg.PaymentSecret),
 		DevLogin: cfg.DevLogin, DevPayments: cfg.DevPayments,
 		WechatAppID: cfg.WechatAppID, WechatSecret: cfg.WechatSecret, WechatAPIBase: cfg.WechatAPIBase,
 		DashboardUser: cfg.DashboardUser, DashboardPassword: cfg.DashboardPassword,
-		Asynq: rdb.Asynq, MetricsOnAPI: cfg.MetricsAddr == "", Logger: log,
+		Asynq: w.redis.Asynq, MetricsOnAPI: cfg.MetricsAddr == "", Logger: log,
+		Idempotency:     idemSQL,
+		HoldIdempotency: idem.NewRedis(w.redis.Client, cfg.RedisPrefix, w.eng.Clock()),
 	})
 	if err != nil {
 		return err
 	}
-	if c, ok := handler.(interface{ Close() }); ok {
+	if c, ok := handler.(io.Closer); ok {
 		defer c.Close() // the dashboard's Redis connections
 	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
+		return fmt.Errorf("SLOTWHEEL_HTTP_ADDR: listen on %s: %w", cfg.HTTPAddr, err)
 	}
 	servers := []*http.Server{{Handler: handler, ReadHeaderTimeout: 10 * time.Second}}
 	listeners := []net.Listener{ln}
 	if cfg.MetricsAddr != "" {
 		mln, err := net.Listen("tcp", cfg.MetricsAddr)
 		if err != nil {
-			return fmt.Errorf("listen on %s: %w", cfg.MetricsAddr, err)
+			ln.Close()
+			return fmt.Errorf("SLOTWHEEL_METRICS_ADDR: listen on %s: %w", cfg.MetricsAddr, err)
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", api.MetricsHandler())
@@ -228,7 +340,22 @@ func serve(ctx context.Context, cfg *config.Config, eng *engine.Engine, rdb *bac
 			}
 		}(s, listeners[i])
 	}
-	base := "http://" + ln.Addr().String()
+	printAddresses(out, cfg, "http://"+ln.Addr().String())
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return err
+	}
+	log.Info("shutting down: draining HTTP")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	for _, s := range servers {
+		_ = s.Shutdown(shutdownCtx)
+	}
+	return nil
+}
+
+func printAddresses(out io.Writer, cfg *config.Config, base string) {
 	fmt.Fprintf(out, "slotwheel is listening on %s\n", base)
 	fmt.Fprintf(out, "  API:        %s/api/v1/venues\n", base)
 	fmt.Fprintf(out, "  OpenAPI:    %s/openapi.json\n", base)
@@ -240,18 +367,6 @@ func serve(ctx context.Context, cfg *config.Config, eng *engine.Engine, rdb *bac
 	if cfg.DevLogin {
 		fmt.Fprintf(out, "  Dev token:  curl -s -X POST %s/api/v1/auth/dev-login -d '{\"user_id\":\"alice\",\"role\":\"user\"}'\n", base)
 	}
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		return err
-	}
-	log.Info("shutting down: draining HTTP")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	for _, s := range servers {
-		_ = s.Shutdown(shutdownCtx)
-	}
-	return nil
 }
 
 // withRequestID gives the metrics listener's answers an X-Request-Id too, as API.md promises for

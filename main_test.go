@@ -40,8 +40,8 @@ func TestEndToEndCourtStory(t *testing.T) {
 	require.NoError(t, build.Run())
 
 	env := append(os.Environ(), "SLOTWHEEL_SQLITE_PATH="+filepath.Join(dir, "sw.db"),
-		"SLOTWHEEL_JWT_SECRET=e2e-jwt", "SLOTWHEEL_PAYMENT_SECRET=e2e-pay", "SLOTWHEEL_DEV_LOGIN=true",
-		"SLOTWHEEL_DEMO=false", "SLOTWHEEL_DASHBOARD_PASSWORD=e2e")
+		"SLOTWHEEL_JWT_SECRET="+e2eJWT, "SLOTWHEEL_PAYMENT_SECRET="+e2ePay, "SLOTWHEEL_DEV_LOGIN=true",
+		"SLOTWHEEL_DEMO=false", "SLOTWHEEL_DASHBOARD_PASSWORD=e2e-dashboard-0123456789abcdef0123")
 	if enginetest.RealServers() {
 		db := enginetest.NewDB(t)
 		r := enginetest.NewRedis(t)
@@ -165,6 +165,12 @@ func TestEndToEndCourtStory(t *testing.T) {
 	require.Contains(t, logs.String(), "shutting down")
 }
 
+// Secrets of the binary under test: long enough for a deployment with real backends.
+const (
+	e2eJWT = "e2e-jwt-0123456789abcdef0123456789abcdef"
+	e2ePay = "e2e-pay-0123456789abcdef0123456789abcdef"
+)
+
 func mustLoc(t *testing.T) *time.Location {
 	loc, err := time.LoadLocation("Asia/Shanghai")
 	require.NoError(t, err)
@@ -249,7 +255,7 @@ func (c *client) pay(holdID string, amount int64, paymentID string) map[string]a
 	body, _ := json.Marshal(map[string]any{"hold_id": holdID, "payment_id": paymentID, "amount_cents": amount,
 		"paid_at": time.Now().UTC().Format(time.RFC3339)})
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	mac := hmac.New(sha256.New, []byte("e2e-pay"))
+	mac := hmac.New(sha256.New, []byte(e2ePay))
 	mac.Write([]byte(ts + "." + string(body)))
 	req, _ := http.NewRequest("POST", c.base+"/api/v1/payments/notify", bytes.NewReader(body))
 	req.Header.Set("X-Slotwheel-Signature", fmt.Sprintf("t=%s,v1=%s", ts, hex.EncodeToString(mac.Sum(nil))))

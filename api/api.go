@@ -47,6 +47,10 @@ type Options struct {
 
 	MetricsOnAPI bool // serve GET /metrics on this handler too
 
+	// Idempotency keeps the answers of requests sent with an Idempotency-Key; HoldIdempotency those
+	// of holds, which touch only Redis (default: Idempotency). Nil turns idempotency off.
+	Idempotency, HoldIdempotency IdempotencyStore
+
 	Logger *slog.Logger     // default slog.Default()
 	Now    func() time.Time // default time.Now; used for tokens and payment signatures
 }
@@ -162,12 +166,19 @@ func newHandler(opts Options) (*handler, error) {
 	v1.POST("/auth/dev-login", s.readBody, s.devLogin)
 	v1.POST("/auth/wechat", s.readBody, s.wechatLogin)
 
+	idem, holdIdem := s.idempotent(opts.Idempotency), s.idempotent(opts.HoldIdempotency)
+	if opts.HoldIdempotency == nil {
+		holdIdem = idem
+	}
+
 	admin := v1.Group("/admin", s.authenticate(engine.RoleAdmin))
-	admin.POST("/venues", s.readBody, s.idempotent, s.createVenue)
-	admin.POST("/resources", s.readBody, s.idempotent, s.createResource)
+	admin.POST("/venues", s.readBody, idem, s.createVenue)
+	admin.POST("/resources", s.readBody, idem, s.createResource)
 	admin.PUT("/resources/:id/schedule", s.readBody, s.setSchedule)
-	admin.POST("/services", s.readBody, s.idempotent, s.createService)
+	admin.POST("/services", s.readBody, idem, s.createService)
 	admin.PUT("/policies/grace", s.readBody, s.setGracePolicy)
+	// The front desk's list: staff of the venue, or admin.
+	v1.GET("/admin/bookings", s.authenticate(engine.RoleStaff, engine.RoleAdmin), s.venueBookings)
 
 	// Browsing needs no token: mini-program reviews reject forced log-in before browsing.
 	v1.GET("/venues", s.listVenues)
@@ -176,23 +187,24 @@ func newHandler(opts Options) (*handler, error) {
 	v1.GET("/availability", s.availability)
 
 	anyRole := s.authenticate(engine.RoleUser, engine.RoleStaff, engine.RoleAdmin)
-	v1.POST("/holds", anyRole, s.readBody, s.idempotent, s.createHold)
+	v1.POST("/holds", anyRole, s.readBody, holdIdem, s.createHold)
 	v1.GET("/holds", anyRole, s.listHolds)
 	v1.GET("/holds/:id", anyRole, s.getHold)
 	v1.DELETE("/holds/:id", anyRole, s.cancelHold)
-	v1.POST("/holds/:id/confirm", anyRole, s.readBody, s.idempotent, s.confirmHold)
+	v1.POST("/holds/:id/confirm", anyRole, s.readBody, idem, s.confirmHold)
 
 	// The provider authenticates by signature; engine.Pay deduplicates by payment_id.
 	v1.POST("/payments/notify", s.readBody, s.paymentNotify)
 
 	v1.GET("/bookings", anyRole, s.listBookings)
 	v1.GET("/bookings/:id", anyRole, s.getBooking)
-	v1.POST("/bookings/:id/cancel", anyRole, s.readBody, s.idempotent, s.cancelBooking)
-	v1.POST("/bookings/:id/restore", anyRole, s.readBody, s.idempotent, s.restoreBooking)
+	v1.GET("/bookings/:id/history", anyRole, s.bookingHistory)
+	v1.POST("/bookings/:id/cancel", anyRole, s.readBody, idem, s.cancelBooking)
+	v1.POST("/bookings/:id/restore", anyRole, s.readBody, idem, s.restoreBooking)
 
-	v1.POST("/checkins", s.authenticate(engine.RoleStaff, engine.RoleAdmin), s.readBody, s.idempotent, s.checkIn)
+	v1.POST("/checkins", s.authenticate(engine.RoleStaff, engine.RoleAdmin), s.readBody, idem, s.checkIn)
 
-	v1.POST("/waitlist", anyRole, s.readBody, s.idempotent, s.joinWaitlist)
+	v1.POST("/waitlist", anyRole, s.readBody, idem, s.joinWaitlist)
 	v1.GET("/waitlist", anyRole, s.listWaitlist)
 	v1.DELETE("/waitlist/:id", anyRole, s.leaveWaitlist)
 

@@ -57,7 +57,7 @@ func TestNobodyReachesWhatIsNotTheirs(t *testing.T) {
 	// Alice's things are untouched, and she and an admin can read them.
 	var h holdResponse
 	hs.do(http.MethodGet, "/api/v1/holds/"+held.HoldID, alice, nil).expect(t, http.StatusOK).decode(t, &h)
-	require.Equal(t, engine.HoldHeld, h.Status)
+	require.Equal(t, string(engine.HoldHeld), h.Status)
 	hs.do(http.MethodGet, "/api/v1/holds/"+held.HoldID, hs.admin, nil).expect(t, http.StatusOK)
 	var b bookingResponse
 	hs.do(http.MethodGet, "/api/v1/bookings/"+booked.BookingID, hs.admin, nil).expect(t, http.StatusOK).decode(t, &b)
@@ -267,7 +267,7 @@ func TestHoldLifecycle(t *testing.T) {
 	var h holdResponse
 	hs.do(http.MethodPost, "/api/v1/holds", alice, set{"resource_id": hs.res, "start": start, "end": end, "quantity": 2}).
 		expect(t, http.StatusCreated).decode(t, &h)
-	require.Equal(t, engine.HoldHeld, h.Status)
+	require.Equal(t, string(engine.HoldHeld), h.Status)
 	require.Equal(t, 2, h.Quantity)
 	require.Equal(t, int64(2*5000), h.AmountCents)
 	require.Equal(t, start, h.Start)
@@ -280,7 +280,7 @@ func TestHoldLifecycle(t *testing.T) {
 	// Give it up: 200 with the hold, now cancelled; units back.
 	var cancelled holdResponse
 	hs.do(http.MethodDelete, "/api/v1/holds/"+h.HoldID, alice, nil).expect(t, http.StatusOK).decode(t, &cancelled)
-	require.Equal(t, engine.HoldCancelled, cancelled.Status)
+	require.Equal(t, string(engine.HoldCancelled), cancelled.Status)
 	hs.do(http.MethodDelete, "/api/v1/holds/"+h.HoldID, alice, nil).expect(t, http.StatusConflict)
 	hs.do(http.MethodGet, "/api/v1/availability?resource_id="+hs.res+"&date="+start[:10], "", nil).
 		expect(t, http.StatusOK).decode(t, &avail)
@@ -296,7 +296,7 @@ func TestHoldLifecycle(t *testing.T) {
 	require.Equal(t, b, again)
 	var held holdResponse
 	hs.do(http.MethodGet, "/api/v1/holds/"+b.HoldID, alice, nil).expect(t, http.StatusOK).decode(t, &held)
-	require.Equal(t, engine.HoldConfirmed, held.Status)
+	require.Equal(t, string(engine.HoldConfirmed), held.Status)
 	require.Equal(t, b.BookingID, held.BookingID)
 	// Restoring a booking that was not released is a conflict.
 	hs.do(http.MethodPost, "/api/v1/bookings/"+b.BookingID+"/restore", alice, nil).expect(t, http.StatusConflict)

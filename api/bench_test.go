@@ -12,6 +12,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/enginebench"
 )
 
 // BenchmarkHTTPHold measures POST /api/v1/holds end to end over HTTP (JWT, strict decoding, the
@@ -51,21 +52,21 @@ func BenchmarkHTTPHold(b *testing.B) {
 
 type benchSlot struct {
 	start, end string
-	field, day string
+	at         time.Time
+	day        string
 }
 
 // benchHarness makes a resource with room for every hold of the run, on 13 days × 14 hourly slots
 // that are loaded into Redis before the clock starts.
 func benchHarness(b *testing.B) (*harness, []benchSlot) {
-	hs := newHarness(b, withCapacity(maxCapacity))
+	hs := newHarness(b, withCapacity(1_000_000))
 	resID, _ := strconv.ParseUint(hs.res, 10, 64)
 	var slots []benchSlot
 	for day := 1; day <= 13; day++ {
 		for hour := 8; hour < 22; hour++ {
 			s, e := hs.slot(day, hour)
 			t, _ := time.Parse(time.RFC3339, s)
-			slots = append(slots, benchSlot{start: s, end: e, field: engine.SlotField(resID, t.Unix()/60),
-				day: engine.DayField(resID, t.In(hs.loc).Format("2006-01-02"))})
+			slots = append(slots, benchSlot{start: s, end: e, at: t, day: t.In(hs.loc).Format("2006-01-02")})
 		}
 		s, _ := hs.slot(day, 8)
 		_, err := hs.eng.Availability(context.Background(), engine.AvailabilityQuery{ResourceID: resID, Date: s[:10]})
@@ -78,10 +79,9 @@ func benchHarness(b *testing.B) (*harness, []benchSlot) {
 
 func benchBareScript(b *testing.B, hs *harness, slots []benchSlot) {
 	ctx := context.Background()
-	k := hs.eng.Keys()
 	venue, _ := strconv.ParseUint(hs.venue, 10, 64)
-	script := engine.HoldScriptForBenchmark()
-	now := hs.clock.Now()
+	res, _ := strconv.ParseUint(hs.res, 10, 64)
+	bare := enginebench.NewBare(hs.redis.Client, hs.redis.Prefix, hs.clock)
 	var next atomic.Uint64
 	b.SetParallelism(16) // 32 goroutines on two cores, like the 32 HTTP workers
 	b.ResetTimer()
@@ -89,15 +89,7 @@ func benchBareScript(b *testing.B, hs *harness, slots []benchSlot) {
 		for pb.Next() {
 			i := next.Add(1)
 			s := slots[i%uint64(len(slots))]
-			id := "h" + hs.venue + "_bare" + strconv.FormatUint(1e15+i, 10)
-			user := "bench-" + strconv.FormatUint(i%1000, 10)
-			err := script.Run(ctx, hs.redis.Client,
-				[]string{k.Capacity(venue), k.Used(venue), k.Owners(venue), k.Wheel(venue), k.Days(venue), k.Hold(venue, id), k.UserHolds(venue, user)},
-				now.UnixMilli(), now.Add(time.Hour).UnixMilli(), 1, id, (24 * time.Hour).Milliseconds(), k.HoldPrefix(venue),
-				s.day, s.field, "id", id, "user", user, "venue", venue, "resource", hs.res, "service", 0, "qty", 1,
-				"start_ms", 0, "end_ms", 0, "ostart_ms", 0, "oend_ms", 0, "deadline_ms", now.Add(time.Hour).UnixMilli(),
-				"created_ms", now.UnixMilli(), "amount", 0, "days", s.day).Err()
-			if err != nil {
+			if err := bare.Hold(ctx, venue, res, s.at, s.at.Add(time.Hour), s.day, "bench-"+strconv.FormatUint(i%1000, 10), i); err != nil {
 				b.Error(err)
 				return
 			}

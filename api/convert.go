@@ -2,6 +2,7 @@ package api
 
 import (
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/wire"
 )
 
 // Response shapes. They are the contract: snake_case, ids as strings, times RFC 3339 in the venue's
@@ -196,107 +197,28 @@ func toAvailabilityResponse(slots []engine.SlotAvailability) availabilityRespons
 	return availabilityResponse{Slots: convertAll(slots, toSlotResponse)}
 }
 
-type holdResponse struct {
-	HoldID      string `json:"hold_id"`
-	Status      string `json:"status"`
-	UserID      string `json:"user_id"`
-	VenueID     string `json:"venue_id"`
-	ResourceID  string `json:"resource_id"`
-	ServiceID   string `json:"service_id,omitempty"`
-	Quantity    int    `json:"quantity"`
-	Start       string `json:"start"`
-	End         string `json:"end"`
-	ExpiresAt   string `json:"expires_at"`
-	AmountCents int64  `json:"amount_cents"`
-	BookingID   string `json:"booking_id,omitempty"`
+// Holds, bookings and waitlist entries are shown as engine/wire writes them, the same document the
+// events announcing their changes carry.
+type (
+	holdResponse     = wire.Hold
+	bookingResponse  = wire.Booking
+	waitlistResponse = wire.Waitlist
+)
+
+func toHoldResponse(h engine.Hold) holdResponse                  { return wire.FromHold(h) }
+func toBookingResponse(b engine.Booking) bookingResponse         { return wire.FromBooking(b) }
+func toWaitlistResponse(w engine.WaitlistEntry) waitlistResponse { return wire.FromWaitlist(w) }
+
+type historyEntryResponse struct {
+	From   string `json:"from"`
+	To     string `json:"to"`
+	At     string `json:"at"`
+	Actor  string `json:"actor"`
+	Reason string `json:"reason"`
 }
 
-func toHoldResponse(h engine.Hold) holdResponse {
-	out := holdResponse{
-		HoldID:      h.ID,
-		Status:      h.Status,
-		UserID:      h.UserID,
-		VenueID:     formatID(h.VenueID),
-		ResourceID:  formatID(h.ResourceID),
-		Quantity:    h.Quantity,
-		Start:       formatTime(h.Start),
-		End:         formatTime(h.End),
-		ExpiresAt:   formatTime(h.ExpiresAt),
-		AmountCents: h.AmountCents,
-	}
-	if h.ServiceID != 0 {
-		out.ServiceID = formatID(h.ServiceID)
-	}
-	if h.BookingID != 0 {
-		out.BookingID = formatID(h.BookingID)
-	}
-	return out
-}
-
-type waitlistResponse struct {
-	WaitlistID string `json:"waitlist_id"`
-	Status     string `json:"status"`
-	UserID     string `json:"user_id"`
-	VenueID    string `json:"venue_id"`
-	ResourceID string `json:"resource_id"`
-	Start      string `json:"start"`
-	End        string `json:"end"`
-	Quantity   int    `json:"quantity"`
-	HoldID     string `json:"hold_id,omitempty"`
-	CreatedAt  string `json:"created_at"`
-}
-
-func toWaitlistResponse(w engine.WaitlistEntry) waitlistResponse {
-	return waitlistResponse{WaitlistID: formatID(w.ID), Status: w.Status, UserID: w.UserID, VenueID: formatID(w.VenueID),
-		ResourceID: formatID(w.ResourceID), Start: formatTime(w.Start), End: formatTime(w.End), Quantity: w.Quantity,
-		HoldID: w.HoldID, CreatedAt: formatTime(w.CreatedAt)}
-}
-
-type bookingResponse struct {
-	BookingID   string `json:"booking_id"`
-	HoldID      string `json:"hold_id"`
-	Status      string `json:"status"`
-	VenueID     string `json:"venue_id"`
-	ResourceID  string `json:"resource_id"`
-	ServiceID   string `json:"service_id,omitempty"`
-	Quantity    int    `json:"quantity"`
-	Start       string `json:"start"`
-	End         string `json:"end"`
-	ReleaseAt   string `json:"release_at"`
-	ConfirmedAt string `json:"confirmed_at"`
-	CheckedInAt string `json:"checked_in_at,omitempty"`
-	ReleasedAt  string `json:"released_at,omitempty"`
-	CancelledAt string `json:"cancelled_at,omitempty"`
-	CheckinCode string `json:"checkin_code"`
-	PaymentID   string `json:"payment_id,omitempty"`
-	AmountCents int64  `json:"amount_cents"`
-	Version     int    `json:"version"`
-}
-
-func toBookingResponse(b engine.Booking) bookingResponse {
-	out := bookingResponse{
-		BookingID:   formatID(b.ID),
-		HoldID:      b.HoldID,
-		Status:      b.Status,
-		VenueID:     formatID(b.VenueID),
-		ResourceID:  formatID(b.ResourceID),
-		Quantity:    b.Quantity,
-		Start:       formatTime(b.Start),
-		End:         formatTime(b.End),
-		ReleaseAt:   formatTime(b.ReleaseAt),
-		ConfirmedAt: formatTime(b.ConfirmedAt),
-		CheckedInAt: formatTimePtr(b.CheckedInAt),
-		ReleasedAt:  formatTimePtr(b.ReleasedAt),
-		CancelledAt: formatTimePtr(b.CancelledAt),
-		CheckinCode: b.CheckinCode,
-		PaymentID:   b.PaymentID,
-		AmountCents: b.AmountCents,
-		Version:     b.Version,
-	}
-	if b.ServiceID != 0 {
-		out.ServiceID = formatID(b.ServiceID)
-	}
-	return out
+func toHistoryResponse(h engine.HistoryEntry) historyEntryResponse {
+	return historyEntryResponse{From: h.From, To: h.To, At: formatTime(h.At), Actor: h.Actor, Reason: h.Reason}
 }
 
 type paymentResponse struct {

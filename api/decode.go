@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/wire"
 )
 
 // jsonID is an id in a request body: a JSON string of decimal digits naming a positive 64-bit number.
@@ -51,7 +54,7 @@ func parseID(s string) (uint64, bool) {
 }
 
 // formatID writes an id as the API shows it.
-func formatID(v uint64) string { return strconv.FormatUint(v, 10) }
+var formatID = wire.ID
 
 // jsonTime is a time in a request body: a JSON string in RFC 3339 with an offset, in the years
 // minYear to maxYear.
@@ -100,41 +103,7 @@ func parseTime(s string) (time.Time, bool) {
 
 // formatTime writes a time as the API shows it: RFC 3339 in the time's own zone, which for booking
 // times is the venue's.
-func formatTime(t time.Time) string { return t.Format(time.RFC3339) }
-
-func formatTimePtr(t *time.Time) string {
-	if t == nil || t.IsZero() {
-		return ""
-	}
-	return formatTime(*t)
-}
-
-// rangeCodes names the problem when a number does not fit its field.
-var rangeCodes = map[string]string{
-	"quantity":         "invalid_quantity",
-	"capacity":         "invalid_capacity",
-	"price_cents":      "invalid_price",
-	"amount_cents":     "invalid_amount",
-	"slot_minutes":     "invalid_slot_minutes",
-	"horizon_days":     "invalid_horizon_days",
-	"duration_minutes": "invalid_duration",
-	"prep_minutes":     "invalid_buffer",
-	"cleanup_minutes":  "invalid_buffer",
-	"grace_seconds":    "invalid_grace",
-	"weekdays":         "invalid_weekdays",
-}
-
-// rangeCode is the code of an out-of-range number in field (a dotted JSON path).
-func rangeCode(field string) string {
-	last := field
-	if i := strings.LastIndexByte(field, '.'); i >= 0 {
-		last = field[i+1:]
-	}
-	if code, ok := rangeCodes[last]; ok {
-		return code
-	}
-	return "invalid_number"
-}
+var formatTime = wire.Time
 
 // bind decodes the body read by readBody into dst strictly: one JSON object, no unknown fields, no
 // trailing data, the contract's types. On failure it answers 400 (or 413) and returns false.
@@ -180,7 +149,7 @@ func decodeError(err error) error {
 		}
 		if strings.HasPrefix(typeErr.Value, "number") && isNumberKind(typeErr.Type.Kind().String()) {
 			// A number that does not fit: fractional, negative for unsigned, or too large.
-			return unprocessable(rangeCode(field), "the number does not fit the field").withField(field)
+			return unprocessable(booking.CodeFor(field), "the number does not fit the field").withField(field)
 		}
 		return badRequest("invalid_type", "the field has the wrong JSON type").withField(field)
 	}
@@ -198,9 +167,4 @@ func isNumberKind(kind string) bool {
 // missing is the error of a required field left out.
 func missing(field string) *apiError {
 	return badRequest("missing_field", "a required field is missing").withField(field)
-}
-
-// outOfRange is the error of a number that is well-formed but outside its field's range.
-func outOfRange(field string) *apiError {
-	return unprocessable(rangeCode(field), "the number is out of range").withField(field)
 }

@@ -3,10 +3,13 @@ package api
 import (
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/idem"
+	"github.com/slotwheel/slotwheel/engine/wire"
 )
 
 // apiError is a failure decided by this package (bad input, authentication, routing). The engine's
@@ -68,9 +71,11 @@ type errorBody struct {
 }
 
 type errorDetail struct {
-	Code      string `json:"code"`
-	Message   string `json:"message"`
-	RequestID string `json:"request_id"`
+	Code      string         `json:"code"`
+	Message   string         `json:"message"`
+	RequestID string         `json:"request_id"`
+	Field     string         `json:"field,omitempty"`
+	Details   map[string]any `json:"details,omitempty"`
 }
 
 // statusOfKind maps the engine's kinds of failure to HTTP.
@@ -80,35 +85,58 @@ var statusOfKind = map[engine.Kind]int{
 	engine.KindForbidden:   http.StatusForbidden,
 	engine.KindConflict:    http.StatusConflict,
 	engine.KindUnavailable: http.StatusServiceUnavailable,
+	engine.KindLimited:     http.StatusTooManyRequests,
 }
 
-// classify is the one error mapper: status, stable code, English fallback message and blamed field
-// of err.
-// Anything it does not know is a 500 whose cause stays in the log.
-func classify(err error) (status int, code, fallback, field string) {
+// classify is the one error mapper: status, stable code, English fallback message, blamed field and
+// details of err. Anything it does not know is a 500 whose cause stays in the log.
+func classify(err error) (status int, code, fallback, field string, details map[string]any) {
 	var ae *apiError
 	if errors.As(err, &ae) {
-		return ae.Status, ae.Code, ae.Message, ae.Field
+		return ae.Status, ae.Code, ae.Message, ae.Field, nil
 	}
 	if ee, ok := engine.AsError(err); ok {
 		if st, ok := statusOfKind[ee.Kind]; ok {
-			return st, ee.Code, ee.Message, ""
+			return st, ee.Code, ee.Message, ee.Field, wireDetails(ee.Details)
 		}
 	}
-	return errInternal.Status, errInternal.Code, errInternal.Message, ""
+	return errInternal.Status, errInternal.Code, errInternal.Message, "", nil
+}
+
+// wireDetails writes error details as the API shows values (times RFC 3339).
+func wireDetails(d map[string]any) map[string]any {
+	if len(d) == 0 {
+		return nil
+	}
+	out := make(map[string]any, len(d))
+	for k, v := range d {
+		if t, ok := v.(time.Time); ok {
+			v = wire.Time(t)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// retryLater names the codes whose answer tells the client to come back: the same request may
+// succeed in a moment.
+var retryLater = map[string]bool{
+	idem.ErrInProgress.Code: true, engine.ErrConfirmInProgress.Code: true,
 }
 
 // fail answers c with err mapped to the error body, logs server-side failures with their cause, and
 // stops the handler chain.
 func (s *server) fail(c *gin.Context, err error) {
-	status, code, fallback, field := classify(err)
+	status, code, fallback, field, details := classify(err)
 	if status >= 500 {
 		s.log.ErrorContext(c.Request.Context(), "request failed",
 			"request_id", requestIDOf(c), "method", c.Request.Method, "path", c.Request.URL.Path,
 			"status", status, "code", code, "err", err)
 	}
-	if status == http.StatusServiceUnavailable || code == engine.ErrRequestInProgress.Code || code == engine.ErrConfirmInProgress.Code {
-		c.Header("Retry-After", "1")
+	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests || retryLater[code] {
+		if c.Writer.Header().Get("Retry-After") == "" {
+			c.Header("Retry-After", "1")
+		}
 	}
 	lang := language(c.GetHeader("Accept-Language"))
 	c.Header("Content-Language", lang)
@@ -116,5 +144,7 @@ func (s *server) fail(c *gin.Context, err error) {
 		Code:      code,
 		Message:   message(lang, code, fallback, field),
 		RequestID: requestIDOf(c),
+		Field:     field,
+		Details:   details,
 	}})
 }

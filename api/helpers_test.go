@@ -25,6 +25,7 @@ import (
 
 	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/enginetest"
+	"github.com/slotwheel/slotwheel/engine/idem"
 )
 
 // The venue every harness creates; its zone has no DST, so "tomorrow at 10:00" is always on the grid.
@@ -89,6 +90,8 @@ func newHarness(t testing.TB, options ...harnessOption) *harness {
 		MetricsOnAPI:      true,
 		Logger:            logger,
 		Now:               clock.Now,
+		Idempotency:       idem.NewSQL(db.Gorm, clock),
+		HoldIdempotency:   idem.NewRedis(rd.Client, rd.Prefix, clock),
 	}
 	if cfg.opts != nil {
 		cfg.opts(&opts)

@@ -149,7 +149,7 @@ func TestIdempotencyForgetsServerFailures(t *testing.T) {
 	hs := newHarness(t)
 	s := hs.h.srv
 	var calls atomic.Int32
-	hs.h.Engine.POST("/test-flaky", s.authenticate(engine.RoleUser), s.readBody, s.idempotent, func(c *gin.Context) {
+	hs.h.Engine.POST("/test-flaky", s.authenticate(engine.RoleUser), s.readBody, s.idempotent(hs.opts.Idempotency), func(c *gin.Context) {
 		switch calls.Add(1) {
 		case 1:
 			s.fail(c, errBackendUnavailable)

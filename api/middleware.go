@@ -2,9 +2,7 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -18,8 +16,6 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
-
-	"github.com/slotwheel/slotwheel/engine"
 )
 
 // maxBody is the largest request body read; larger ones are refused with 413 body_too_large.
@@ -169,90 +165,6 @@ func bodyOf(c *gin.Context) []byte {
 	b, _ := c.Get(ctxBody)
 	raw, _ := b.([]byte)
 	return raw
-}
-
-// headerIdempotencyKey and headerReplayed are the idempotency headers.
-const (
-	headerIdempotencyKey = "Idempotency-Key"
-	headerReplayed       = "Idempotent-Replayed"
-)
-
-// idempotent makes a POST with an Idempotency-Key answer the same way every time: the first request
-// runs and its 2xx or 4xx answer is stored; a repeat with the same body gets the stored answer; a 5xx
-// is forgotten so that a retry runs again.
-func (s *server) idempotent(c *gin.Context) {
-	values := c.Request.Header.Values(headerIdempotencyKey)
-	if len(values) == 0 {
-		c.Next()
-		return
-	}
-	if len(values) > 1 || !validIdempotencyKey(values[0]) {
-		s.fail(c, errInvalidIdempotency)
-		return
-	}
-	scope := idempotencyScope(callerOf(c), c.Request.Method, c.Request.URL.Path, values[0])
-	sum := sha256.Sum256(bodyOf(c))
-	ctx := c.Request.Context()
-
-	stored, err := s.eng.BeginIdempotent(ctx, scope, hex.EncodeToString(sum[:]))
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if stored != nil {
-		c.Header(headerReplayed, "true")
-		c.Data(stored.Status, "application/json; charset=utf-8", stored.Body)
-		c.Abort()
-		return
-	}
-
-	w := &capturingWriter{ResponseWriter: c.Writer}
-	c.Writer = w
-	finished := false
-	defer func() {
-		c.Writer = w.ResponseWriter
-		// The record must be settled even when the client has gone away. A panicking handler
-		// (finished is false) answers 500, so its reservation is given up like any 5xx.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		status := w.Status()
-		var err error
-		if !finished || status >= 500 {
-			err = s.eng.AbandonIdempotent(sctx, scope)
-		} else {
-			err = s.eng.FinishIdempotent(sctx, scope, engine.StoredResponse{Status: status, Body: w.buf.Bytes()})
-		}
-		if err != nil {
-			s.log.ErrorContext(ctx, "idempotency record not settled",
-				"request_id", requestIDOf(c), "path", c.Request.URL.Path, "status", status, "err", err)
-		}
-	}()
-	c.Next()
-	finished = true
-}
-
-// idempotencyScope names a key within its caller, method and path. It is hashed because the parts
-// together may exceed what the store keeps (255 characters), and must not collide when they do.
-func idempotencyScope(caller, method, path, key string) string {
-	h := sha256.New()
-	for _, part := range []string{caller, method, path, key} {
-		h.Write([]byte(part))
-		h.Write([]byte{0})
-	}
-	return "idem:" + hex.EncodeToString(h.Sum(nil))
-}
-
-// validIdempotencyKey accepts 1..255 visible ASCII characters.
-func validIdempotencyKey(k string) bool {
-	if k == "" || len(k) > 255 {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 0x21 || k[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }
 
 // capturingWriter copies the body written through it.

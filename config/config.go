@@ -76,13 +76,19 @@ type Config struct {
 
 	Demo bool // create the demo venue at start if missing
 
+	MySQLMaxOpenConns int  // pool size of this instance
+	MySQLMaxIdleConns int  // idle connections kept
+	AutoMigrate       bool // create or upgrade the schema at start
+	RedisCluster      bool // RedisURL is a Redis Cluster seed list
+	ReleaseQueues     int  // release queues the tasks spread over (one Cluster slot each)
+
 	dashboardPasswordGenerated bool
 }
 
 // setting ties a YAML key (and through it an environment variable) to a field.
 type setting struct {
 	key string
-	// field returns a *string, *time.Duration or *bool inside c.
+	// field returns a *string, *time.Duration, *bool or *int inside c.
 	field func(c *Config) any
 	// mask hides what must not reach a log; nil prints the value as is.
 	mask func(string) string
@@ -114,6 +120,11 @@ var settings = []setting{
 	{key: "dashboard_user", field: func(c *Config) any { return &c.DashboardUser }},
 	{key: "dashboard_password", field: func(c *Config) any { return &c.DashboardPassword }, mask: maskAll},
 	{key: "demo", field: func(c *Config) any { return &c.Demo }},
+	{key: "mysql_max_open_conns", field: func(c *Config) any { return &c.MySQLMaxOpenConns }},
+	{key: "mysql_max_idle_conns", field: func(c *Config) any { return &c.MySQLMaxIdleConns }},
+	{key: "auto_migrate", field: func(c *Config) any { return &c.AutoMigrate }},
+	{key: "redis_cluster", field: func(c *Config) any { return &c.RedisCluster }},
+	{key: "release_queues", field: func(c *Config) any { return &c.ReleaseQueues }},
 }
 
 var settingByKey = func() map[string]setting {
@@ -137,12 +148,19 @@ func defaults(embedded bool) Config {
 		ReminderLead:   15 * time.Minute,
 		WechatAPIBase:  "https://api.weixin.qq.com",
 		DashboardUser:  "admin",
+
+		MySQLMaxOpenConns: 32,
+		MySQLMaxIdleConns: 8,
+		ReleaseQueues:     1,
 	}
 	if embedded {
 		// Dev log-in hands out admin tokens to anyone who asks, so an
 		// embedded instance must not listen beyond this machine by default.
 		c.HTTPAddr = "127.0.0.1:8080"
 		c.DevLogin, c.DevPayments, c.Demo = true, true, true
+		// Outside embedded mode only `slotwheel migrate` changes the schema,
+		// so that instances starting together do not race on it.
+		c.AutoMigrate = true
 	}
 	return c
 }
@@ -273,6 +291,12 @@ func parseInto(dst any, text string) error {
 			return fmt.Errorf("%q is not a boolean (want true or false)", text)
 		}
 		*p = b
+	case *int:
+		n, err := strconv.Atoi(text)
+		if err != nil {
+			return fmt.Errorf("%q is not a whole number", text)
+		}
+		*p = n
 	default:
 		panic(fmt.Sprintf("config: setting of unsupported type %T", dst))
 	}
@@ -326,9 +350,21 @@ func (c *Config) validate(name func(key string) string) []error {
 		}
 	}
 	if c.RedisURL != "" {
-		if err := checkRedisURL(c.RedisURL); err != nil {
+		if err := checkRedisURL(c.RedisURL, c.RedisCluster); err != nil {
 			fail("%s %v", name("redis_url"), err)
 		}
+	} else if c.RedisCluster {
+		fail("%s needs %s (the cluster's seed list)", name("redis_cluster"), name("redis_url"))
+	}
+	if c.MySQLMaxOpenConns < 1 || c.MySQLMaxOpenConns > 1000 {
+		fail("%s must be between 1 and 1000, not %d", name("mysql_max_open_conns"), c.MySQLMaxOpenConns)
+	}
+	if c.MySQLMaxIdleConns < 0 || c.MySQLMaxIdleConns > c.MySQLMaxOpenConns {
+		fail("%s must be between 0 and %s (%d), not %d", name("mysql_max_idle_conns"), name("mysql_max_open_conns"),
+			c.MySQLMaxOpenConns, c.MySQLMaxIdleConns)
+	}
+	if c.ReleaseQueues < 1 || c.ReleaseQueues > 64 {
+		fail("%s must be between 1 and 64, not %d", name("release_queues"), c.ReleaseQueues)
 	}
 
 	switch {
@@ -356,8 +392,33 @@ func (c *Config) validate(name func(key string) string) []error {
 		if c.PaymentSecret == "" {
 			fail("%s is required because %s", name("payment_secret"), why)
 		}
+		// A short or placeholder secret lets anyone mint tokens or payment notifications.
+		for _, sec := range []struct{ key, v string }{
+			{"jwt_secret", c.JWTSecret}, {"payment_secret", c.PaymentSecret}, {"dashboard_password", c.DashboardPassword},
+		} {
+			if sec.v != "" {
+				if err := checkSecret(sec.v); err != nil {
+					fail("%s %v", name(sec.key), err)
+				}
+			}
+		}
 	}
 	return errs
+}
+
+// MinSecretLen is the shortest secret accepted outside embedded mode: 256 bits, an HS256 key.
+const MinSecretLen = 32
+
+// checkSecret refuses a secret that is too short or a placeholder such as the compose file's
+// examples. It never quotes the secret.
+func checkSecret(v string) error {
+	if strings.HasPrefix(strings.ToLower(v), "change-me") || strings.HasPrefix(strings.ToLower(v), "changeme") {
+		return errors.New("is a placeholder (starts with change-me); set a random secret, e.g. `openssl rand -base64 32`")
+	}
+	if len(v) < MinSecretLen {
+		return fmt.Errorf("is %d bytes; at least %d are required, e.g. `openssl rand -base64 32`", len(v), MinSecretLen)
+	}
+	return nil
 }
 
 func (c *Config) realBackends() string {
@@ -371,7 +432,7 @@ func (c *Config) realBackends() string {
 	}
 }
 
-func checkRedisURL(s string) error {
+func checkRedisURL(s string, cluster bool) error {
 	u, err := url.Parse(s)
 	if err != nil {
 		return errors.New("is not a valid URL (want redis://[:password@]host:port/db)")
@@ -383,6 +444,12 @@ func checkRedisURL(s string) error {
 	// such as "redis:6379".
 	if u.Host == "" {
 		return errors.New("has no host (want redis://[:password@]host:port/db)")
+	}
+	if cluster {
+		if _, err := redis.ParseClusterURL(s); err != nil {
+			return fmt.Errorf("is refused by go-redis as a cluster seed list: %w", err)
+		}
+		return nil
 	}
 	if _, err := redis.ParseURL(s); err != nil {
 		return fmt.Errorf("is refused by go-redis: %w", err)
@@ -556,6 +623,8 @@ func (c *Config) show(s setting) string {
 		text = p.String()
 	case *bool:
 		text = strconv.FormatBool(*p)
+	case *int:
+		text = strconv.Itoa(*p)
 	}
 	if s.mask == nil || text == "" {
 		return text

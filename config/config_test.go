@@ -40,10 +40,16 @@ func realEnv() map[string]string {
 	return map[string]string{
 		"SLOTWHEEL_MYSQL_DSN":      testDSN,
 		"SLOTWHEEL_REDIS_URL":      testRedis,
-		"SLOTWHEEL_JWT_SECRET":     "jwt",
-		"SLOTWHEEL_PAYMENT_SECRET": "pay",
+		"SLOTWHEEL_JWT_SECRET":     testJWT,
+		"SLOTWHEEL_PAYMENT_SECRET": testPay,
 	}
 }
+
+// Secrets long enough for a deployment with real backends.
+const (
+	testJWT = "jwt-0123456789abcdef0123456789abcdef"
+	testPay = "pay-0123456789abcdef0123456789abcdef"
+)
 
 func TestLoadDefaults(t *testing.T) {
 	t.Parallel()
@@ -59,6 +65,10 @@ func TestLoadDefaults(t *testing.T) {
 		ReminderLead:   15 * time.Minute,
 		WechatAPIBase:  "https://api.weixin.qq.com",
 		DashboardUser:  "admin",
+
+		MySQLMaxOpenConns: 32,
+		MySQLMaxIdleConns: 8,
+		ReleaseQueues:     1,
 	}
 	with := func(f func(c *Config)) Config {
 		c := common
@@ -76,7 +86,7 @@ func TestLoadDefaults(t *testing.T) {
 			env:  nil,
 			want: with(func(c *Config) {
 				c.HTTPAddr = "127.0.0.1:8080"
-				c.DevLogin, c.DevPayments, c.Demo = true, true, true
+				c.DevLogin, c.DevPayments, c.Demo, c.AutoMigrate = true, true, true, true
 			}),
 		},
 		{
@@ -84,7 +94,7 @@ func TestLoadDefaults(t *testing.T) {
 			env:  map[string]string{"SLOTWHEEL_MYSQL_DSN": "", "SLOTWHEEL_HOLD_TTL": "", "SLOTWHEEL_REDIS_PREFIX": ""},
 			want: with(func(c *Config) {
 				c.HTTPAddr = "127.0.0.1:8080"
-				c.DevLogin, c.DevPayments, c.Demo = true, true, true
+				c.DevLogin, c.DevPayments, c.Demo, c.AutoMigrate = true, true, true, true
 			}),
 		},
 		{
@@ -93,20 +103,20 @@ func TestLoadDefaults(t *testing.T) {
 			want: with(func(c *Config) {
 				c.HTTPAddr = ":8080"
 				c.MySQLDSN, c.RedisURL = testDSN, testRedis
-				c.JWTSecret, c.PaymentSecret = "jwt", "pay"
+				c.JWTSecret, c.PaymentSecret = testJWT, testPay
 			}),
 		},
 		{
 			name: "only MySQL real",
 			env: map[string]string{
 				"SLOTWHEEL_MYSQL_DSN":      testDSN,
-				"SLOTWHEEL_JWT_SECRET":     "jwt",
-				"SLOTWHEEL_PAYMENT_SECRET": "pay",
+				"SLOTWHEEL_JWT_SECRET":     testJWT,
+				"SLOTWHEEL_PAYMENT_SECRET": testPay,
 			},
 			want: with(func(c *Config) {
 				c.HTTPAddr = ":8080"
 				c.MySQLDSN = testDSN
-				c.JWTSecret, c.PaymentSecret = "jwt", "pay"
+				c.JWTSecret, c.PaymentSecret = testJWT, testPay
 			}),
 		},
 		{
@@ -117,7 +127,7 @@ func TestLoadDefaults(t *testing.T) {
 				"SLOTWHEEL_DEMO":         "FALSE",
 				"SLOTWHEEL_HTTP_ADDR":    ":9090",
 			},
-			want: with(func(c *Config) { c.HTTPAddr = ":9090" }),
+			want: with(func(c *Config) { c.HTTPAddr, c.AutoMigrate = ":9090", true }),
 		},
 	}
 	for _, tt := range tests {
@@ -181,7 +191,7 @@ dev_login: false
 
 func TestLoadFileDecidesEmbeddedMode(t *testing.T) {
 	t.Parallel()
-	path := writeFile(t, fmt.Sprintf("mysql_dsn: %q\nredis_url: %q\njwt_secret: j\npayment_secret: p\n", testDSN, testRedis))
+	path := writeFile(t, fmt.Sprintf("mysql_dsn: %q\nredis_url: %q\njwt_secret: %s\npayment_secret: %s\n", testDSN, testRedis, testJWT, testPay))
 	got, err := Load(path, nil)
 	require.NoError(t, err)
 	require.False(t, got.Embedded())
@@ -279,13 +289,13 @@ func TestLoadErrors(t *testing.T) {
 		},
 		{
 			name: "missing secret with only Redis real",
-			env:  map[string]string{"SLOTWHEEL_REDIS_URL": testRedis, "SLOTWHEEL_PAYMENT_SECRET": "p"},
+			env:  map[string]string{"SLOTWHEEL_REDIS_URL": testRedis, "SLOTWHEEL_PAYMENT_SECRET": testPay},
 			want: []string{"SLOTWHEEL_JWT_SECRET is required because Redis is not embedded (SLOTWHEEL_REDIS_URL is set)"},
 			hide: []string{"PAYMENT_SECRET"},
 		},
 		{
 			name: "missing secret with only MySQL real",
-			env:  map[string]string{"SLOTWHEEL_MYSQL_DSN": testDSN, "SLOTWHEEL_JWT_SECRET": "j"},
+			env:  map[string]string{"SLOTWHEEL_MYSQL_DSN": testDSN, "SLOTWHEEL_JWT_SECRET": testJWT},
 			want: []string{"SLOTWHEEL_PAYMENT_SECRET is required because MySQL is not embedded (SLOTWHEEL_MYSQL_DSN is set)"},
 		},
 		{
@@ -385,15 +395,16 @@ func TestLoadEmptyFile(t *testing.T) {
 
 func TestMaskedHidesEverySecret(t *testing.T) {
 	t.Parallel()
-	secrets := []string{"jwt-sec-aaa", "pay-sec-bbb", "wx-sec-ccc", "dash-pw-ddd", "dsn-pw-eee", "redis-pw-fff"}
+	secrets := []string{"jwt-sec-aaa-0123456789abcdef0123456789", "pay-sec-bbb-0123456789abcdef0123456789", "wx-sec-ccc",
+		"dash-pw-ddd-0123456789abcdef0123456789", "dsn-pw-eee", "redis-pw-fff"}
 	c, err := Load("", envOf(map[string]string{
 		"SLOTWHEEL_MYSQL_DSN":          "app:dsn-pw-eee@tcp(db.internal:3306)/slotwheel?parseTime=true",
 		"SLOTWHEEL_REDIS_URL":          "rediss://default:redis-pw-fff@cache.internal:6380/2",
-		"SLOTWHEEL_JWT_SECRET":         "jwt-sec-aaa",
-		"SLOTWHEEL_PAYMENT_SECRET":     "pay-sec-bbb",
+		"SLOTWHEEL_JWT_SECRET":         secrets[0],
+		"SLOTWHEEL_PAYMENT_SECRET":     secrets[1],
 		"SLOTWHEEL_WECHAT_APPID":       "wx-app-id",
 		"SLOTWHEEL_WECHAT_SECRET":      "wx-sec-ccc",
-		"SLOTWHEEL_DASHBOARD_PASSWORD": "dash-pw-ddd",
+		"SLOTWHEEL_DASHBOARD_PASSWORD": secrets[3],
 	}))
 	require.NoError(t, err)
 
@@ -556,7 +567,8 @@ func TestEveryVariableIsDocumented(t *testing.T) {
 		"SLOTWHEEL_REMINDER_LEAD", "SLOTWHEEL_JWT_SECRET", "SLOTWHEEL_PAYMENT_SECRET",
 		"SLOTWHEEL_WECHAT_APPID", "SLOTWHEEL_WECHAT_SECRET", "SLOTWHEEL_WECHAT_API_BASE",
 		"SLOTWHEEL_DEV_LOGIN", "SLOTWHEEL_DEV_PAYMENTS", "SLOTWHEEL_DASHBOARD_USER",
-		"SLOTWHEEL_DASHBOARD_PASSWORD", "SLOTWHEEL_DEMO",
+		"SLOTWHEEL_DASHBOARD_PASSWORD", "SLOTWHEEL_DEMO", "SLOTWHEEL_MYSQL_MAX_OPEN_CONNS", "SLOTWHEEL_MYSQL_MAX_IDLE_CONNS",
+		"SLOTWHEEL_AUTO_MIGRATE", "SLOTWHEEL_REDIS_CLUSTER", "SLOTWHEEL_RELEASE_QUEUES",
 	}
 	var got []string
 	for _, s := range settings {
@@ -564,4 +576,31 @@ func TestEveryVariableIsDocumented(t *testing.T) {
 		require.Equal(t, s.key, strings.ToLower(strings.TrimPrefix(s.env(), EnvPrefix)))
 	}
 	require.ElementsMatch(t, want, got)
+}
+
+// Outside embedded mode a short or placeholder secret is refused, naming the variable and never
+// quoting the secret; embedded mode generates its own and accepts what it is given.
+func TestInsecureSecretsAreRefused(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		key, value, want string
+	}{
+		{"SLOTWHEEL_JWT_SECRET", "change-me-jwt-but-long-enough-to-pass-the-length", "SLOTWHEEL_JWT_SECRET is a placeholder"},
+		{"SLOTWHEEL_PAYMENT_SECRET", "short-payment-secret", "SLOTWHEEL_PAYMENT_SECRET is 20 bytes; at least 32"},
+		{"SLOTWHEEL_DASHBOARD_PASSWORD", "change-me-dashboard", "SLOTWHEEL_DASHBOARD_PASSWORD is a placeholder"},
+		{"SLOTWHEEL_DASHBOARD_PASSWORD", "hunter2", "SLOTWHEEL_DASHBOARD_PASSWORD is 7 bytes"},
+	} {
+		env := realEnv()
+		env[c.key] = c.value
+		_, err := Load("", envOf(env))
+		require.Error(t, err, c.key)
+		require.Contains(t, err.Error(), c.want)
+		require.NotContains(t, err.Error(), c.value, "the secret is never printed")
+	}
+	env := realEnv()
+	env["SLOTWHEEL_DASHBOARD_PASSWORD"] = "dash-0123456789abcdef0123456789abcdef"
+	_, err := Load("", envOf(env))
+	require.NoError(t, err)
+	_, err = Load("", envOf(map[string]string{"SLOTWHEEL_JWT_SECRET": "short", "SLOTWHEEL_SQLITE_PATH": filepath.Join(t.TempDir(), "x.db")}))
+	require.NoError(t, err, "embedded mode is for trying things out")
 }

@@ -78,27 +78,8 @@ func (h *handlers) release(ctx context.Context, t *asynq.Task) error {
 			return fmt.Errorf("release booking %d: %w", ref.BookingID, err)
 		}
 		releases.WithLabelValues(string(outcome)).Inc()
-		if outcome == engine.Released {
-			lag := h.clock.Now().Sub(ref.ReleaseAt)
-			releaseLag.Observe(lag.Seconds())
-			if lag < 0 {
-				h.log.Error("booking released before its release_at", "booking_id", ref.BookingID,
-					"release_at", ref.ReleaseAt, "early_by", -lag)
-			}
-		}
 		return nil
 	}
-}
-
-// remind tells the owner their booking is released soon unless they check in. Delivery comes with
-// the notification channel; for now it is logged.
-func (h *handlers) remind(_ context.Context, t *asynq.Task) error {
-	ref, err := decodeRef(t.Payload())
-	if err != nil {
-		return fmt.Errorf("%s: %w: %w", TypeRemind, err, asynq.SkipRetry)
-	}
-	h.log.Info("release reminder", "booking_id", ref.BookingID, "release_at", ref.ReleaseAt)
-	return nil
 }
 
 // reconcile runs one reconciliation and logs what it repaired.

@@ -1,7 +1,8 @@
-// Package jobs owns slotwheel's durable timers and background work on Asynq: a release task per
-// booking whose release_at comes within the horizon, a reminder before it, the loader that brings
-// due-soon bookings in from SQL, and the periodic reconciliation. Handlers are thin: they decode ids
-// and call one engine method; the rules live in engine/. It imports engine and must never import api/.
+// Package jobs owns slotwheel's durable timers on Asynq: a release task per booking whose
+// release_at comes within the horizon, spread over one or more release queues; the loader that
+// brings due-soon bookings in from SQL; and the periodic reconciliation. Handlers are thin: they
+// decode ids and call one engine method; the rules live in engine/. It imports engine and must never
+// import api/.
 package jobs
 
 import (
@@ -9,13 +10,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/loop"
 )
 
 // Options configure Jobs. Zero values take the documented defaults.
@@ -25,14 +29,15 @@ type Options struct {
 	// Engine runs the releases and reconciliations. Required.
 	Engine *engine.Engine
 
-	// Queue names the release queue; default "release". Reconciliation, reminders and notifications
-	// go to Queue+"_maint", so that tests sharing one Redis can use unique names.
+	// Queue names the release queue; default "release". With Shards > 1 the release tasks spread
+	// over Queue, Queue_1, …, Queue_<Shards-1> by booking id, so that in a Redis Cluster (one queue =
+	// one slot) no single master carries every release. Reconciliation goes to Queue+"_maint".
 	Queue string
+	// Shards is the number of release queues; default 1.
+	Shards int
 	// Horizon is how far ahead of release_at the loader queues a release task; default 1h. It should
 	// equal the engine's ReleaseHorizon.
 	Horizon time.Duration
-	// ReminderLead is how long before release_at the owner is reminded; default 15m.
-	ReminderLead time.Duration
 	// LoaderInterval is how often the loader looks for bookings coming within the horizon; default 1s.
 	LoaderInterval time.Duration
 	// ReconcileEvery is the period of the reconciliation; default 1h.
@@ -41,6 +46,8 @@ type Options struct {
 	// up to two seconds early and wait out the rest, so a worker is held about 1.5 s per release:
 	// size it at twice the peak releases per second.
 	Concurrency int
+	// Lease, when set, makes the loader run on one instance at a time.
+	Lease func(name string) loop.Lease
 	// Logger receives the handlers' logs and Asynq's warnings; default slog.Default().
 	Logger *slog.Logger
 }
@@ -49,7 +56,6 @@ type Options struct {
 const (
 	DefaultQueue          = "release"
 	DefaultHorizon        = time.Hour
-	DefaultReminderLead   = 15 * time.Minute
 	DefaultLoaderInterval = time.Second
 	DefaultReconcileEvery = time.Hour
 	DefaultConcurrency    = 64
@@ -63,10 +69,10 @@ type Jobs struct {
 	log       *slog.Logger
 	client    *asynq.Client
 	inspector *asynq.Inspector
+	rdb       redis.UniversalClient
 	handlers  *handlers
 	server    *asynq.Server
-	loader    *loader
-	periodic  *periodic
+	loops     []*loop.Loop
 
 	mu      sync.Mutex
 	started bool
@@ -88,11 +94,13 @@ func New(opts Options) (*Jobs, error) {
 	if opts.Queue == "" {
 		opts.Queue = DefaultQueue
 	}
-	if strings.TrimSpace(opts.Queue) != opts.Queue {
-		return nil, fmt.Errorf("jobs: queue name %q has surrounding spaces", opts.Queue)
+	if strings.TrimSpace(opts.Queue) != opts.Queue || strings.ContainsAny(opts.Queue, "{}") {
+		return nil, fmt.Errorf("jobs: queue name %q has spaces or braces", opts.Queue)
+	}
+	if opts.Shards <= 0 {
+		opts.Shards = 1
 	}
 	setDefault(&opts.Horizon, DefaultHorizon)
-	setDefault(&opts.ReminderLead, DefaultReminderLead)
 	setDefault(&opts.LoaderInterval, DefaultLoaderInterval)
 	setDefault(&opts.ReconcileEvery, DefaultReconcileEvery)
 	if opts.Concurrency <= 0 {
@@ -102,19 +110,30 @@ func New(opts Options) (*Jobs, error) {
 		opts.Logger = slog.Default()
 	}
 	log := opts.Logger.With("component", "jobs")
+	rdb, ok := opts.Redis.MakeRedisClient().(redis.UniversalClient)
+	if !ok {
+		return nil, errors.New("jobs: the Redis options make no go-redis client")
+	}
 	j := &Jobs{
 		opts:      opts,
 		eng:       opts.Engine,
 		log:       log,
 		client:    asynq.NewClient(opts.Redis),
 		inspector: asynq.NewInspector(opts.Redis),
+		rdb:       rdb,
 		handlers:  &handlers{rel: opts.Engine, rec: opts.Engine, clock: opts.Engine.Clock(), log: log},
 	}
-	j.loader = newLoader(loaderConfig{
-		Interval: opts.LoaderInterval,
-		Horizon:  opts.Horizon,
-	}, opts.Engine, j, opts.Engine.Clock(), log)
-	j.periodic = newPeriodic(opts.ReconcileEvery, j.enqueueReconcile, opts.Engine.Clock(), log)
+	ld := &loader{horizon: opts.Horizon, src: opts.Engine, sched: j, clock: opts.Engine.Clock(), batch: 500, maxBatches: 20}
+	lc := loop.Config{Name: "release_loader", Interval: opts.LoaderInterval, Timeout: 30 * time.Second, Logger: log}
+	if opts.Lease != nil {
+		lc.Lease = opts.Lease(lc.Name)
+	}
+	rec := &reconcileEnqueuer{every: opts.ReconcileEvery, enqueue: j.enqueueReconcile, clock: opts.Engine.Clock()}
+	j.loops = []*loop.Loop{
+		loop.New(lc, func(ctx context.Context) error { _, err := ld.runOnce(ctx); return err }),
+		loop.New(loop.Config{Name: "reconcile_enqueuer", Interval: time.Second, Timeout: 10 * time.Second, Logger: log}, rec.runOnce),
+		loop.New(loop.Config{Name: "queue_registry", Interval: 5 * time.Second, Timeout: 5 * time.Second, Logger: log}, j.registerQueues),
+	}
 	return j, nil
 }
 
@@ -124,27 +143,52 @@ func setDefault(d *time.Duration, def time.Duration) {
 	}
 }
 
-// ReleaseQueue is the name of the queue release tasks go to.
+// ReleaseQueue is the name of the first release queue.
 func (j *Jobs) ReleaseQueue() string { return j.opts.Queue }
 
-// MaintQueue is the name of the queue of reconciliation, reminders and notifications.
+// ReleaseQueues lists every release queue.
+func (j *Jobs) ReleaseQueues() []string {
+	out := []string{j.opts.Queue}
+	for i := 1; i < j.opts.Shards; i++ {
+		out = append(out, j.opts.Queue+"_"+strconv.Itoa(i))
+	}
+	return out
+}
+
+// Queues lists every queue of these Jobs; the engine watches them for data loss.
+func (j *Jobs) Queues() []string { return append(j.ReleaseQueues(), j.MaintQueue()) }
+
+// queueOf is the release queue of a booking.
+func (j *Jobs) queueOf(bookingID uint64) string {
+	if j.opts.Shards == 1 {
+		return j.opts.Queue
+	}
+	return j.ReleaseQueues()[bookingID%uint64(j.opts.Shards)]
+}
+
+// MaintQueue is the name of the reconciliation queue.
 func (j *Jobs) MaintQueue() string { return j.opts.Queue + "_maint" }
 
 // serverConfig tunes Asynq for second-level precision: scheduled tasks are forwarded every 100 ms
 // and idle workers look for work every 50 ms, so a release task starts within ~150 ms of its
 // (whole-second) scheduled time.
 func (j *Jobs) serverConfig() asynq.Config {
+	queues := map[string]int{j.MaintQueue(): 1}
+	for _, q := range j.ReleaseQueues() {
+		queues[q] = 10
+	}
 	return asynq.Config{
 		Concurrency:              j.opts.Concurrency,
-		Queues:                   map[string]int{j.ReleaseQueue(): 10, j.MaintQueue(): 1},
+		Queues:                   queues,
 		DelayedTaskCheckInterval: 100 * time.Millisecond,
 		TaskCheckInterval:        50 * time.Millisecond,
 		RetryDelayFunc:           retryDelay,
 		IsFailure:                isFailure,
 		ErrorHandler:             asynq.ErrorHandlerFunc(j.logTaskError),
-		ShutdownTimeout:          10 * time.Second,
-		Logger:                   slogAdapter{j.log},
-		LogLevel:                 asynq.WarnLevel,
+		// Release handlers wait at most a few seconds; a SIGTERM must end the process within 5 s.
+		ShutdownTimeout: 3 * time.Second,
+		Logger:          slogAdapter{j.log},
+		LogLevel:        asynq.WarnLevel,
 	}
 }
 
@@ -166,13 +210,12 @@ func (j *Jobs) mux() *asynq.ServeMux {
 	h := j.handlers
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(TypeRelease, h.release)
-	mux.HandleFunc(TypeRemind, h.remind)
 	mux.HandleFunc(TypeReconcile, h.reconcile)
 	return mux
 }
 
 // Start runs the Asynq worker, the loader and the periodic reconciliation until Stop (or until ctx
-// ends, for the loader and the reconciliation). It may be called once.
+// ends, for the loops). It may be called once.
 func (j *Jobs) Start(ctx context.Context) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -184,15 +227,28 @@ func (j *Jobs) Start(ctx context.Context) error {
 		return fmt.Errorf("jobs: start worker: %w", err)
 	}
 	j.started = true
-	j.loader.Start(ctx)
-	j.periodic.Start(ctx)
+	for _, l := range j.loops {
+		l.Start(ctx)
+	}
 	return nil
 }
 
-// Stop stops the loader and the reconciliation, then shuts the worker down gracefully — it waits
-// (up to ShutdownTimeout) for running handlers, and Asynq puts back any it had to interrupt, so no
-// task is lost — and closes the Redis connections. After Stop, ScheduleRelease fails. It is safe to
-// call more than once and without Start.
+// registerQueues makes sure Asynq's list of queues names ours. Asynq adds a queue to it only on a
+// process's first enqueue, so after Redis lost its data the dashboard would list nothing (and 500
+// "queue not found") although the tasks are back.
+func (j *Jobs) registerQueues(ctx context.Context) error {
+	qs := j.Queues()
+	members := make([]any, len(qs))
+	for i, q := range qs {
+		members[i] = q
+	}
+	return j.rdb.SAdd(ctx, "asynq:queues", members...).Err()
+}
+
+// Stop stops the loops, then shuts the worker down gracefully — it waits (up to ShutdownTimeout)
+// for running handlers, and Asynq puts back any it had to interrupt, so no task is lost — and closes
+// the Redis connections. After Stop, ScheduleRelease fails. It is safe to call more than once and
+// without Start.
 func (j *Jobs) Stop() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -201,14 +257,14 @@ func (j *Jobs) Stop() {
 	}
 	j.stopped = true
 	if j.started {
-		j.loader.Stop()
-		j.periodic.Stop()
+		for _, l := range j.loops {
+			l.Stop()
+		}
 		j.server.Shutdown()
 	}
-	if err := j.client.Close(); err != nil {
-		j.log.Warn("close asynq client", "err", err)
-	}
-	if err := j.inspector.Close(); err != nil {
-		j.log.Warn("close asynq inspector", "err", err)
+	for name, c := range map[string]interface{ Close() error }{"client": j.client, "inspector": j.inspector, "redis": j.rdb} {
+		if err := c.Close(); err != nil {
+			j.log.Warn("close asynq "+name, "err", err)
+		}
 	}
 }

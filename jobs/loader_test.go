@@ -3,7 +3,6 @@ package jobs
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -11,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine"
-	"github.com/slotwheel/slotwheel/models"
+	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
 // fakeDue is an in-memory DueReleases/MarkReleaseQueued: bookings by release_at, oldest first.
@@ -69,7 +68,7 @@ func TestLoaderRunOnce(t *testing.T) {
 		src.refs = append(src.refs, engine.ReleaseRef{BookingID: uint64(i + 1), ReleaseAt: now.Add(time.Duration(i) * 20 * time.Minute)})
 	}
 	sched := &fakeScheduler{failFor: 2}
-	l := newLoader(loaderConfig{Horizon: time.Hour, BatchSize: 2}, src, sched, clock, slog.New(slog.DiscardHandler))
+	l := &loader{horizon: time.Hour, src: src, sched: sched, clock: clock, batch: 2, maxBatches: 20}
 
 	// Within the hour: bookings 1–3 (0, 20, 40 min); 2 fails to queue and is not marked.
 	n, err := l.runOnce(context.Background())
@@ -127,7 +126,7 @@ func TestLoaderBringsInBeyondHorizon(t *testing.T) {
 	var got engine.Booking
 	waitFor(t, 15*time.Second, "the booking to be released", func() (bool, error) {
 		got, err = b.eng.GetBooking(ctx, engine.System, bk.ID)
-		return got.Status == models.StatusReleased, err
+		return got.Status == booking.Released, err
 	})
 	require.NotNil(t, got.ReleasedAt)
 	require.False(t, got.ReleasedAt.Before(got.ReleaseAt), "released %s early", got.ReleaseAt.Sub(*got.ReleasedAt))

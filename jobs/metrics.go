@@ -6,12 +6,8 @@ import (
 )
 
 // Metrics live on the default registry, registered once for the process however many Jobs it builds.
+// Release lag is the engine's (slotwheel_release_lag_seconds), measured where the release commits.
 var (
-	releaseLag = promauto.NewHistogram(prometheus.HistogramOpts{
-		Name:    "slotwheel_release_lag_seconds",
-		Help:    "Seconds between a booking's release_at and the moment it was released.",
-		Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
-	})
 	releases = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "slotwheel_release_tasks_total",
 		Help: "Release task runs by outcome: released, already_released, not_applicable, early (handed back to the queue), error, bad_payload.",
@@ -24,8 +20,15 @@ var (
 		Name: "slotwheel_release_loader_batch",
 		Help: "Bookings the release loader found due within the horizon in its last batch.",
 	})
-	loaderRuns = promauto.NewCounterVec(prometheus.CounterOpts{
-		Name: "slotwheel_release_loader_runs_total",
-		Help: "Release loader runs by result (ok, error).",
-	}, []string{"result"})
 )
+
+func init() {
+	for _, o := range []string{"released", "already_released", "not_applicable", "early", "error", "bad_payload"} {
+		releases.WithLabelValues(o)
+	}
+	for _, t := range []string{TypeRelease, TypeReconcile} {
+		for _, r := range []string{"enqueued", "already_queued"} {
+			tasksScheduled.WithLabelValues(t, r)
+		}
+	}
+}

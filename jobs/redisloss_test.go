@@ -8,7 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine"
-	"github.com/slotwheel/slotwheel/models"
+	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/enginetest"
 )
 
 // TestRedisLossRebuildsScheduledReleases: Redis loses everything (the venue's keys and the queue's)
@@ -29,7 +30,7 @@ func TestRedisLossRebuildsScheduledReleases(t *testing.T) {
 	// (Only this test's keys: the Redis may be shared. Asynq's list of queue names stays, as the
 	// dashboard's inspector needs it to find the queue; the worker itself does not.)
 	for _, pattern := range []string{"asynq:{" + b.jobs.ReleaseQueue() + "}:*", "asynq:{" + b.jobs.MaintQueue() + "}:*",
-		b.eng.Keys().VenuePattern(venueID)} {
+		enginetest.VenuePattern(b.redis.Prefix, venueID)} {
 		keys, err := b.redis.Client.Keys(ctx, pattern).Result()
 		require.NoError(t, err)
 		if len(keys) > 0 {
@@ -50,7 +51,7 @@ func TestRedisLossRebuildsScheduledReleases(t *testing.T) {
 	var got engine.Booking
 	waitFor(t, 15*time.Second, "the booking to be released", func() (bool, error) {
 		got, err = b.eng.GetBooking(ctx, engine.System, bk.ID)
-		return got.Status == models.StatusReleased, err
+		return got.Status == booking.Released, err
 	})
 	require.False(t, got.ReleasedAt.Before(got.ReleaseAt), "released %s early", got.ReleaseAt.Sub(*got.ReleasedAt))
 	require.Less(t, got.ReleasedAt.Sub(got.ReleaseAt), 3*time.Second)
@@ -66,13 +67,13 @@ func TestRedisLossWhileRunning(t *testing.T) {
 	_, err := b.eng.Reconcile(ctx) // as main does at start
 	require.NoError(t, err)
 	require.NoError(t, b.jobs.Start(ctx))
-	wheel := b.eng.NewWheel(engine.WheelConfig{})
+	wheel := b.eng.NewLoops(engine.LoopsConfig{})
 	wheel.Start(ctx)
 	t.Cleanup(wheel.Stop)
 	bk, err := b.book(ctx, resourceID, "u-flushed")
 	require.NoError(t, err)
 
-	for _, pattern := range []string{"asynq:{" + b.jobs.ReleaseQueue() + "}:*", b.eng.Keys().VenuePattern(venueID), b.eng.Keys().Alive()} {
+	for _, pattern := range []string{"asynq:{" + b.jobs.ReleaseQueue() + "}:*", enginetest.VenuePattern(b.redis.Prefix, venueID), enginetest.AliveKey(b.redis.Prefix, b.jobs.ReleaseQueue())} {
 		keys, err := b.redis.Client.Keys(ctx, pattern).Result()
 		require.NoError(t, err)
 		if len(keys) > 0 {
@@ -82,7 +83,7 @@ func TestRedisLossWhileRunning(t *testing.T) {
 	var got engine.Booking
 	waitFor(t, 20*time.Second, "the booking to be released", func() (bool, error) {
 		got, err = b.eng.GetBooking(ctx, engine.System, bk.ID)
-		return got.Status == models.StatusReleased, err
+		return got.Status == booking.Released, err
 	})
 	require.False(t, got.ReleasedAt.Before(got.ReleaseAt), "released %s early", got.ReleaseAt.Sub(*got.ReleasedAt))
 	require.Less(t, got.ReleasedAt.Sub(got.ReleaseAt), 3*time.Second)

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/enginetest"
-	"github.com/slotwheel/slotwheel/models"
 )
 
 // releaseGrace puts release_at a few seconds after each confirm: the bookings' first slot has
@@ -121,7 +121,7 @@ func TestReleaseNeverEarlyAndOnTime(t *testing.T) {
 	waitFor(t, 30*time.Second, "every no-show to be released", func() (bool, error) {
 		for len(pending) > 0 {
 			got, err := b.eng.GetBooking(ctx, engine.System, pending[0].ID)
-			if err != nil || got.Status != models.StatusReleased {
+			if err != nil || got.Status != booking.Released {
 				return false, err
 			}
 			final[got.ID] = got
@@ -136,13 +136,13 @@ func TestReleaseNeverEarlyAndOnTime(t *testing.T) {
 		require.NoError(t, err)
 		switch {
 		case checkedIn[bk.ID]:
-			require.Equal(t, models.StatusArrived, got.Status, "checked-in booking %d", bk.ID)
+			require.Equal(t, booking.Arrived, got.Status, "checked-in booking %d", bk.ID)
 			require.Nil(t, got.ReleasedAt)
 		case cancelled[bk.ID]:
-			require.Equal(t, models.StatusCancelledByUser, got.Status, "cancelled booking %d", bk.ID)
+			require.Equal(t, booking.CancelledByUser, got.Status, "cancelled booking %d", bk.ID)
 			require.Nil(t, got.ReleasedAt)
 		default:
-			require.Equal(t, models.StatusReleased, got.Status)
+			require.Equal(t, booking.Released, got.Status)
 			require.NotNil(t, got.ReleasedAt)
 			require.True(t, got.ReleaseAt.Equal(bk.ReleaseAt), "booking %d: release_at moved", bk.ID)
 			lag := got.ReleasedAt.Sub(got.ReleaseAt)
@@ -177,7 +177,7 @@ func TestReleaseNeverEarlyAndOnTime(t *testing.T) {
 	})
 	after, err := b.eng.GetBooking(ctx, engine.System, victim.ID)
 	require.NoError(t, err)
-	require.Equal(t, models.StatusReleased, after.Status)
+	require.Equal(t, booking.Released, after.Status)
 	require.Equal(t, victim.Version, after.Version)
 	require.Equal(t, victim.ReleasedAt, after.ReleasedAt)
 }
@@ -226,7 +226,7 @@ func BenchmarkReleaseLag(b *testing.B) {
 		waitFor(b, 60*time.Second, "the batch to be released", func() (bool, error) {
 			for len(pending) > 0 {
 				got, err := tb.eng.GetBooking(ctx, engine.System, pending[0].ID)
-				if err != nil || got.Status != models.StatusReleased {
+				if err != nil || got.Status != booking.Released {
 					return false, err
 				}
 				lags = append(lags, got.ReleasedAt.Sub(got.ReleaseAt))

@@ -15,7 +15,6 @@ import (
 // Task types.
 const (
 	TypeRelease   = "booking:release"
-	TypeRemind    = "booking:remind"
 	TypeReconcile = "reconcile"
 )
 
@@ -27,7 +26,7 @@ const releaseMaxRetry = 8
 // one engine call.
 const releaseTimeout = time.Minute
 
-// refPayload is the payload of release and reminder tasks: ids only, so a task never carries state
+// refPayload is the payload of a release task: ids only, so a task never carries state
 // that could go stale. The engine reads the booking itself.
 type refPayload struct {
 	BookingID   uint64 `json:"booking_id"`
@@ -59,45 +58,26 @@ func ReleaseTaskID(ref engine.ReleaseRef) string {
 	return fmt.Sprintf("release:%d:%d", ref.BookingID, ref.ReleaseAt.UnixMilli())
 }
 
-// ReminderTaskID is the Asynq task ID of the reminder before a release.
-func ReminderTaskID(ref engine.ReleaseRef) string {
-	return fmt.Sprintf("remind:%d:%d", ref.BookingID, ref.ReleaseAt.UnixMilli())
-}
-
 // ReconcileTaskID is the Asynq task ID of the reconciliation of the period starting at start, so that
 // every instance's enqueuer puts one task per period into the queue.
 func ReconcileTaskID(start time.Time) string {
 	return fmt.Sprintf("reconcile:%d", start.Unix())
 }
 
-// ScheduleRelease queues the release task of ref, and a reminder when release_at − ReminderLead is
-// still ahead. Asynq keeps scheduled times in whole seconds and forwards them on an interval, so the
-// task is due a second early and its handler waits until the exact release_at. A task already queued
-// counts as success.
+// ScheduleRelease queues the release task of ref on the booking's release queue. Asynq keeps
+// scheduled times in whole seconds and forwards them on an interval, so the task is due a second
+// early and its handler waits until the exact release_at. A task already queued counts as success.
 func (j *Jobs) ScheduleRelease(ctx context.Context, ref engine.ReleaseRef) error {
 	task := asynq.NewTask(TypeRelease, encodeRef(ref))
 	err := j.enqueue(ctx, task,
 		asynq.TaskID(ReleaseTaskID(ref)),
-		asynq.Queue(j.ReleaseQueue()),
+		asynq.Queue(j.queueOf(ref.BookingID)),
 		asynq.MaxRetry(releaseMaxRetry),
 		asynq.Timeout(releaseTimeout),
 		asynq.ProcessAt(ref.ReleaseAt.Add(-time.Second)),
 	)
 	if err != nil {
 		return fmt.Errorf("schedule release of booking %d: %w", ref.BookingID, err)
-	}
-	remindAt := ref.ReleaseAt.Add(-j.opts.ReminderLead)
-	if !remindAt.After(j.eng.Clock().Now()) {
-		return nil
-	}
-	err = j.enqueue(ctx, asynq.NewTask(TypeRemind, encodeRef(ref)),
-		asynq.TaskID(ReminderTaskID(ref)),
-		asynq.Queue(j.MaintQueue()),
-		asynq.MaxRetry(3),
-		asynq.ProcessAt(remindAt),
-	)
-	if err != nil {
-		return fmt.Errorf("schedule reminder of booking %d: %w", ref.BookingID, err)
 	}
 	return nil
 }
@@ -117,20 +97,13 @@ func (j *Jobs) enqueue(ctx context.Context, task *asynq.Task, opts ...asynq.Opti
 	}
 }
 
-// CancelRelease removes the release and reminder tasks of ref. Tasks already gone are fine; so is a
-// release task running right now, whose handler will find the booking no longer releasable.
+// CancelRelease removes the release task of ref. A task already gone is fine; so is a release task
+// running right now, whose handler will find the booking no longer releasable.
 func (j *Jobs) CancelRelease(ctx context.Context, ref engine.ReleaseRef) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var errs []error
-	if err := j.deleteTask(j.ReleaseQueue(), ReleaseTaskID(ref)); err != nil {
-		errs = append(errs, err)
-	}
-	if err := j.deleteTask(j.MaintQueue(), ReminderTaskID(ref)); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := j.deleteTask(j.queueOf(ref.BookingID), ReleaseTaskID(ref)); err != nil {
 		return fmt.Errorf("cancel release of booking %d: %w", ref.BookingID, err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -27,7 +28,6 @@ func TestPayloadRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ref, got)
 	require.Equal(t, "release:7:1700000000123", ReleaseTaskID(ref))
-	require.Equal(t, "remind:7:1700000000123", ReminderTaskID(ref))
 
 	_, err = decodeRef([]byte(`{"booking_id":0,"release_at_ms":1}`))
 	require.Error(t, err)
@@ -58,11 +58,6 @@ func TestScheduleAndCancelRelease(t *testing.T) {
 	// Due one second early, in Asynq's whole seconds.
 	require.Equal(t, ref.ReleaseAt.Add(-time.Second).Unix(), info.NextProcessAt.Unix())
 
-	rem, err := b.inspector.GetTaskInfo(j.MaintQueue(), ReminderTaskID(ref))
-	require.NoError(t, err)
-	require.Equal(t, TypeRemind, rem.Type)
-	require.Equal(t, ref.ReleaseAt.Add(-DefaultReminderLead).Unix(), rem.NextProcessAt.Unix())
-
 	// Scheduling again is a no-op, not an error.
 	require.NoError(t, j.ScheduleRelease(ctx, ref))
 	scheduled, err := b.inspector.ListScheduledTasks(j.ReleaseQueue())
@@ -76,16 +71,9 @@ func TestScheduleAndCancelRelease(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, scheduled, 2)
 
-	// No reminder when its time has passed.
-	soon := engine.ReleaseRef{BookingID: 43, ReleaseAt: now.Add(5 * time.Minute)}
-	require.NoError(t, j.ScheduleRelease(ctx, soon))
-	require.Zero(t, b.taskState(t, j.MaintQueue(), ReminderTaskID(soon)))
-	require.Equal(t, asynq.TaskStateScheduled, b.taskState(t, j.ReleaseQueue(), ReleaseTaskID(soon)))
-
-	// Cancel removes both tasks of that ref only, and is idempotent.
+	// Cancel removes the task of that ref only, and is idempotent.
 	require.NoError(t, j.CancelRelease(ctx, ref))
 	require.Zero(t, b.taskState(t, j.ReleaseQueue(), ReleaseTaskID(ref)))
-	require.Zero(t, b.taskState(t, j.MaintQueue(), ReminderTaskID(ref)))
 	require.Equal(t, asynq.TaskStateScheduled, b.taskState(t, j.ReleaseQueue(), ReleaseTaskID(restored)))
 	require.NoError(t, j.CancelRelease(ctx, ref))
 }
@@ -94,25 +82,48 @@ func TestReconcileEnqueuedOncePerPeriod(t *testing.T) {
 	t.Parallel()
 	b := setup(t, testConfig{jobs: Options{ReconcileEvery: time.Hour}})
 	ctx := context.Background()
-
-	// A second instance on the same queues, as another replica would be.
+	clock := engine.NewSimulatedClock(time.Date(2026, 12, 7, 10, 37, 0, 0, time.UTC))
+	// Two instances' enqueuers on the same queue, as two replicas would have; no worker runs, so
+	// the tasks stay pending where they can be counted.
+	mine := &reconcileEnqueuer{every: time.Hour, enqueue: b.jobs.enqueueReconcile, clock: clock}
 	other, err := New(Options{Redis: b.redisOpt, Engine: b.eng, Queue: b.jobs.ReleaseQueue(), Logger: testLogger(t)})
 	require.NoError(t, err)
 	t.Cleanup(other.Stop)
+	theirs := &reconcileEnqueuer{every: time.Hour, enqueue: other.enqueueReconcile, clock: clock}
+	pending := func() []string {
+		tasks, err := b.inspector.ListPendingTasks(b.jobs.MaintQueue())
+		if errors.Is(err, asynq.ErrQueueNotFound) {
+			return nil
+		}
+		require.NoError(t, err)
+		var ids []string
+		for _, p := range tasks {
+			require.Equal(t, TypeReconcile, p.Type)
+			ids = append(ids, p.ID)
+		}
+		return ids
+	}
 
-	next1, err := b.jobs.periodic.runOnce(ctx)
-	require.NoError(t, err)
-	next2, err := other.periodic.runOnce(ctx)
-	require.NoError(t, err)
-	require.Equal(t, next1, next2)
-	_, err = b.jobs.periodic.runOnce(ctx)
-	require.NoError(t, err)
+	// Nothing in the period the instances started in: start-up reconciled already.
+	for range 3 {
+		require.NoError(t, mine.runOnce(ctx))
+		require.NoError(t, theirs.runOnce(ctx))
+	}
+	require.Empty(t, pending())
 
-	pending, err := b.inspector.ListPendingTasks(b.jobs.MaintQueue())
-	require.NoError(t, err)
-	require.Len(t, pending, 1)
-	require.Equal(t, TypeReconcile, pending[0].Type)
-	require.Equal(t, ReconcileTaskID(next1.Add(-time.Hour)), pending[0].ID)
+	// Every later period gets one task, however often either instance runs.
+	for _, at := range []time.Time{
+		time.Date(2026, 12, 7, 11, 0, 0, 0, time.UTC), time.Date(2026, 12, 7, 11, 0, 1, 0, time.UTC),
+		time.Date(2026, 12, 7, 11, 59, 59, 0, time.UTC), time.Date(2026, 12, 7, 12, 0, 0, 5e8, time.UTC),
+	} {
+		clock.Set(at)
+		require.NoError(t, mine.runOnce(ctx))
+		require.NoError(t, theirs.runOnce(ctx))
+	}
+	require.ElementsMatch(t, []string{
+		ReconcileTaskID(time.Date(2026, 12, 7, 11, 0, 0, 0, time.UTC)),
+		ReconcileTaskID(time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)),
+	}, pending())
 }
 
 func TestPeriodStart(t *testing.T) {
@@ -121,38 +132,4 @@ func TestPeriodStart(t *testing.T) {
 	require.Equal(t, time.Date(2025, 3, 9, 10, 0, 0, 0, time.UTC), periodStart(at, time.Hour))
 	require.Equal(t, time.Date(2025, 3, 9, 10, 30, 0, 0, time.UTC), periodStart(at, 15*time.Minute))
 	require.Equal(t, "reconcile:1741514400", ReconcileTaskID(periodStart(at, time.Hour)))
-}
-
-func TestReconcileEnqueuerRunsAtPeriodStarts(t *testing.T) {
-	t.Parallel()
-	b := setup(t, testConfig{jobs: Options{ReconcileEvery: time.Second}})
-	other, err := New(Options{Redis: b.redisOpt, Engine: b.eng, Queue: b.jobs.ReleaseQueue(), ReconcileEvery: time.Second, Logger: testLogger(t)})
-	require.NoError(t, err)
-	t.Cleanup(other.Stop)
-
-	// Two instances' enqueuers, no worker: the tasks stay pending where we can count them.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	started := time.Now()
-	b.jobs.periodic.Start(ctx)
-	other.periodic.Start(ctx)
-	time.Sleep(2500 * time.Millisecond)
-	b.jobs.periodic.Stop()
-	other.periodic.Stop()
-	stopped := time.Now()
-
-	pending, err := b.inspector.ListPendingTasks(b.jobs.MaintQueue())
-	require.NoError(t, err)
-	var want []string
-	for s := periodStart(started, time.Second).Add(time.Second); !s.After(stopped); s = s.Add(time.Second) {
-		want = append(want, ReconcileTaskID(s))
-	}
-	var got []string
-	for _, p := range pending {
-		got = append(got, p.ID)
-	}
-	// A boundary within a few ms of starting or stopping may go either way.
-	require.GreaterOrEqual(t, len(got), len(want)-1)
-	require.LessOrEqual(t, len(got), len(want))
-	require.Subset(t, want, got, "one task per period start, none at Start")
 }

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,15 +13,33 @@ import (
 	"gorm.io/gorm/logger"
 )
 
-// OpenMySQL connects to a MySQL-compatible server. engine/ runs its transactions at READ COMMITTED
-// (per transaction, which works on MySQL and MariaDB alike): under REPEATABLE READ the loaders' range
-// scans would take gap locks that block inserts of new bookings.
-func OpenMySQL(dsn string) (*gorm.DB, error) {
-	db, err := gorm.Open(mysql.New(mysql.Config{DSN: dsn}), &gorm.Config{
+// Pool sizes one instance's connections to MySQL, so that instances × pool stays under the server's
+// max_connections.
+type Pool struct {
+	MaxOpen int // default 32
+	MaxIdle int // default 8
+}
+
+func gormConfig() *gorm.Config {
+	return &gorm.Config{
 		Logger:                 logger.Default.LogMode(logger.Silent),
 		SkipDefaultTransaction: true,
-		NowFunc:                func() time.Time { return time.Now().UTC() },
-	})
+		// The engine's store maps gorm.ErrDuplicatedKey and friends; the dialects translate their own
+		// error numbers into them, so no caller reads driver messages.
+		TranslateError: true,
+		// The caller pings with a timeout of its own: gorm's automatic ping has none, and a server
+		// that accepts connections but never answers would hang the start.
+		DisableAutomaticPing: true,
+		NowFunc:              func() time.Time { return time.Now().UTC() },
+	}
+}
+
+// OpenMySQL connects to a MySQL-compatible server; it does not wait for an answer (see Ping).
+// engine/ runs its transactions at READ COMMITTED (per transaction, which works on MySQL and MariaDB
+// alike): under REPEATABLE READ the loaders' range scans would take gap locks that block inserts of
+// new bookings.
+func OpenMySQL(dsn string, pool Pool) (*gorm.DB, error) {
+	db, err := gorm.Open(mysql.New(mysql.Config{DSN: dsn}), gormConfig())
 	if err != nil {
 		return nil, fmt.Errorf("open mysql: %w", err)
 	}
@@ -28,9 +47,16 @@ func OpenMySQL(dsn string) (*gorm.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	sqlDB.SetMaxOpenConns(64)
-	sqlDB.SetMaxIdleConns(64)
+	if pool.MaxOpen <= 0 {
+		pool.MaxOpen = 32
+	}
+	if pool.MaxIdle <= 0 {
+		pool.MaxIdle = 8
+	}
+	sqlDB.SetMaxOpenConns(pool.MaxOpen)
+	sqlDB.SetMaxIdleConns(min(pool.MaxIdle, pool.MaxOpen))
 	sqlDB.SetConnMaxLifetime(30 * time.Minute)
+	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	return db, nil
 }
 
@@ -44,11 +70,7 @@ func OpenSQLite(path string) (*gorm.DB, error) {
 		}
 	}
 	dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
-	db, err := gorm.Open(sqlite.Open(dsn), &gorm.Config{
-		Logger:                 logger.Default.LogMode(logger.Silent),
-		SkipDefaultTransaction: true,
-		NowFunc:                func() time.Time { return time.Now().UTC() },
-	})
+	db, err := gorm.Open(sqlite.Open(dsn), gormConfig())
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
@@ -60,9 +82,46 @@ func OpenSQLite(path string) (*gorm.DB, error) {
 	return db, nil
 }
 
-// Migrate creates or upgrades every table. It is idempotent and safe to run at every start.
-func Migrate(db *gorm.DB) error {
+// Ping checks that the database answers within ctx.
+func Ping(ctx context.Context, db *gorm.DB) error {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.PingContext(ctx)
+}
+
+// migrateLock names the advisory lock `slotwheel migrate` holds on MySQL, so that two migrations
+// started together run one after the other instead of racing on the same ALTERs.
+const migrateLock = "slotwheel_migrate"
+
+// Migrate creates or upgrades every table. It is idempotent; on MySQL it holds an advisory lock for
+// its duration (waiting at most until ctx ends), so instances started together migrate once each,
+// in turn, and all but the first find nothing to do.
+func Migrate(ctx context.Context, db *gorm.DB) error {
+	db = db.WithContext(ctx)
 	if db.Dialector.Name() == "mysql" {
+		sqlDB, err := db.DB()
+		if err != nil {
+			return err
+		}
+		conn, err := sqlDB.Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		defer conn.Close()
+		wait := 60
+		if d, ok := ctx.Deadline(); ok {
+			wait = max(int(time.Until(d).Seconds()), 1)
+		}
+		var got int
+		if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", migrateLock, wait).Scan(&got); err != nil {
+			return fmt.Errorf("migrate: take lock: %w", err)
+		}
+		if got != 1 {
+			return fmt.Errorf("migrate: another migration held the lock for %d s", wait)
+		}
+		defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(?)", migrateLock) }()
 		db = db.Set("gorm:table_options", "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin")
 	}
 	if err := db.AutoMigrate(All()...); err != nil {

@@ -87,46 +87,39 @@ type GracePolicy struct {
 	UpdatedAt    time.Time `gorm:"precision:3"`
 }
 
-// Booking statuses: the durable half of the state machine in DESIGN.md (HELD, EXPIRED and CANCELLED
-// holds live only in Redis).
-const (
-	StatusConfirmed        = "CONFIRMED"
-	StatusArrived          = "ARRIVED"
-	StatusInProgress       = "IN_PROGRESS"
-	StatusCompleted        = "COMPLETED"
-	StatusReleased         = "RELEASED"
-	StatusCancelledByUser  = "CANCELLED_BY_USER"
-	StatusCancelledByAdmin = "CANCELLED_BY_ADMIN"
-)
-
 // Booking is a paid (confirmed) hold. It is never deleted. OccupyStart/OccupyEnd is the physical
-// window (buffers included) whose units it takes while its status occupies capacity.
+// window (buffers included) whose units it takes while its status occupies capacity. Status holds
+// an engine/booking status; the rules about it live there.
 type Booking struct {
-	ID            uint64     `gorm:"primaryKey"`
-	HoldID        string     `gorm:"size:40;not null;uniqueIndex"`
-	UserID        string     `gorm:"size:64;not null;index"`
-	VenueID       uint64     `gorm:"not null"`
-	ResourceID    uint64     `gorm:"not null;index:idx_booking_resource_occupy,priority:1"`
-	ServiceID     *uint64    ``
-	Quantity      int        `gorm:"not null"`
-	Start         time.Time  `gorm:"precision:3;not null"`
-	End           time.Time  `gorm:"precision:3;not null"`
-	OccupyStart   time.Time  `gorm:"precision:3;not null;index:idx_booking_resource_occupy,priority:2"`
-	OccupyEnd     time.Time  `gorm:"precision:3;not null"`
-	Slots         string     `gorm:"type:text;not null"` // the slot fields whose units it takes
-	Status        string     `gorm:"size:24;not null;index:idx_booking_status_release,priority:1"`
-	Version       int        `gorm:"not null"`
-	ReleaseAt     time.Time  `gorm:"precision:3;not null;index:idx_booking_status_release,priority:2"`
-	ConfirmedAt   time.Time  `gorm:"precision:3;not null"`
-	CheckedInAt   *time.Time `gorm:"precision:3"`
-	ReleasedAt    *time.Time `gorm:"precision:3"`
-	CancelledAt   *time.Time `gorm:"precision:3"`
-	CheckinCode   string     `gorm:"size:16;not null;uniqueIndex"`
-	PaymentID     *string    `gorm:"size:128"`
-	AmountCents   int64      `gorm:"not null"`
-	ReleaseTaskAt *time.Time `gorm:"precision:3"` // when the release task was put into the queue
-	CreatedAt     time.Time  `gorm:"precision:3"`
-	UpdatedAt     time.Time  `gorm:"precision:3"`
+	ID          uint64     `gorm:"primaryKey"`
+	HoldID      string     `gorm:"size:40;not null;uniqueIndex"`
+	UserID      string     `gorm:"size:64;not null;index"`
+	VenueID     uint64     `gorm:"not null"`
+	ResourceID  uint64     `gorm:"not null;index:idx_booking_resource_occupy,priority:1"`
+	ServiceID   *uint64    ``
+	Quantity    int        `gorm:"not null"`
+	Start       time.Time  `gorm:"precision:3;not null"`
+	End         time.Time  `gorm:"precision:3;not null"`
+	OccupyStart time.Time  `gorm:"precision:3;not null;index:idx_booking_resource_occupy,priority:2"`
+	OccupyEnd   time.Time  `gorm:"precision:3;not null"`
+	Slots       string     `gorm:"type:text;not null"` // the slot fields whose units it takes
+	Status      string     `gorm:"size:24;not null;index:idx_booking_status_release,priority:1"`
+	Version     int        `gorm:"not null"`
+	ReleaseAt   time.Time  `gorm:"precision:3;not null;index:idx_booking_status_release,priority:2"`
+	ConfirmedAt time.Time  `gorm:"precision:3;not null"`
+	CheckedInAt *time.Time `gorm:"precision:3"`
+	ReleasedAt  *time.Time `gorm:"precision:3"`
+	CancelledAt *time.Time `gorm:"precision:3"`
+	CheckinCode string     `gorm:"size:16;not null;uniqueIndex"`
+	PaymentID   *string    `gorm:"size:128"`
+	AmountCents int64      `gorm:"not null"`
+	// QueueAt is the release_at of a booking whose release task is not in the queue yet, and NULL once
+	// it is (or once the booking no longer needs one): the loader's index holds only what is newly due.
+	QueueAt *time.Time `gorm:"precision:3;index"`
+	// RemindAt is when the owner is reminded, NULL once reminded or when no reminder is due.
+	RemindAt  *time.Time `gorm:"precision:3;index"`
+	CreatedAt time.Time  `gorm:"precision:3"`
+	UpdatedAt time.Time  `gorm:"precision:3"`
 }
 
 // BookingHistory is one status transition, written in the same transaction as the change itself.
@@ -162,22 +155,19 @@ type Payment struct {
 	CreatedAt   time.Time `gorm:"precision:3"`
 }
 
-// OutboxEvent is a fact other systems should hear of (released, confirmed, ...), written in the
-// transaction that made it true so that no notification is lost or invented.
+// OutboxEvent is a fact other systems should hear of (a booking released, a hold expired, ...),
+// written in the transaction that made it true so that no notification is lost or invented. Subject
+// names what it is about ("booking:12", "hold:h3_…", "waitlist:5"); events of one subject are
+// delivered in ID order. Data is the event body's data, as the API shows the subject.
 type OutboxEvent struct {
 	ID          uint64     `gorm:"primaryKey"`
-	BookingID   uint64     `gorm:"not null;index"`
 	Type        string     `gorm:"size:40;not null"`
-	Payload     string     `gorm:"type:text;not null"`
+	Subject     string     `gorm:"size:64;not null;index"`
+	VenueID     uint64     `gorm:"not null;default:0"`
+	UserID      string     `gorm:"size:64;not null;default:'';index"`
+	Data        string     `gorm:"type:text;not null"`
 	CreatedAt   time.Time  `gorm:"precision:3;not null"`
 	PublishedAt *time.Time `gorm:"precision:3;index"`
-}
-
-// UserStat counts a user's no-shows, which venues use to limit repeat offenders.
-type UserStat struct {
-	UserID    string    `gorm:"primaryKey;size:64"`
-	NoShows   int       `gorm:"not null;default:0"`
-	UpdatedAt time.Time `gorm:"precision:3"`
 }
 
 // IdempotencyKey remembers the answer to a POST made with an Idempotency-Key header, scoped to the
@@ -192,14 +182,6 @@ type IdempotencyKey struct {
 	ExpiresAt   time.Time `gorm:"precision:3;not null;index"`
 }
 
-// Waitlist statuses.
-const (
-	WaitWaiting   = "WAITING"
-	WaitPromoted  = "PROMOTED"
-	WaitCancelled = "CANCELLED"
-	WaitExpired   = "EXPIRED"
-)
-
 // WaitlistEntry is a user waiting for units of a resource window; when units free up the first
 // waiter is given a hold (PROMOTED, HoldID set) to pay like any other.
 type WaitlistEntry struct {
@@ -212,6 +194,9 @@ type WaitlistEntry struct {
 	End        time.Time `gorm:"precision:3;not null"`
 	Quantity   int       `gorm:"not null"`
 	HoldID     string    `gorm:"size:40;not null;default:''"`
+	// WaitingKey is unique while the entry is WAITING and NULL after, so that a user waits for one
+	// window once, however many requests race.
+	WaitingKey *string   `gorm:"size:191;uniqueIndex"`
 	CreatedAt  time.Time `gorm:"precision:3;not null"`
 	UpdatedAt  time.Time `gorm:"precision:3;not null"`
 }
@@ -223,7 +208,7 @@ func (WaitlistEntry) TableName() string { return "waitlist" }
 func All() []any {
 	return []any{
 		&Venue{}, &Resource{}, &Schedule{}, &SlotInventory{}, &Service{}, &ServiceResource{},
-		&GracePolicy{}, &Booking{}, &BookingHistory{}, &Payment{}, &OutboxEvent{}, &UserStat{},
+		&GracePolicy{}, &Booking{}, &BookingHistory{}, &Payment{}, &OutboxEvent{},
 		&IdempotencyKey{}, &WaitlistEntry{},
 	}
 }

@@ -1,11 +1,16 @@
 // Package backend opens slotwheel's stores: MySQL or the embedded SQLite file through models/, and a
-// Redis server or the embedded in-process miniredis, whose clock it drives (miniredis moves key TTLs
-// only when told to). It is used by main and by tools; engine/ itself receives open handles.
+// Redis server, a Redis Cluster or the embedded in-process miniredis, whose clock it drives
+// (miniredis moves key TTLs only when told to). Every call it makes at start has a timeout and a
+// bounded retry, so an unreachable or silent backend ends the start with a message naming the
+// setting. It is used by main and by tools; engine/ itself receives open handles.
 package backend
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,39 +22,129 @@ import (
 	"github.com/slotwheel/slotwheel/models"
 )
 
-// OpenSQL opens and migrates MySQL when dsn is set, else the SQLite file at sqlitePath.
-func OpenSQL(dsn, sqlitePath string) (*gorm.DB, error) {
+// DefaultStartTimeout is how long a start waits for a backend to answer before giving up.
+const DefaultStartTimeout = 20 * time.Second
+
+// SQL configures the SQL store.
+type SQL struct {
+	DSN        string // MySQL; empty means the embedded SQLite file
+	SQLitePath string
+	Pool       models.Pool
+	// Migrate creates or upgrades the schema at open; otherwise the schema must exist already
+	// (outside embedded mode only `slotwheel migrate` changes it).
+	Migrate bool
+	// StartTimeout bounds the wait for the server to answer; default DefaultStartTimeout.
+	StartTimeout time.Duration
+}
+
+// OpenSQL opens the SQL store and, when asked, migrates it. A server that does not answer within
+// StartTimeout (refusing, or accepting and never answering) is an error naming
+// SLOTWHEEL_MYSQL_DSN; so is ctx ending (a SIGTERM during the start).
+func OpenSQL(ctx context.Context, o SQL) (*gorm.DB, error) {
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = DefaultStartTimeout
+	}
 	var db *gorm.DB
 	var err error
-	if dsn != "" {
-		db, err = models.OpenMySQL(dsn)
+	setting := "SLOTWHEEL_SQLITE_PATH"
+	if o.DSN != "" {
+		setting = "SLOTWHEEL_MYSQL_DSN"
+		db, err = models.OpenMySQL(o.DSN, o.Pool)
 	} else {
-		db, err = models.OpenSQLite(sqlitePath)
+		db, err = models.OpenSQLite(o.SQLitePath)
 	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", setting, err)
 	}
-	if err := models.Migrate(db); err != nil {
-		return nil, err
+	if err := retry(ctx, o.StartTimeout, func(ctx context.Context) error { return models.Ping(ctx, db) }); err != nil {
+		closeDB(db)
+		return nil, fmt.Errorf("%s: the database did not answer within %s: %w", setting, o.StartTimeout, err)
+	}
+	if o.Migrate {
+		mctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		if err := models.Migrate(mctx, db); err != nil {
+			closeDB(db)
+			return nil, fmt.Errorf("%s: %w", setting, err)
+		}
+		return db, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if !db.WithContext(cctx).Migrator().HasTable(&models.Booking{}) {
+		closeDB(db)
+		return nil, fmt.Errorf("%s: the schema is missing: run `slotwheel migrate` (or set SLOTWHEEL_AUTO_MIGRATE=true)", setting)
 	}
 	return db, nil
 }
 
+func closeDB(db *gorm.DB) {
+	if s, err := db.DB(); err == nil {
+		_ = s.Close()
+	}
+}
+
+// retry runs try until it succeeds, ctx ends or timeout passes, giving each attempt a few seconds of
+// its own so that a silent server cannot hold one attempt forever.
+func retry(ctx context.Context, timeout time.Duration, try func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	wait := 250 * time.Millisecond
+	for {
+		actx, acancel := context.WithTimeout(ctx, min(3*time.Second, timeout))
+		err := try(actx)
+		acancel()
+		if err == nil {
+			return nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				return ctx.Err()
+			}
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
 // Redis is an open Redis: a client, the options Asynq dials with, and (embedded) the server.
 type Redis struct {
-	Client *redis.Client
-	Asynq  asynq.RedisConnOpt
-	mini   *miniredis.Miniredis
-	stop   chan struct{}
-	once   sync.Once
+	Client  redis.UniversalClient
+	Asynq   asynq.RedisConnOpt
+	Cluster bool
+	mini    *miniredis.Miniredis
+	stop    chan struct{}
+	once    sync.Once
 }
 
 // Embedded reports whether this is the in-process Redis.
 func (r *Redis) Embedded() bool { return r.mini != nil }
 
-// OpenRedis connects to url, or starts an in-process Redis on a loopback port when url is empty.
-func OpenRedis(ctx context.Context, url string) (*Redis, error) {
-	if url == "" {
+// RedisOptions configure the Redis connection.
+type RedisOptions struct {
+	// URL is redis://[:password@]host:port/db, or with Cluster a seed list in go-redis's cluster form
+	// redis://[:password@]host1:port1?addr=host2:port2&addr=host3:port3; empty starts the embedded
+	// in-process Redis.
+	URL     string
+	Cluster bool
+	// StartTimeout bounds the wait for the server to answer; default DefaultStartTimeout.
+	StartTimeout time.Duration
+}
+
+// OpenRedis connects to the configured Redis (or starts the in-process one on a loopback port) and
+// waits, bounded, for it to answer.
+func OpenRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = DefaultStartTimeout
+	}
+	if o.URL == "" {
+		if o.Cluster {
+			return nil, errors.New("SLOTWHEEL_REDIS_CLUSTER: needs SLOTWHEEL_REDIS_URL (the cluster's seed list)")
+		}
 		mr := miniredis.NewMiniRedis()
 		if err := mr.StartAddr("127.0.0.1:0"); err != nil {
 			return nil, fmt.Errorf("start embedded redis: %w", err)
@@ -63,26 +158,44 @@ func OpenRedis(ctx context.Context, url string) (*Redis, error) {
 		go r.driveClock()
 		return r, nil
 	}
-	opt, err := redis.ParseURL(url)
+	r, err := dial(o)
 	if err != nil {
-		return nil, fmt.Errorf("SLOTWHEEL_REDIS_URL: %w", err)
+		return nil, err
 	}
-	// Waiting for a pooled connection must outlast bursts: a timeout here would fail a hold.
-	if opt.PoolSize < 128 {
-		opt.PoolSize = 128
+	if err := retry(ctx, o.StartTimeout, func(ctx context.Context) error { return r.Client.Ping(ctx).Err() }); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("SLOTWHEEL_REDIS_URL: redis did not answer within %s: %w", o.StartTimeout, err)
 	}
+	return r, nil
+}
+
+// poolSize is at least this: waiting for a pooled connection must outlast bursts, and a timeout
+// there would fail a hold.
+const poolSize = 128
+
+func dial(o RedisOptions) (*Redis, error) {
+	if !o.Cluster {
+		opt, err := redis.ParseURL(o.URL)
+		if err != nil {
+			return nil, fmt.Errorf("SLOTWHEEL_REDIS_URL: %w", err)
+		}
+		opt.PoolSize = max(opt.PoolSize, poolSize)
+		opt.PoolTimeout = 30 * time.Second
+		aopt, err := asynq.ParseRedisURI(o.URL)
+		if err != nil {
+			return nil, fmt.Errorf("SLOTWHEEL_REDIS_URL: %w", err)
+		}
+		return &Redis{Client: redis.NewClient(opt), Asynq: aopt}, nil
+	}
+	opt, err := redis.ParseClusterURL(o.URL)
+	if err != nil {
+		return nil, fmt.Errorf("SLOTWHEEL_REDIS_URL (cluster): %w", err)
+	}
+	opt.PoolSize = max(opt.PoolSize, poolSize)
 	opt.PoolTimeout = 30 * time.Second
-	c := redis.NewClient(opt)
-	if err := c.Ping(ctx).Err(); err != nil {
-		_ = c.Close()
-		return nil, fmt.Errorf("redis unreachable: %w", err)
-	}
-	aopt, err := asynq.ParseRedisURI(url)
-	if err != nil {
-		_ = c.Close()
-		return nil, fmt.Errorf("SLOTWHEEL_REDIS_URL: %w", err)
-	}
-	return &Redis{Client: c, Asynq: aopt}, nil
+	// Asynq has no cluster URL form (ParseRedisURI refuses one): it gets the same seeds and password.
+	aopt := asynq.RedisClusterClientOpt{Addrs: opt.Addrs, Username: opt.Username, Password: opt.Password, TLSConfig: opt.TLSConfig}
+	return &Redis{Client: redis.NewClusterClient(opt), Asynq: aopt, Cluster: true}, nil
 }
 
 // driveClock moves miniredis' TTL clock with the wall clock, so that expiring keys (hold records
@@ -111,4 +224,16 @@ func (r *Redis) Close() {
 			r.mini.Close()
 		}
 	})
+}
+
+// Describe names a Redis URL for logs without its password.
+func Describe(rawURL string) string {
+	if rawURL == "" {
+		return "embedded"
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "redis"
+	}
+	return u.Scheme + "://" + u.Host + strings.TrimSuffix(u.Path, "/")
 }

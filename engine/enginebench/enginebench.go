@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
 )
 
 // Fixture is a venue with resources whose one benchmark slot can take every hold of a run.
@@ -23,21 +24,23 @@ type Fixture struct {
 	Resources []engine.Resource
 	Start     time.Time // the benchmark slot: tomorrow 15:00 in the venue
 	day       string
+	bare      *Bare
 }
 
 // Capacity of every fixture resource: far more than a run can hold.
 const Capacity = 1000000
 
 // NewFixture creates a venue ("bench") with n resources open all day in hourly slots and loads the
-// benchmark day into Redis, so both paths measure steady state.
-func NewFixture(ctx context.Context, e *engine.Engine, rdb redis.UniversalClient, n int) (*Fixture, error) {
+// benchmark day into Redis, so both paths measure steady state. prefix is the engine's key prefix,
+// which the bare path writes under too.
+func NewFixture(ctx context.Context, e *engine.Engine, rdb redis.UniversalClient, prefix string, n int) (*Fixture, error) {
 	v, err := e.CreateVenue(ctx, engine.System, engine.VenueInput{Name: "bench", Timezone: "Asia/Shanghai"})
 	if err != nil {
 		return nil, err
 	}
 	loc, _ := time.LoadLocation(v.Timezone)
 	tomorrow := e.Clock().Now().In(loc).AddDate(0, 0, 1)
-	f := &Fixture{Engine: e, Redis: rdb, Start: time.Date(tomorrow.Year(), tomorrow.Month(), tomorrow.Day(), 15, 0, 0, 0, loc),
+	f := &Fixture{Engine: e, Redis: rdb, bare: NewBare(rdb, prefix, e.Clock()), Start: time.Date(tomorrow.Year(), tomorrow.Month(), tomorrow.Day(), 15, 0, 0, 0, loc),
 		day: tomorrow.Format("2006-01-02")}
 	for i := 0; i < n; i++ {
 		r, err := e.CreateResource(ctx, engine.System, engine.ResourceInput{VenueID: v.ID, Name: "desk " + strconv.Itoa(i),
@@ -57,6 +60,11 @@ func NewFixture(ctx context.Context, e *engine.Engine, rdb redis.UniversalClient
 	return f, nil
 }
 
+// Cleanup deletes the fixture's keys from Redis.
+func (f *Fixture) Cleanup(ctx context.Context) error {
+	return f.bare.store.DeleteVenue(ctx, f.Resources[0].VenueID)
+}
+
 // EngineHold makes hold number i through the engine.
 func (f *Fixture) EngineHold(ctx context.Context, i uint64) error {
 	r := f.Resources[i%uint64(len(f.Resources))]
@@ -64,24 +72,37 @@ func (f *Fixture) EngineHold(ctx context.Context, i uint64) error {
 	return err
 }
 
-// BareHold makes hold number i with the bare script and precomputed arguments: what the engine's
-// path would send, without anything the engine does around it.
-func (f *Fixture) BareHold(ctx context.Context, script *redis.Script, i uint64) error {
+// BareHold makes hold number i with the bare hold script and precomputed arguments: what the
+// engine's path sends, without anything the engine does around it.
+func (f *Fixture) BareHold(ctx context.Context, i uint64) error {
 	r := f.Resources[i%uint64(len(f.Resources))]
-	k := f.Engine.Keys()
-	v := r.VenueID
-	id := "h" + strconv.FormatUint(v, 10) + "_bare" + strconv.FormatUint(1e15+i, 10)
-	now := f.Engine.Clock().Now()
-	deadline := now.Add(time.Hour).UnixMilli()
-	day := engine.DayField(r.ID, f.day)
-	return script.Run(ctx, f.Redis,
-		[]string{k.Capacity(v), k.Used(v), k.Owners(v), k.Wheel(v), k.Days(v), k.Hold(v, id), k.UserHolds(v, "bench")},
-		now.UnixMilli(), deadline, 1, id, (24 * time.Hour).Milliseconds(), k.HoldPrefix(v),
-		day, engine.SlotField(r.ID, f.Start.Unix()/60),
-		"id", id, "user", "bench", "venue", v, "resource", r.ID, "service", 0, "qty", 1,
-		"start_ms", f.Start.UnixMilli(), "end_ms", f.Start.Add(time.Hour).UnixMilli(), "ostart_ms", f.Start.UnixMilli(),
-		"oend_ms", f.Start.Add(time.Hour).UnixMilli(), "deadline_ms", deadline, "created_ms", now.UnixMilli(),
-		"amount", 0, "days", day).Err()
+	return f.bare.Hold(ctx, r.VenueID, r.ID, f.Start, f.Start.Add(time.Hour), f.day, "bench", i)
+}
+
+// Bare runs the bare hold script of one keyspace, for benchmarks that compare a path against it.
+type Bare struct {
+	store *redisstore.Store
+	clock engine.Clock
+}
+
+// NewBare builds a Bare on rdb under the engine's key prefix.
+func NewBare(rdb redis.UniversalClient, prefix string, clock engine.Clock) *Bare {
+	return &Bare{store: redisstore.New(rdb, prefix), clock: clock}
+}
+
+// Hold takes one unit of the slot [start, end) (one grid slot of a loaded venue-local day) for
+// user, as hold number i.
+func (b *Bare) Hold(ctx context.Context, venueID, resourceID uint64, start, end time.Time, day, user string, i uint64) error {
+	now := b.clock.Now()
+	rec := &redisstore.HoldRecord{ID: "h" + strconv.FormatUint(venueID, 10) + "_bare" + strconv.FormatUint(1e15+i, 10),
+		UserID: user, VenueID: venueID, ResourceID: resourceID, Quantity: 1, Start: start, End: end,
+		OccupyStart: start, OccupyEnd: end, Deadline: now.Add(time.Hour), Created: now,
+		Fields: []string{redisstore.SlotField(resourceID, start.Unix()/60)}, Days: []string{redisstore.DayField(resourceID, day)}}
+	out, _, err := b.store.Hold(ctx, rec, now, 0)
+	if err == nil && out != redisstore.HoldOK {
+		err = fmt.Errorf("bare hold: %s", out)
+	}
+	return err
 }
 
 // Rate runs op from workers goroutines for d and returns operations per second.

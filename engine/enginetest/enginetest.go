@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
 	"github.com/slotwheel/slotwheel/models"
 )
 
@@ -128,7 +129,7 @@ func NewDB(t testing.TB) *DB {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := models.Migrate(db); err != nil {
+		if err := models.Migrate(context.Background(), db); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { closeDB(db) })
@@ -138,7 +139,7 @@ func NewDB(t testing.TB) *DB {
 	if err != nil {
 		t.Fatalf("%s: %v", EnvMySQL, err)
 	}
-	admin, err := models.OpenMySQL(dsn)
+	admin, err := models.OpenMySQL(dsn, models.Pool{})
 	if err != nil {
 		t.Fatalf("mysql at %s unreachable: %v", cfg.Addr, err)
 	}
@@ -148,11 +149,11 @@ func NewDB(t testing.TB) *DB {
 	}
 	cfg.DBName = name
 	testDSN := cfg.FormatDSN()
-	db, err := models.OpenMySQL(testDSN)
+	db, err := models.OpenMySQL(testDSN, models.Pool{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := models.Migrate(db); err != nil {
+	if err := models.Migrate(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -180,3 +181,12 @@ func Describe() string {
 	}
 	return strings.Join(parts, "+")
 }
+
+// VenuePattern matches every key the engine under prefix keeps for one venue, for tests that make
+// Redis lose a venue's data.
+func VenuePattern(prefix string, venueID uint64) string {
+	return redisstore.NewKeys(prefix).VenuePattern(venueID)
+}
+
+// AliveKey is the key by which the engine under prefix tells that Redis kept the data of queue.
+func AliveKey(prefix, queue string) string { return redisstore.NewKeys(prefix).Alive(queue) }

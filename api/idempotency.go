@@ -1,0 +1,108 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/slotwheel/slotwheel/engine/idem"
+)
+
+// IdempotencyStore keeps the first answer of requests sent with an Idempotency-Key (engine/idem
+// has one in SQL and one in Redis). Begin answers nil when the request should run, the stored
+// answer of a repeat, idem.ErrKeyReused for the same key with another body and idem.ErrInProgress
+// while the first request runs.
+type IdempotencyStore interface {
+	Begin(ctx context.Context, scope, requestHash string) (*idem.Response, error)
+	Finish(ctx context.Context, scope string, r idem.Response) error
+	Abandon(ctx context.Context, scope string) error
+}
+
+// headerIdempotencyKey and headerReplayed are the idempotency headers.
+const (
+	headerIdempotencyKey = "Idempotency-Key"
+	headerReplayed       = "Idempotent-Replayed"
+)
+
+// idempotent makes a POST with an Idempotency-Key answer the same way every time: the first request
+// runs and its 2xx or 4xx answer is stored; a repeat with the same body gets the stored answer; a 5xx
+// is forgotten so that a retry runs again. Without a store the header is ignored.
+func (s *server) idempotent(store IdempotencyStore) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		values := c.Request.Header.Values(headerIdempotencyKey)
+		if len(values) == 0 || store == nil {
+			c.Next()
+			return
+		}
+		if len(values) > 1 || !validIdempotencyKey(values[0]) {
+			s.fail(c, errInvalidIdempotency)
+			return
+		}
+		scope := idempotencyScope(callerOf(c), c.Request.Method, c.Request.URL.Path, values[0])
+		sum := sha256.Sum256(bodyOf(c))
+		ctx := c.Request.Context()
+
+		stored, err := store.Begin(ctx, scope, hex.EncodeToString(sum[:]))
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		if stored != nil {
+			c.Header(headerReplayed, "true")
+			c.Data(stored.Status, "application/json; charset=utf-8", stored.Body)
+			c.Abort()
+			return
+		}
+
+		w := &capturingWriter{ResponseWriter: c.Writer}
+		c.Writer = w
+		finished := false
+		defer func() {
+			c.Writer = w.ResponseWriter
+			// The record must be settled even when the client has gone away. A panicking handler
+			// (finished is false) answers 500, so its reservation is given up like any 5xx.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			status := w.Status()
+			var err error
+			if !finished || status >= 500 {
+				err = store.Abandon(sctx, scope)
+			} else {
+				err = store.Finish(sctx, scope, idem.Response{Status: status, Body: w.buf.Bytes()})
+			}
+			if err != nil {
+				s.log.ErrorContext(ctx, "idempotency record not settled",
+					"request_id", requestIDOf(c), "path", c.Request.URL.Path, "status", status, "err", err)
+			}
+		}()
+		c.Next()
+		finished = true
+	}
+}
+
+// idempotencyScope names a key within its caller, method and path. It is hashed because the parts
+// together may exceed what the store keeps (255 characters), and must not collide when they do.
+func idempotencyScope(caller, method, path, key string) string {
+	h := sha256.New()
+	for _, part := range []string{caller, method, path, key} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return "idem:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// validIdempotencyKey accepts 1..255 visible ASCII characters.
+func validIdempotencyKey(k string) bool {
+	if k == "" || len(k) > 255 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}

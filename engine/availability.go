@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
+)
+
+// Availability answers one venue-local day of a resource, or of a service on each of its resources
+// (or the one named), from Redis; a cold day is loaded from SQL first.
+func (e *Engine) Availability(ctx context.Context, q AvailabilityQuery) ([]SlotAvailability, error) {
+	if q.ResourceID == 0 && q.ServiceID == 0 {
+		return nil, booking.Invalid("missing_resource_id", "resource_id or service_id is required").WithField("resource_id")
+	}
+	if q.ServiceID == 0 {
+		ri, err := e.cat.resource(ctx, q.ResourceID)
+		if err != nil {
+			return nil, unknown(err, "unknown_resource", "resource %d does not exist", q.ResourceID)
+		}
+		return e.dayOf(ctx, ri, nil, q.Date)
+	}
+	si, err := e.cat.service(ctx, q.ServiceID)
+	if err != nil {
+		return nil, unknown(err, "unknown_service", "service %d does not exist", q.ServiceID)
+	}
+	ids := si.resources
+	if q.ResourceID != 0 {
+		if !containsID(ids, q.ResourceID) {
+			return nil, booking.Invalid("resource_not_in_service", "resource %d does not deliver service %d", q.ResourceID, q.ServiceID).WithField("resource_id")
+		}
+		ids = []uint64{q.ResourceID}
+	}
+	var out []SlotAvailability
+	for _, id := range ids {
+		ri, err := e.cat.resource(ctx, id)
+		if err != nil {
+			return nil, unknown(err, "unknown_resource", "resource %d does not exist", id)
+		}
+		slots, err := e.dayOf(ctx, ri, si, q.Date)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, slots...)
+	}
+	return out, nil
+}
+
+func (e *Engine) dayOf(ctx context.Context, ri *resourceInfo, si *serviceInfo, date string) ([]SlotAvailability, error) {
+	loc := ri.venue.loc
+	day, err := time.ParseInLocation(booking.DayLayout, date, loc)
+	if err != nil || day.Year() < 2000 || day.Year() > 9998 {
+		return nil, booking.Invalid("invalid_date", "date %q is not a YYYY-MM-DD date between 2000 and 9998", date).WithField("date")
+	}
+	o := offer(ri, si)
+	cands := o.Candidates(day)
+	// One read of every field the day's candidates touch.
+	index := map[string]int{}
+	var fields, days []string
+	for _, c := range cands {
+		f, d := slotFields(ri.res.ID, c.Occupy)
+		for _, x := range f {
+			if _, ok := index[x]; !ok {
+				index[x] = len(fields)
+				fields = append(fields, x)
+			}
+		}
+		for _, x := range d {
+			if !slices.Contains(days, x) {
+				days = append(days, x)
+			}
+		}
+	}
+	now := e.clock.Now()
+	// Days beyond the horizon are not loaded: they are all too_far.
+	var loadable []string
+	for _, d := range days {
+		t, _ := time.ParseInLocation(booking.DayLayout, redisstore.DayOf(d), loc)
+		if ri.plan.WithinHorizon(t, now, loc) {
+			loadable = append(loadable, d)
+		}
+	}
+	caps, used := make([]int, len(fields)), make([]int, len(fields))
+	if day.AddDate(0, 0, 2).After(now) && len(fields) > 0 { // an older day is all past: nothing to read
+		if caps, used, err = e.readSlots(ctx, ri, loadable, fields); err != nil {
+			return nil, err
+		}
+	}
+	state := func(s booking.Slot) booking.SlotState {
+		j := index[redisstore.SlotField(ri.res.ID, s.Start.Unix()/60)]
+		return booking.SlotState{Open: caps[j] >= 0, Capacity: caps[j], Used: used[j]}
+	}
+	out := make([]SlotAvailability, 0, len(cands))
+	for _, c := range cands {
+		a := SlotAvailability{Start: c.Start.In(loc), End: c.End.In(loc), ResourceID: ri.res.ID}
+		a.Reason, a.Remaining = o.Judge(c, state, now)
+		a.Available = a.Reason == ""
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// readSlots reads capacity (-1 when closed) and units taken of fields, loading cold days first.
+func (e *Engine) readSlots(ctx context.Context, ri *resourceInfo, days, fields []string) (caps, used []int, err error) {
+	for attempt := 0; attempt < 4; attempt++ {
+		caps, used, cold, err := e.rs.ReadSlots(ctx, ri.res.VenueID, e.clock.Now(), days, fields)
+		if err != nil {
+			return nil, nil, err
+		}
+		if cold == "" {
+			return caps, used, nil
+		}
+		if err := e.loadDay(ctx, ri, redisstore.DayOf(cold)); err != nil {
+			return nil, nil, err
+		}
+	}
+	return nil, nil, backendFailure("availability: day would not load")
+}

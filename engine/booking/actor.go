@@ -1,0 +1,56 @@
+package booking
+
+// Roles of an Actor, as carried by the JWT.
+const (
+	RoleUser  = "user"
+	RoleStaff = "staff"
+	RoleAdmin = "admin"
+)
+
+// ActorSystem names the engine's own work (release, progress, reconciliation) in histories.
+const ActorSystem = "system"
+
+// Actor is who is asking. The domain, not the API, decides what an actor may see and change.
+type Actor struct {
+	UserID  string
+	Role    string
+	VenueID uint64 // staff only: the venue they work at
+}
+
+// System is the actor of the engine's own work.
+var System = Actor{UserID: ActorSystem, Role: RoleAdmin}
+
+// Name is how histories record the actor: "role:user".
+func (a Actor) Name() string {
+	if a == System {
+		return ActorSystem
+	}
+	return a.Role + ":" + a.UserID
+}
+
+// Owns reports whether the actor is the user who made something of userID's.
+func (a Actor) Owns(userID string) bool { return a.UserID != "" && a.UserID == userID }
+
+// MaySee reports whether the actor may read a booking: its owner, staff of its venue, or an admin.
+func (a Actor) MaySee(b *Booking) bool {
+	switch a.Role {
+	case RoleAdmin:
+		return true
+	case RoleStaff:
+		return a.VenueID == b.VenueID
+	}
+	return a.Owns(b.UserID)
+}
+
+// MayChange reports whether the actor may cancel, restore or move a booking (or a hold) of userID:
+// its owner or an admin. Staff check in (MayCheckIn) but do not change bookings otherwise.
+func (a Actor) MayChange(userID string) bool { return a.Role == RoleAdmin || a.Owns(userID) }
+
+// MayCheckIn reports whether the actor may check a booking of venueID in: staff of that venue or an
+// admin.
+func (a Actor) MayCheckIn(venueID uint64) bool {
+	return a.Role == RoleAdmin || (a.Role == RoleStaff && a.VenueID == venueID)
+}
+
+// MayListVenue reports whether the actor may list a venue's bookings (the front desk's list).
+func (a Actor) MayListVenue(venueID uint64) bool { return a.MayCheckIn(venueID) }

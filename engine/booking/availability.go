@@ -1,0 +1,102 @@
+package booking
+
+import "time"
+
+// Reasons a slot is not available (API.md availability).
+const (
+	ReasonFull           = "full"
+	ReasonClosed         = "closed"
+	ReasonPast           = "past"
+	ReasonBufferConflict = "buffer_conflict"
+	ReasonTooSoon        = "too_soon"
+	ReasonTooFar         = "too_far"
+)
+
+// Candidate is one start offered to the customer on a day, with the slots it would occupy.
+type Candidate struct {
+	Start, End time.Time
+	// Occupy is the physical window's slots; nil when the physical window is not fully open.
+	Occupy []Slot
+	first  int // index in Occupy of the customer's first slot
+	own    int // how many of Occupy's slots are the customer's own (the rest are buffers)
+}
+
+// Candidates lists every start of a venue-local day: each grid slot for a resource, or each grid
+// slot at which the service fits before closing.
+func (o Offer) Candidates(day time.Time) []Candidate {
+	if o.Plan == nil {
+		return nil
+	}
+	var out []Candidate
+	for _, s := range o.Plan.DaySlots(day, o.Loc) {
+		c := Candidate{Start: s.Start, End: s.End}
+		if o.Service == nil {
+			c.Occupy, c.own = []Slot{s}, 1
+			out = append(out, c)
+			continue
+		}
+		c.End = s.Start.Add(o.Service.Duration)
+		own, ok := o.Plan.Window(c.Start, c.End, o.Loc)
+		if !ok {
+			continue // the service does not fit before closing
+		}
+		from, to := PhysicalWindow(c.Start, c.End, o.Service.Prep, o.Service.Cleanup)
+		if occ, ok := o.Plan.Window(from, to, o.Loc); ok {
+			c.Occupy, c.own = occ, len(own)
+			for i, x := range occ {
+				if x.Start.Equal(own[0].Start) {
+					c.first = i
+				}
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// SlotState is what the inventory says of one slot.
+type SlotState struct {
+	Open     bool // the slot has capacity generated (it is on sale)
+	Capacity int
+	Used     int
+}
+
+// Judge says why a candidate is not available at now ("" when it is) and how many units remain.
+// A unit taken in the customer's own window makes it "full"; one taken only in a buffer makes it
+// "buffer_conflict", so that a client can tell a taken slot from a neighbour's clean-up.
+func (o Offer) Judge(c Candidate, state func(Slot) SlotState, now time.Time) (reason string, remaining int) {
+	switch {
+	case !c.End.After(now):
+		return ReasonPast, 0
+	case o.Plan == nil || !o.Plan.WithinHorizon(LocalDay(c.Start, o.Loc), now, o.Loc):
+		return ReasonTooFar, 0
+	case !o.Active || c.Occupy == nil:
+		return ReasonClosed, 0
+	}
+	remaining = -1
+	ownFull, bufferFull := false, false
+	for i, s := range c.Occupy {
+		st := state(s)
+		if !st.Open {
+			return ReasonClosed, 0
+		}
+		free := st.Capacity - st.Used
+		if free <= 0 {
+			if i >= c.first && i < c.first+c.own {
+				ownFull = true
+			} else {
+				bufferFull = true
+			}
+		}
+		if remaining < 0 || free < remaining {
+			remaining = free
+		}
+	}
+	switch {
+	case ownFull:
+		return ReasonFull, 0
+	case bufferFull:
+		return ReasonBufferConflict, 0
+	}
+	return "", max(remaining, 0)
+}

@@ -1,0 +1,277 @@
+package booking
+
+import "time"
+
+// Booking is a durable, paid booking: the value every transition is decided on. Times are instants
+// (the engine shows them in the venue's zone).
+type Booking struct {
+	ID         uint64
+	HoldID     string
+	UserID     string
+	VenueID    uint64
+	ResourceID uint64
+	ServiceID  uint64
+	Quantity   int
+	Status     Status
+	// Version counts the booking's changes; the store writes a change only onto the version it was
+	// decided on, so two racing changes cannot both apply.
+	Version int
+	// Start and End are the customer's window; OccupyStart and OccupyEnd the physical window whose
+	// units the booking takes (buffers included).
+	Start, End             time.Time
+	OccupyStart, OccupyEnd time.Time
+	ReleaseAt              time.Time
+	ConfirmedAt            time.Time
+	CheckedInAt            *time.Time
+	ReleasedAt             *time.Time
+	CancelledAt            *time.Time
+	CheckinCode            string
+	PaymentID              string
+	AmountCents            int64
+}
+
+// Rules are the deployment-wide settings the transitions depend on.
+type Rules struct {
+	// RestoreWindow is how long after a release the owner may restore, and staff may still check in.
+	RestoreWindow time.Duration
+	// CheckinOpens is how long before start check-in opens.
+	CheckinOpens time.Duration
+}
+
+// Change is one decided transition: what the store writes (status, the changed fields already set
+// on the booking, a history row and an event) and what the engine carries out around the commit.
+// The zero Change means "nothing to do" (a repeated cancel, a second scan of a check-in code).
+type Change struct {
+	From, To Status
+	At       time.Time
+	Actor    string // as the history records it: "system", "staff:desk-1", ...
+	Reason   string
+
+	// TakeUnits: before the commit, the booking's units must be taken again; if they are not free the
+	// change cannot happen (restore, a check-in after the release).
+	TakeUnits bool
+	// FreeUnits: after the commit, the booking's units come back.
+	FreeUnits bool
+	// DropTimers: after the commit, the booking's release task is no longer needed.
+	DropTimers bool
+	// NewReleaseAt: after the commit, the booking has a new release_at that needs a release task.
+	NewReleaseAt bool
+}
+
+// None reports whether c is the zero change.
+func (c Change) None() bool { return c.To == "" }
+
+// Event is the event type API.md gives the change, or "" for a change that is not announced
+// (ARRIVED → IN_PROGRESS happens to every checked-in booking at its start and tells nobody anything).
+func (c Change) Event() string {
+	switch c.To {
+	case Arrived:
+		return EventCheckedIn
+	case Released:
+		return EventReleased
+	case Confirmed:
+		if c.From == Released {
+			return EventRestored
+		}
+		return EventConfirmed
+	case CancelledByUser, CancelledByAdmin:
+		return EventCancelled
+	case Completed:
+		return EventCompleted
+	}
+	return ""
+}
+
+// The event types of API.md "Events and webhooks".
+const (
+	EventConfirmed      = "booking.confirmed"
+	EventReminder       = "booking.reminder"
+	EventCheckedIn      = "booking.checked_in"
+	EventReleased       = "booking.released"
+	EventRestored       = "booking.restored"
+	EventCancelled      = "booking.cancelled"
+	EventRescheduled    = "booking.rescheduled"
+	EventCompleted      = "booking.completed"
+	EventReleaseSkipped = "booking.release_skipped"
+	EventHoldExpired    = "hold.expired"
+	EventPromoted       = "waitlist.promoted"
+	EventLapsed         = "waitlist.lapsed"
+	EventRefundReq      = "refund.requested"
+	EventRefundOK       = "refund.succeeded"
+	EventRefundFailed   = "refund.failed"
+)
+
+// EventTypes lists every event type, for validating webhook subscriptions.
+func EventTypes() []string {
+	return []string{EventConfirmed, EventReminder, EventCheckedIn, EventReleased, EventRestored, EventCancelled,
+		EventRescheduled, EventCompleted, EventReleaseSkipped, EventHoldExpired, EventPromoted, EventLapsed,
+		EventRefundReq, EventRefundOK, EventRefundFailed}
+}
+
+// move applies from → to to b, guarded by the transition table.
+func (b *Booking) move(to Status, at time.Time, actor, reason string) (Change, error) {
+	if !CanMove(b.Status, to) {
+		return Change{}, ErrInvalidTransition
+	}
+	c := Change{From: b.Status, To: to, At: at, Actor: actor, Reason: reason}
+	b.Status = to
+	return c, nil
+}
+
+// CheckinOpensAt is the first instant staff may check the booking in.
+func (b *Booking) CheckinOpensAt(r Rules) time.Time { return b.Start.Add(-r.CheckinOpens) }
+
+// RestoreWindow is when the owner may restore the booking (and staff may still check it in) after its
+// release: from the release, inclusive, for Rules.RestoreWindow, but never past the end of the slot,
+// exclusive. A booking without a recorded release (still CONFIRMED past its release_at, or a row
+// from before released_at was kept) is measured from its release_at.
+func (b *Booking) RestoreWindow(r Rules) (from, to time.Time) {
+	from = b.ReleaseAt
+	if b.ReleasedAt != nil {
+		from = *b.ReleasedAt
+	}
+	to = from.Add(r.RestoreWindow)
+	if b.End.Before(to) {
+		to = b.End
+	}
+	return from, to
+}
+
+// InWindow reports whether t lies in [from, to): every window of the booking life is inclusive at its
+// start and exclusive at its end.
+func InWindow(t, from, to time.Time) bool { return !t.Before(from) && t.Before(to) }
+
+// CheckIn decides a staff check-in received at received. A check-in received before release_at always
+// wins over the release: if the release committed first, the booking comes back (its units must be
+// taken again). After release_at it is accepted within the restore window only.
+func (b *Booking) CheckIn(received time.Time, actor string, r Rules) (Change, error) {
+	switch b.Status {
+	case Arrived, InProgress:
+		return Change{}, nil // scanned twice
+	case Confirmed:
+		if opens := b.CheckinOpensAt(r); received.Before(opens) {
+			return Change{}, ErrTooEarly.WithDetail("opens_at", opens)
+		}
+		if received.Before(b.ReleaseAt) {
+			break
+		}
+		if from, to := b.RestoreWindow(r); !InWindow(received, from, to) {
+			return Change{}, ErrTooLate
+		}
+	case Released:
+		if from, to := b.RestoreWindow(r); !received.Before(b.ReleaseAt) && !InWindow(received, from, to) {
+			return Change{}, ErrTooLate
+		}
+	default:
+		return Change{}, ErrInvalidTransition
+	}
+	wasReleased := b.Status == Released
+	reason := "checked in"
+	if wasReleased {
+		reason = "checked in after release"
+	}
+	c, err := b.move(Arrived, received, actor, reason)
+	if err != nil {
+		return c, err
+	}
+	at := received
+	b.CheckedInAt = &at
+	c.TakeUnits = wasReleased
+	c.DropTimers = true
+	return c, nil
+}
+
+// Release decides the no-show release at now. It is never early: before release_at it answers a
+// *NotDueError with the time left. A booking that is no longer CONFIRMED is not released (zero
+// Change); callers tell "already released" from b.Status.
+func (b *Booking) Release(now time.Time) (Change, error) {
+	if b.Status != Confirmed {
+		return Change{}, nil
+	}
+	if now.Before(b.ReleaseAt) {
+		return Change{}, &NotDueError{Wait: b.ReleaseAt.Sub(now)}
+	}
+	c, err := b.move(Released, now, ActorSystem, "no-show")
+	if err != nil {
+		return c, err
+	}
+	at := now
+	b.ReleasedAt = &at
+	c.FreeUnits = true
+	return c, nil
+}
+
+// Restore decides the owner's restore at now, within the restore window: the booking is CONFIRMED
+// again with release_at = now + grace, if its units can be taken again.
+func (b *Booking) Restore(now time.Time, grace time.Duration, actor string, r Rules) (Change, error) {
+	if b.Status != Released {
+		return Change{}, ErrInvalidTransition
+	}
+	if from, to := b.RestoreWindow(r); !InWindow(now, from, to) {
+		return Change{}, ErrRestoreWindowClosed
+	}
+	c, err := b.move(Confirmed, now, actor, "restored")
+	if err != nil {
+		return c, err
+	}
+	b.ReleaseAt, b.ReleasedAt = now.Add(grace), nil
+	c.TakeUnits, c.NewReleaseAt = true, true
+	return c, nil
+}
+
+// Cancel decides a cancellation by actor at now: CANCELLED_BY_USER for the owner,
+// CANCELLED_BY_ADMIN for an admin. Cancelling again with the same outcome is the zero Change.
+func (b *Booking) Cancel(a Actor, now time.Time) (Change, error) {
+	to := CancelledByUser
+	if a.Role == RoleAdmin {
+		to = CancelledByAdmin
+	}
+	if b.Status == to {
+		return Change{}, nil
+	}
+	c, err := b.move(to, now, a.Name(), "cancelled")
+	if err != nil {
+		return c, err
+	}
+	at := now
+	b.CancelledAt = &at
+	c.FreeUnits, c.DropTimers = true, true
+	return c, nil
+}
+
+// Progress moves a checked-in booking along with the clock: ARRIVED becomes IN_PROGRESS at its
+// start, and COMPLETED — giving its units back — once its physical window (clean-up included) is
+// over.
+func (b *Booking) Progress(now time.Time) (Change, error) {
+	switch {
+	case (b.Status == Arrived || b.Status == InProgress) && !now.Before(b.OccupyEnd):
+		c, err := b.move(Completed, now, ActorSystem, "ended")
+		c.FreeUnits = err == nil
+		return c, err
+	case b.Status == Arrived && !now.Before(b.Start):
+		return b.move(InProgress, now, ActorSystem, "started")
+	}
+	return Change{}, nil
+}
+
+// ReleaseAt is when a booking confirmed at confirmedAt is released if nobody checks in: its start
+// plus grace, but a slot bought after it started still gets its grace.
+func ReleaseAt(start, confirmedAt time.Time, grace time.Duration) time.Time {
+	if confirmedAt.After(start) {
+		return confirmedAt.Add(grace)
+	}
+	return start.Add(grace)
+}
+
+// PhysicalWindow is the window whose units a booking takes: the customer's window widened by the
+// service's preparation and clean-up buffers.
+func PhysicalWindow(start, end time.Time, prep, cleanup time.Duration) (time.Time, time.Time) {
+	return start.Add(-prep), end.Add(cleanup)
+}
+
+// ReminderAt is when the owner of a CONFIRMED booking is reminded: lead before its release_at. A
+// booking made (or restored) after that moment gets no reminder.
+func ReminderAt(releaseAt time.Time, lead time.Duration, now time.Time) (time.Time, bool) {
+	at := releaseAt.Add(-lead)
+	return at, lead > 0 && at.After(now)
+}

@@ -1,0 +1,399 @@
+package booking
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var shanghai = func() *time.Location {
+	loc, err := time.LoadLocation("Asia/Shanghai")
+	if err != nil {
+		panic(err)
+	}
+	return loc
+}()
+
+// t0 is a Monday 10:00 in Shanghai.
+var t0 = time.Date(2026, 12, 7, 10, 0, 0, 0, shanghai)
+
+var rules = Rules{RestoreWindow: 30 * time.Minute, CheckinOpens: 30 * time.Minute}
+
+const ms = time.Millisecond
+
+// confirmed is a 10:00–11:30 booking released at 10:15.
+func confirmed() Booking {
+	return Booking{ID: 1, UserID: "alice", VenueID: 7, Status: Confirmed, Version: 1,
+		Start: t0, End: t0.Add(90 * time.Minute), OccupyStart: t0, OccupyEnd: t0.Add(90 * time.Minute),
+		ReleaseAt: t0.Add(15 * time.Minute), ConfirmedAt: t0.Add(-time.Hour)}
+}
+
+func released(at time.Time) Booking {
+	b := confirmed()
+	if _, err := b.Release(at); err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func TestTransitionTableIsClosed(t *testing.T) {
+	t.Parallel()
+	allowed := map[[2]Status]bool{
+		{Confirmed, Arrived}: true, {Confirmed, Released}: true, {Confirmed, CancelledByUser}: true,
+		{Confirmed, CancelledByAdmin}: true, {Arrived, InProgress}: true, {Arrived, Completed}: true,
+		{Arrived, CancelledByAdmin}: true, {InProgress, Completed}: true, {Released, Confirmed}: true,
+		{Released, Arrived}: true,
+	}
+	for _, from := range Statuses() {
+		for _, to := range Statuses() {
+			require.Equal(t, allowed[[2]Status{from, to}], CanMove(from, to), "%s → %s", from, to)
+		}
+	}
+	for _, s := range Statuses() {
+		got, ok := ParseStatus(string(s))
+		require.True(t, ok)
+		require.Equal(t, s, got)
+		require.Equal(t, s == Confirmed || s == Arrived || s == InProgress, s.Occupies(), s)
+	}
+	_, ok := ParseStatus("HELD")
+	require.False(t, ok, "holds are not bookings")
+}
+
+func TestCheckInWindow(t *testing.T) {
+	t.Parallel()
+	opens := t0.Add(-30 * time.Minute)
+	closes := t0.Add(45 * time.Minute) // release_at 10:15 + 30 min restore window
+	cases := []struct {
+		name     string
+		b        Booking
+		received time.Time
+		err      error
+		take     bool
+	}{
+		{"a millisecond before it opens", confirmed(), opens.Add(-ms), ErrTooEarly, false},
+		{"the moment it opens", confirmed(), opens, nil, false},
+		{"a millisecond before release_at", confirmed(), t0.Add(15*time.Minute - ms), nil, false},
+		{"not yet released at release_at: the restore window applies", confirmed(), t0.Add(15 * time.Minute), nil, false},
+		{"last millisecond of the window", confirmed(), closes.Add(-ms), nil, false},
+		{"when the window closes", confirmed(), closes, ErrTooLate, false},
+		{"released, received before release_at", released(t0.Add(15 * time.Minute)), t0.Add(15*time.Minute - ms), nil, true},
+		{"released, within the restore window", released(t0.Add(16 * time.Minute)), t0.Add(46*time.Minute - ms), nil, true},
+		{"released, the window has closed", released(t0.Add(16 * time.Minute)), t0.Add(46 * time.Minute), ErrTooLate, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := tc.b
+			before := b
+			c, err := b.CheckIn(tc.received, "staff:desk", rules)
+			if tc.err != nil {
+				require.ErrorIs(t, err, tc.err)
+				require.Equal(t, before, b, "a refused check-in changes nothing")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, Arrived, b.Status)
+			require.Equal(t, tc.received, *b.CheckedInAt)
+			require.Equal(t, tc.take, c.TakeUnits)
+			require.True(t, c.DropTimers, "the release task is no longer needed")
+			require.Equal(t, EventCheckedIn, c.Event())
+		})
+	}
+	b := confirmed()
+	_, err := b.CheckIn(opens.Add(-time.Minute), "staff:desk", rules)
+	e, ok := AsError(err)
+	require.True(t, ok)
+	require.Equal(t, opens, e.Details["opens_at"], "too_early says when check-in opens")
+
+	arrived := confirmed()
+	_, err = arrived.CheckIn(t0, "staff:desk", rules)
+	require.NoError(t, err)
+	c, err := arrived.CheckIn(t0.Add(time.Minute), "staff:desk", rules)
+	require.NoError(t, err)
+	require.True(t, c.None(), "scanning twice changes nothing")
+
+	cancelled := confirmed()
+	_, err = cancelled.Cancel(Actor{UserID: "alice", Role: RoleUser}, t0)
+	require.NoError(t, err)
+	_, err = cancelled.CheckIn(t0, "staff:desk", rules)
+	require.ErrorIs(t, err, ErrInvalidTransition)
+}
+
+func TestReleaseIsNeverEarlyAndOnce(t *testing.T) {
+	t.Parallel()
+	b := confirmed()
+	_, err := b.Release(b.ReleaseAt.Add(-ms))
+	var nd *NotDueError
+	require.ErrorAs(t, err, &nd)
+	require.Equal(t, ms, nd.Wait)
+	require.Equal(t, Confirmed, b.Status)
+
+	c, err := b.Release(b.ReleaseAt)
+	require.NoError(t, err)
+	require.Equal(t, Released, b.Status)
+	require.Equal(t, b.ReleaseAt, *b.ReleasedAt)
+	require.True(t, c.FreeUnits)
+	require.Equal(t, ActorSystem, c.Actor)
+	require.Equal(t, EventReleased, c.Event())
+
+	again, err := b.Release(b.ReleaseAt.Add(time.Second))
+	require.NoError(t, err)
+	require.True(t, again.None(), "a second release does nothing")
+
+	in := confirmed()
+	_, err = in.CheckIn(t0, "staff:desk", rules)
+	require.NoError(t, err)
+	c, err = in.Release(in.ReleaseAt.Add(time.Hour))
+	require.NoError(t, err)
+	require.True(t, c.None(), "a checked-in booking is not released")
+}
+
+func TestRestoreWindow(t *testing.T) {
+	t.Parallel()
+	rel := t0.Add(20 * time.Minute)
+	cases := []struct {
+		name string
+		b    Booking
+		now  time.Time
+		err  error
+	}{
+		{"at the release", released(rel), rel, nil},
+		{"last millisecond of the window", released(rel), rel.Add(30*time.Minute - ms), nil},
+		{"when the window closes", released(rel), rel.Add(30 * time.Minute), ErrRestoreWindowClosed},
+		{"before the release", released(rel), rel.Add(-ms), ErrRestoreWindowClosed},
+		{"not released", confirmed(), rel, ErrInvalidTransition},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := tc.b
+			c, err := b.Restore(tc.now, 15*time.Minute, "user:alice", rules)
+			if tc.err != nil {
+				require.ErrorIs(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, Confirmed, b.Status)
+			require.Equal(t, tc.now.Add(15*time.Minute), b.ReleaseAt)
+			require.Nil(t, b.ReleasedAt)
+			require.True(t, c.TakeUnits && c.NewReleaseAt)
+			require.Equal(t, EventRestored, c.Event())
+		})
+	}
+
+	// The window never reaches past the end of the slot: a booking released 10 minutes before its
+	// end can be restored for those 10 minutes only, so that no restore produces a second release
+	// after the slot is over.
+	late := confirmed()
+	late.ReleaseAt = late.End.Add(-10 * time.Minute)
+	_, err := late.Release(late.ReleaseAt)
+	require.NoError(t, err)
+	from, to := late.RestoreWindow(rules)
+	require.Equal(t, late.ReleaseAt, from)
+	require.Equal(t, late.End, to)
+	b := late
+	_, err = b.Restore(late.End.Add(-ms), 0, "user:alice", rules)
+	require.NoError(t, err)
+	b = late
+	_, err = b.Restore(late.End, 0, "user:alice", rules)
+	require.ErrorIs(t, err, ErrRestoreWindowClosed)
+
+	// Without a recorded release the window is measured from release_at: one answer everywhere.
+	nort := released(rel)
+	nort.ReleasedAt = nil
+	from, _ = nort.RestoreWindow(rules)
+	require.Equal(t, nort.ReleaseAt, from)
+}
+
+func TestCancel(t *testing.T) {
+	t.Parallel()
+	user := Actor{UserID: "alice", Role: RoleUser}
+	admin := Actor{UserID: "ops", Role: RoleAdmin}
+
+	b := confirmed()
+	c, err := b.Cancel(user, t0)
+	require.NoError(t, err)
+	require.Equal(t, CancelledByUser, b.Status)
+	require.True(t, c.FreeUnits && c.DropTimers)
+	require.Equal(t, "user:alice", c.Actor)
+	require.Equal(t, EventCancelled, c.Event())
+	c, err = b.Cancel(user, t0.Add(time.Minute))
+	require.NoError(t, err)
+	require.True(t, c.None(), "a repeated cancel changes nothing")
+	require.Equal(t, t0, *b.CancelledAt)
+
+	a := confirmed()
+	_, err = a.CheckIn(t0, "staff:desk", rules)
+	require.NoError(t, err)
+	_, err = a.Cancel(user, t0)
+	require.ErrorIs(t, err, ErrInvalidTransition, "a checked-in guest cannot cancel")
+	_, err = a.Cancel(admin, t0)
+	require.NoError(t, err)
+	require.Equal(t, CancelledByAdmin, a.Status)
+
+	r := released(t0.Add(15 * time.Minute))
+	_, err = r.Cancel(admin, t0.Add(time.Hour))
+	require.ErrorIs(t, err, ErrInvalidTransition)
+}
+
+func TestProgress(t *testing.T) {
+	t.Parallel()
+	b := confirmed()
+	_, err := b.CheckIn(t0.Add(-10*time.Minute), "staff:desk", rules)
+	require.NoError(t, err)
+	c, err := b.Progress(t0.Add(-ms))
+	require.NoError(t, err)
+	require.True(t, c.None())
+	c, err = b.Progress(t0)
+	require.NoError(t, err)
+	require.Equal(t, InProgress, b.Status)
+	require.Equal(t, "", c.Event(), "starting is not announced")
+	c, err = b.Progress(b.OccupyEnd.Add(-ms))
+	require.NoError(t, err)
+	require.True(t, c.None())
+	c, err = b.Progress(b.OccupyEnd)
+	require.NoError(t, err)
+	require.Equal(t, Completed, b.Status)
+	require.True(t, c.FreeUnits)
+
+	// A guest checked in so late that the slot is over completes at once.
+	late := confirmed()
+	_, err = late.CheckIn(t0.Add(10*time.Minute), "staff:desk", rules)
+	require.NoError(t, err)
+	_, err = late.Progress(late.OccupyEnd.Add(time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, Completed, late.Status)
+}
+
+// A no-show is one per released booking and is taken back by a restore or a late check-in: the
+// count is the number of bookings in a status that counts, so nothing can count twice.
+func TestNoShowCountsOncePerBooking(t *testing.T) {
+	t.Parallel()
+	b := confirmed()
+	_, err := b.Release(b.ReleaseAt)
+	require.NoError(t, err)
+	require.True(t, b.Status.CountsAsNoShow())
+	_, err = b.Restore(b.ReleaseAt.Add(time.Minute), 15*time.Minute, "user:alice", rules)
+	require.NoError(t, err)
+	require.False(t, b.Status.CountsAsNoShow(), "a restore takes the no-show back")
+	_, err = b.Release(b.ReleaseAt)
+	require.NoError(t, err)
+	require.True(t, b.Status.CountsAsNoShow(), "released again: still one booking, one no-show")
+	_, err = b.CheckIn(b.ReleaseAt.Add(time.Minute), "staff:desk", rules)
+	require.NoError(t, err)
+	require.False(t, b.Status.CountsAsNoShow(), "a late arrival is not a no-show")
+	for _, s := range Statuses() {
+		require.Equal(t, s == Released, s.CountsAsNoShow(), s)
+	}
+}
+
+func TestReleaseAtAndPhysicalWindow(t *testing.T) {
+	t.Parallel()
+	g := 15 * time.Minute
+	require.Equal(t, t0.Add(g), ReleaseAt(t0, t0.Add(-time.Hour), g))
+	require.Equal(t, t0.Add(g), ReleaseAt(t0, t0, g), "bought at the start")
+	require.Equal(t, t0.Add(20*time.Minute+g), ReleaseAt(t0, t0.Add(20*time.Minute), g),
+		"a slot bought after it started still gets its grace")
+	from, to := PhysicalWindow(t0, t0.Add(50*time.Minute), 15*time.Minute, 15*time.Minute)
+	require.Equal(t, t0.Add(-15*time.Minute), from)
+	require.Equal(t, t0.Add(65*time.Minute), to)
+}
+
+func TestGracePeaks(t *testing.T) {
+	t.Parallel()
+	g, err := ParseGrace(GraceInput{Category: "court", GraceSeconds: 900, Peak: []PeakRule{
+		{Weekdays: []int{1, 2, 3, 4, 5}, From: "18:00", To: "22:00", GraceSeconds: 300},
+	}})
+	require.NoError(t, err)
+	mon := func(hhmm string) time.Time {
+		c, err := ParseClock(hhmm)
+		require.NoError(t, err)
+		return time.Date(2026, 12, 7, 0, int(c), 0, 0, shanghai)
+	}
+	require.Equal(t, 15*time.Minute, g.For(mon("17:59"), shanghai))
+	require.Equal(t, 5*time.Minute, g.For(mon("18:00"), shanghai), "a peak starts inclusive")
+	require.Equal(t, 5*time.Minute, g.For(mon("21:59"), shanghai))
+	require.Equal(t, 15*time.Minute, g.For(mon("22:00"), shanghai), "and ends exclusive")
+	require.Equal(t, 15*time.Minute, g.For(mon("19:00").AddDate(0, 0, 5), shanghai), "Saturday is not a peak day")
+	require.Equal(t, 5*time.Minute, g.For(mon("19:00").UTC(), shanghai), "judged in the venue's zone")
+	policies := map[string]Grace{"court": g}
+	require.Equal(t, 5*time.Minute, GraceFor(policies, "court", time.Hour, mon("19:00"), shanghai))
+	require.Equal(t, time.Hour, GraceFor(policies, "desk", time.Hour, mon("19:00"), shanghai))
+
+	for _, bad := range []GraceInput{
+		{GraceSeconds: -1},
+		{GraceSeconds: 86401},
+		{Peak: []PeakRule{{Weekdays: []int{8}, From: "18:00", To: "19:00"}}},
+		{Peak: []PeakRule{{Weekdays: []int{1}, From: "19:00", To: "18:00"}}},
+		{Peak: []PeakRule{{Weekdays: []int{1}, From: "7pm", To: "20:00"}}},
+		{Peak: []PeakRule{{Weekdays: []int{1}, From: "18:00", To: "19:00", GraceSeconds: -5}}},
+	} {
+		_, err := ParseGrace(bad)
+		e, ok := AsError(err)
+		require.True(t, ok, "%+v: %v", bad, err)
+		require.Equal(t, KindInvalid, e.Kind)
+		require.NotEmpty(t, e.Field)
+	}
+}
+
+func TestHoldDeadlineRoundsUpToTheSecondShown(t *testing.T) {
+	t.Parallel()
+	now := t0.Add(250 * ms)
+	require.Equal(t, t0.Add(10*time.Minute+time.Second), HoldDeadline(now, 10*time.Minute))
+	require.Equal(t, t0.Add(10*time.Minute), HoldDeadline(t0, 10*time.Minute))
+	d := HoldDeadline(now, 10*time.Minute)
+	require.Equal(t, HoldHeld, EffectiveHoldStatus(HoldHeld, d, d.Add(-ms)))
+	require.Equal(t, HoldExpired, EffectiveHoldStatus(HoldHeld, d, d), "a hold ends at its deadline")
+	require.Equal(t, HoldConfirming, EffectiveHoldStatus(HoldConfirming, d, d.Add(time.Hour)), "a confirming hold does not expire")
+}
+
+func TestLimits(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, CheckRange(FieldQuantity, 1))
+	require.NoError(t, CheckRange(FieldQuantity, 1000))
+	err := CheckRange(FieldQuantity, 1001)
+	e, _ := AsError(err)
+	require.Equal(t, "invalid_quantity", e.Code)
+	require.Equal(t, "quantity", e.Field)
+	require.Error(t, CheckRange(FieldCapacity, 0))
+	require.Equal(t, "invalid_grace", CodeFor("peak.grace_seconds"))
+	require.Equal(t, "invalid_number", CodeFor("whatever"))
+	q, err := Quantity(0)
+	require.NoError(t, err)
+	require.Equal(t, 1, q)
+	n, err := PageSize(0)
+	require.NoError(t, err)
+	require.Equal(t, 20, n)
+	_, err = PageSize(101)
+	require.Error(t, err)
+
+	require.Error(t, CheckName("name", "  ", 200))
+	require.Error(t, CheckName("name", "a\x00b", 200))
+	require.Error(t, CheckName("name", string([]byte{0xff}), 200))
+	require.NoError(t, CheckName("name", "网球场一号", 5), "counted in characters, not bytes")
+	require.Error(t, CheckName("name", "网球场一号", 4))
+}
+
+func TestActorsSeeOnlyWhatIsTheirs(t *testing.T) {
+	t.Parallel()
+	b := confirmed()
+	require.True(t, Actor{UserID: "alice", Role: RoleUser}.MaySee(&b))
+	require.False(t, Actor{UserID: "mallory", Role: RoleUser}.MaySee(&b))
+	require.True(t, Actor{UserID: "desk", Role: RoleStaff, VenueID: 7}.MaySee(&b))
+	require.False(t, Actor{UserID: "desk", Role: RoleStaff, VenueID: 8}.MaySee(&b))
+	require.False(t, Actor{Role: RoleUser}.MaySee(&Booking{}), "an empty user id owns nothing")
+	require.True(t, Actor{UserID: "ops", Role: RoleAdmin}.MayChange("alice"))
+	require.False(t, Actor{UserID: "desk", Role: RoleStaff, VenueID: 7}.MayChange("alice"))
+	require.True(t, Actor{UserID: "desk", Role: RoleStaff, VenueID: 7}.MayCheckIn(7))
+	require.False(t, Actor{UserID: "alice", Role: RoleUser}.MayCheckIn(7))
+	require.Equal(t, "system", System.Name())
+}
+
+func TestErrorsMatchByCode(t *testing.T) {
+	t.Parallel()
+	err := ErrScheduleConflict.WithDetail("booking_ids", []string{"1"})
+	require.ErrorIs(t, err, ErrScheduleConflict)
+	require.Nil(t, ErrScheduleConflict.Details, "details are added to a copy")
+	require.False(t, errors.Is(err, ErrSlotFull))
+	require.ErrorIs(t, Invalid("off_grid", "x"), ErrOffGrid)
+}

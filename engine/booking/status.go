@@ -1,0 +1,81 @@
+// Package booking is slotwheel's domain core: every rule of a booking's life, written once and
+// tested without any backend. It holds the closed set of booking and hold statuses with the one
+// transition table, the booking value with its guarded transitions, the policy arithmetic (grace with
+// peaks, release_at, the restore and check-in windows, the physical window, cut-offs and refund
+// shares), the slot grid in venue-local time, availability judging and the limits of every input.
+//
+// It does no I/O and reads no clock: "now" is always an argument. It imports only the standard
+// library; engine/ and its stores carry its decisions out (Lua, SQL, HTTP), they do not restate them.
+package booking
+
+import "slices"
+
+// Status is a durable booking's state (DESIGN.md "States"). HELD, EXPIRED and CANCELLED holds live
+// only in Redis; see HoldStatus.
+type Status string
+
+// The booking statuses.
+const (
+	Confirmed        Status = "CONFIRMED"
+	Arrived          Status = "ARRIVED"
+	InProgress       Status = "IN_PROGRESS"
+	Completed        Status = "COMPLETED"
+	Released         Status = "RELEASED"
+	CancelledByUser  Status = "CANCELLED_BY_USER"
+	CancelledByAdmin Status = "CANCELLED_BY_ADMIN"
+)
+
+// Statuses lists every booking status.
+func Statuses() []Status {
+	return []Status{Confirmed, Arrived, InProgress, Completed, Released, CancelledByUser, CancelledByAdmin}
+}
+
+// ParseStatus reads a status as the API and the store write it.
+func ParseStatus(s string) (Status, bool) {
+	st := Status(s)
+	return st, slices.Contains(Statuses(), st)
+}
+
+// transitions is the one table of allowed booking status changes. HELD → CONFIRMED happens when the
+// booking is created; everything after goes through a guarded method of Booking.
+var transitions = map[Status][]Status{
+	Confirmed:  {Arrived, Released, CancelledByUser, CancelledByAdmin},
+	Arrived:    {InProgress, Completed, CancelledByAdmin},
+	InProgress: {Completed},
+	Released:   {Confirmed, Arrived}, // restore and late check-in, within the restore window
+}
+
+// CanMove reports whether the table allows from → to.
+func CanMove(from, to Status) bool { return slices.Contains(transitions[from], to) }
+
+// Occupies reports whether a booking in this status keeps its units taken.
+func (s Status) Occupies() bool { return s == Confirmed || s == Arrived || s == InProgress }
+
+// CountsAsNoShow reports whether a booking in this status is one no-show of its owner. A user's
+// no-show count is the number of their bookings in such a status: a release counts one, and a
+// restore or a late check-in (which leave RELEASED) take it back, so nothing can count twice.
+func (s Status) CountsAsNoShow() bool { return s == Released }
+
+// OccupyingStatuses lists the statuses whose units stay taken, for store queries.
+func OccupyingStatuses() []Status { return []Status{Confirmed, Arrived, InProgress} }
+
+// NoShowStatuses lists the statuses that count as a no-show, for store queries.
+func NoShowStatuses() []Status { return []Status{Released} }
+
+// HoldStatus is an unpaid hold's state; holds live in Redis only.
+type HoldStatus string
+
+// The hold statuses. A HELD hold whose deadline has passed is EXPIRED whether or not the wheel has
+// written so yet (Hold.Effective).
+const (
+	HoldHeld       HoldStatus = "HELD"
+	HoldConfirming HoldStatus = "CONFIRMING"
+	HoldConfirmed  HoldStatus = "CONFIRMED"
+	HoldExpired    HoldStatus = "EXPIRED"
+	HoldCancelled  HoldStatus = "CANCELLED"
+)
+
+// HoldStatuses lists every hold status.
+func HoldStatuses() []HoldStatus {
+	return []HoldStatus{HoldHeld, HoldConfirming, HoldConfirmed, HoldExpired, HoldCancelled}
+}

@@ -1,0 +1,413 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
+	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
+)
+
+// view is a booking as callers see it: in its venue's zone.
+func (e *Engine) view(ctx context.Context, b *Booking) (Booking, error) {
+	vi, err := e.cat.venue(ctx, b.VenueID)
+	if err != nil {
+		return Booking{}, err
+	}
+	return b.In(vi.loc), nil
+}
+
+// apply runs one guarded change of booking id: decide picks it with a domain method (after checking
+// who may), the store writes it onto the version it was decided on, and the engine carries out its
+// effects around the commit — units taken before it, units given back, tasks dropped or scheduled
+// after it.
+func (e *Engine) apply(ctx context.Context, id uint64, decide func(b *sqlstore.Booking) (booking.Change, error)) (sqlstore.Booking, booking.Change, error) {
+	took := false
+	var old ReleaseRef
+	b, c, err := e.ss.UpdateBooking(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
+		old = ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt}
+		c, err := decide(b)
+		if err != nil || c.None() {
+			return c, err
+		}
+		if c.TakeUnits && !took {
+			if err := e.takeUnits(ctx, b); err != nil {
+				return booking.Change{}, err
+			}
+			took = true
+		}
+		e.setTimers(b, c.At)
+		return c, nil
+	})
+	if err != nil {
+		if took {
+			// The change did not happen; the units taken for it go back unless the booking occupies
+			// them after all (a concurrent change won the race).
+			e.freeIfNotOccupying(ctx, id)
+		}
+		if errors.Is(err, ErrNotFound) {
+			return b, c, ErrNotFound
+		}
+		return b, c, err
+	}
+	if c.None() {
+		return b, c, nil
+	}
+	metricTransitions.WithLabelValues(string(c.From), string(c.To)).Inc()
+	if c.FreeUnits {
+		e.giveBack(ctx, &b)
+		e.promoteAfterFree(ctx, b.ResourceID)
+	}
+	if c.DropTimers && e.sched != nil {
+		if err := e.sched.CancelRelease(ctx, old); err != nil {
+			e.log.Warn("cancel release task failed; its handler will do nothing", "booking_id", b.ID, "err", err)
+		}
+	}
+	if c.NewReleaseAt {
+		e.scheduleIfDue(ctx, &b)
+	}
+	return b, c, nil
+}
+
+// mayRead answers a booking if actor may see it, else ErrNotFound (nobody learns what exists).
+func (e *Engine) mayRead(ctx context.Context, a Actor, id uint64) (sqlstore.Booking, error) {
+	b, err := e.ss.Booking(ctx, id)
+	if err != nil {
+		return b, err
+	}
+	if !a.MaySee(&b.Booking) {
+		return b, ErrNotFound
+	}
+	return b, nil
+}
+
+// GetBooking reads a booking. Owner, staff of its venue, or admin; others get ErrNotFound.
+func (e *Engine) GetBooking(ctx context.Context, a Actor, id uint64) (Booking, error) {
+	b, err := e.mayRead(ctx, a, id)
+	if err != nil {
+		return Booking{}, err
+	}
+	return e.view(ctx, &b.Booking)
+}
+
+// History lists a booking's status changes, oldest first. Owner, staff of its venue, or admin.
+func (e *Engine) History(ctx context.Context, a Actor, id uint64) ([]HistoryEntry, error) {
+	b, err := e.mayRead(ctx, a, id)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := e.ss.History(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	vi, err := e.cat.venue(ctx, b.VenueID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]HistoryEntry, len(rows))
+	for i, h := range rows {
+		out[i] = HistoryEntry{From: h.From, To: h.To, At: h.At.In(vi.loc), Actor: h.Actor, Reason: h.Reason}
+	}
+	return out, nil
+}
+
+// ListBookings lists bookings newest first: the caller's own (API.md's "mine"; staff included, so
+// that a desk account does not see guests' check-in codes), or all for an admin. The cursor is
+// opaque to callers.
+func (e *Engine) ListBookings(ctx context.Context, a Actor, cursor string, limit int) ([]Booking, string, error) {
+	q := sqlstore.ListQuery{UserID: a.UserID}
+	if a.Role == RoleAdmin {
+		q.UserID = ""
+	}
+	return e.list(ctx, q, cursor, limit)
+}
+
+// VenueBookings lists a venue's bookings for the front desk, newest first, optionally of one
+// venue-local day, status or resource. Staff of the venue, or admin.
+func (e *Engine) VenueBookings(ctx context.Context, a Actor, bq BookingQuery) ([]Booking, string, error) {
+	if bq.VenueID == 0 {
+		return nil, "", booking.Invalid("missing_venue_id", "venue_id is required").WithField("venue_id")
+	}
+	if !a.MayListVenue(bq.VenueID) {
+		return nil, "", ErrForbidden
+	}
+	vi, err := e.cat.venue(ctx, bq.VenueID)
+	if err != nil {
+		return nil, "", unknown(err, "unknown_venue", "venue %d does not exist", bq.VenueID)
+	}
+	q := sqlstore.ListQuery{VenueID: bq.VenueID, ResourceID: bq.ResourceID}
+	if bq.Status != "" {
+		st, ok := booking.ParseStatus(bq.Status)
+		if !ok {
+			return nil, "", booking.Invalid("invalid_status", "status %q is not a booking status", bq.Status).WithField("status")
+		}
+		q.Status = st
+	}
+	if bq.Date != "" {
+		day, err := time.ParseInLocation(booking.DayLayout, bq.Date, vi.loc)
+		if err != nil {
+			return nil, "", booking.Invalid("invalid_date", "date must be YYYY-MM-DD").WithField("date")
+		}
+		q.From, q.To = day, day.AddDate(0, 0, 1)
+	}
+	return e.list(ctx, q, bq.Cursor, bq.Limit)
+}
+
+func (e *Engine) list(ctx context.Context, q sqlstore.ListQuery, cursor string, limit int) ([]Booking, string, error) {
+	n, err := booking.PageSize(limit)
+	if err != nil {
+		return nil, "", err
+	}
+	if cursor != "" {
+		if q.BeforeID, err = strconv.ParseUint(cursor, 10, 64); err != nil || len(cursor) > booking.MaxCursorLen {
+			return nil, "", booking.Invalid("invalid_cursor", "cursor %q is not one this server gave", cursor).WithField("cursor")
+		}
+	}
+	q.Limit = n + 1
+	rows, err := e.ss.ListBookings(ctx, q)
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(rows) > n {
+		rows = rows[:n]
+		next = strconv.FormatUint(rows[n-1].ID, 10)
+	}
+	out := make([]Booking, 0, len(rows))
+	for i := range rows {
+		b, err := e.view(ctx, &rows[i].Booking)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, b)
+	}
+	return out, next, nil
+}
+
+// CancelBooking cancels a booking and gives its units back. Owner (CANCELLED_BY_USER) or admin
+// (CANCELLED_BY_ADMIN).
+func (e *Engine) CancelBooking(ctx context.Context, a Actor, id uint64) (Booking, error) {
+	b, _, err := e.apply(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
+		if !a.MayChange(b.UserID) {
+			return booking.Change{}, ErrNotFound
+		}
+		return b.Cancel(a, e.clock.Now())
+	})
+	if err != nil {
+		return Booking{}, err
+	}
+	return e.view(ctx, &b.Booking)
+}
+
+// CheckIn accepts a booking's check-in code. Staff of its venue or admin. A check-in received
+// before release_at always wins over the release: if the release got there first, the booking comes
+// back (if its units are still free).
+func (e *Engine) CheckIn(ctx context.Context, a Actor, code string) (Booking, error) {
+	if a.Role != RoleStaff && a.Role != RoleAdmin {
+		return Booking{}, ErrForbidden
+	}
+	received := e.clock.Now()
+	code = strings.ToUpper(strings.TrimSpace(code))
+	if code == "" || len(code) > booking.MaxCheckinCodeLen {
+		return Booking{}, booking.Invalid("invalid_checkin_code", "checkin_code is not a check-in code").WithField("checkin_code")
+	}
+	id, err := e.ss.BookingIDByCode(ctx, code)
+	if err != nil {
+		return Booking{}, err
+	}
+	b, _, err := e.apply(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
+		if !a.MayCheckIn(b.VenueID) {
+			return booking.Change{}, ErrNotFound
+		}
+		return b.CheckIn(received, a.Name(), e.rules)
+	})
+	if err != nil {
+		return Booking{}, err
+	}
+	return e.view(ctx, &b.Booking)
+}
+
+// Restore takes a released booking back within the restore window, if its units are still free:
+// RELEASED → CONFIRMED with release_at = now + grace and a new release task. Owner or admin.
+func (e *Engine) Restore(ctx context.Context, a Actor, id uint64) (Booking, error) {
+	b, _, err := e.apply(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
+		if !a.MayChange(b.UserID) {
+			return booking.Change{}, ErrNotFound
+		}
+		ri, err := e.cat.resource(ctx, b.ResourceID)
+		if err != nil {
+			return booking.Change{}, err
+		}
+		grace, err := e.graceFor(ctx, ri, b.Start)
+		if err != nil {
+			return booking.Change{}, err
+		}
+		return b.Restore(e.clock.Now(), grace, a.Name(), e.rules)
+	})
+	if err != nil {
+		return Booking{}, err
+	}
+	return e.view(ctx, &b.Booking)
+}
+
+// Release moves an overdue CONFIRMED booking to RELEASED and gives its units back. It never acts
+// before release_at (a *NotDueError says how long to wait), and a duplicate delivery, a checked-in
+// or cancelled booking, or a ref whose release_at was changed by a restore do nothing.
+func (e *Engine) Release(ctx context.Context, ref ReleaseRef) (ReleaseOutcome, error) {
+	outcome := NotApplicable
+	b, _, err := e.apply(ctx, ref.BookingID, func(b *sqlstore.Booking) (booking.Change, error) {
+		outcome = NotApplicable
+		if !ref.ReleaseAt.IsZero() && !b.ReleaseAt.Equal(ref.ReleaseAt) {
+			return booking.Change{}, nil
+		}
+		if b.Status == booking.Released {
+			outcome = AlreadyReleased
+			return booking.Change{}, nil
+		}
+		c, err := b.Release(e.clock.Now())
+		if err == nil && !c.None() {
+			outcome = Released
+		}
+		return c, err
+	})
+	if errors.Is(err, ErrNotFound) {
+		return NotApplicable, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	switch outcome {
+	case Released:
+		metricReleaseLag.Observe(b.ReleasedAt.Sub(b.ReleaseAt).Seconds())
+	case AlreadyReleased:
+		// A delivery repeated after a crash between the commit and the units' return.
+		e.giveBack(ctx, &b)
+	}
+	return outcome, nil
+}
+
+// NoShows is a user's no-show count: their released bookings (a restore or a late check-in takes
+// one back).
+func (e *Engine) NoShows(ctx context.Context, userID string) (int, error) {
+	return e.ss.NoShows(ctx, userID, time.Time{})
+}
+
+// setTimers sets what a booking still needs to be timed after a change: a CONFIRMED booking needs a
+// release task (queued by the loader once within the horizon) and, unless it is too late for one,
+// a reminder; any other status needs neither.
+func (e *Engine) setTimers(b *sqlstore.Booking, now time.Time) {
+	b.QueueAt, b.RemindAt = nil, nil
+	if b.Status != booking.Confirmed {
+		return
+	}
+	at := b.ReleaseAt
+	b.QueueAt = &at
+	if r, ok := booking.ReminderAt(b.ReleaseAt, e.opts.ReminderLead, now); ok {
+		b.RemindAt = &r
+	}
+}
+
+// scheduleIfDue queues the release task when release_at is already within the horizon; later ones
+// wait in SQL for the loader.
+func (e *Engine) scheduleIfDue(ctx context.Context, b *sqlstore.Booking) {
+	if e.sched == nil || b.ReleaseAt.Sub(e.clock.Now()) > e.opts.ReleaseHorizon {
+		return
+	}
+	ref := ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt}
+	if err := e.sched.ScheduleRelease(ctx, ref); err != nil {
+		e.log.Error("schedule release failed; the loader will retry", "booking_id", b.ID, "err", err)
+		return
+	}
+	if err := e.MarkReleaseQueued(ctx, []ReleaseRef{ref}); err != nil {
+		e.log.Warn("mark release queued failed", "booking_id", b.ID, "err", err)
+	}
+}
+
+// DueReleases lists CONFIRMED bookings whose release_at is before until and whose task is not yet
+// queued, oldest first.
+func (e *Engine) DueReleases(ctx context.Context, until time.Time, limit int) ([]ReleaseRef, error) {
+	rs, err := e.ss.DueForQueue(ctx, until, limit)
+	out := make([]ReleaseRef, len(rs))
+	for i, r := range rs {
+		out[i] = ReleaseRef{BookingID: r.BookingID, ReleaseAt: r.ReleaseAt}
+	}
+	return out, err
+}
+
+// MarkReleaseQueued records that the release tasks of refs are in the queue, so the loader stops
+// offering them. A booking restored meanwhile (another release_at) stays to be queued.
+func (e *Engine) MarkReleaseQueued(ctx context.Context, refs []ReleaseRef) error {
+	rs := make([]sqlstore.Ref, len(refs))
+	for i, r := range refs {
+		rs[i] = sqlstore.Ref{BookingID: r.BookingID, ReleaseAt: r.ReleaseAt}
+	}
+	return e.ss.MarkQueued(ctx, rs)
+}
+
+// units are the units a booking holds in Redis.
+func units(b *sqlstore.Booking) redisstore.BookingUnits {
+	return redisstore.BookingUnits{BookingID: b.ID, HoldID: b.HoldID, Qty: b.Quantity, Fields: b.Fields}
+}
+
+// takeUnits takes a booking's units again (restore, check-in after release): they must be free.
+func (e *Engine) takeUnits(ctx context.Context, b *sqlstore.Booking) error {
+	ri, err := e.cat.resource(ctx, b.ResourceID)
+	if err != nil {
+		return err
+	}
+	for _, day := range bookingDays(&b.Booking, ri.venue.loc) {
+		loaded, err := e.rs.DayLoaded(ctx, b.VenueID, redisstore.DayField(b.ResourceID, day))
+		if err != nil {
+			return err
+		}
+		if !loaded {
+			if err := e.loadDay(ctx, ri, day); err != nil {
+				return err
+			}
+		}
+	}
+	out, err := e.rs.Restore(ctx, b.VenueID, units(b))
+	if err != nil {
+		return err
+	}
+	if out == "full" || out == "closed" {
+		return ErrSlotFull
+	}
+	return nil
+}
+
+func bookingDays(b *Booking, loc *time.Location) []string {
+	var days []string
+	for d := booking.LocalDay(b.OccupyStart, loc); d.Before(b.OccupyEnd); d = d.AddDate(0, 0, 1) {
+		days = append(days, d.Format(booking.DayLayout))
+	}
+	return days
+}
+
+// giveBack returns a booking's units after SQL stopped counting them. Idempotent; a failure is
+// repaired by reconciliation, which frees units whose booking no longer occupies.
+func (e *Engine) giveBack(ctx context.Context, b *sqlstore.Booking) {
+	lctx, cancel := later(ctx)
+	defer cancel()
+	if _, err := e.rs.GiveBack(lctx, b.VenueID, []redisstore.Owner{redisstore.BookingOwner(b.ID)}, e.clock.Now()); err != nil {
+		e.log.Error("give back units failed; reconciliation will", "booking_id", b.ID, "err", err)
+	}
+}
+
+// freeIfNotOccupying gives a booking's units back unless SQL says it occupies them.
+func (e *Engine) freeIfNotOccupying(ctx context.Context, id uint64) {
+	lctx, cancel := later(ctx)
+	defer cancel()
+	b, err := e.ss.Booking(lctx, id)
+	if err != nil {
+		e.log.Warn("could not check units taken for a change that failed; reconciliation will", "booking_id", id, "err", err)
+		return
+	}
+	if !b.Status.Occupies() {
+		e.giveBack(lctx, &b)
+	}
+}

@@ -1,0 +1,429 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
+	"github.com/slotwheel/slotwheel/models"
+)
+
+// cacheTTL bounds how stale another instance's view of an admin change can be; this instance
+// forgets its own entries on every change it makes.
+const cacheTTL = 5 * time.Second
+
+// catalog caches what the hold path reads on every request — venues, resources with their parsed
+// schedules, services and grace policies — so that a hold costs Redis only. When SQL does not answer,
+// an expired entry is served anyway: holds and availability of loaded days keep working through a
+// MySQL outage (API.md "Outages"), and the catalog changes only through admin calls, which need
+// MySQL themselves.
+type catalog struct {
+	ss    *sqlstore.Store
+	clock Clock
+
+	venues    cache[uint64, *venueInfo]
+	resources cache[uint64, *resourceInfo]
+	services  cache[uint64, *serviceInfo]
+	graces    cache[struct{}, map[string]booking.Grace]
+	venueIDs  cache[struct{}, []uint64]
+}
+
+func newCatalog(ss *sqlstore.Store, clock Clock) *catalog {
+	return &catalog{ss: ss, clock: clock}
+}
+
+type venueInfo struct {
+	venue models.Venue
+	loc   *time.Location
+}
+
+type resourceInfo struct {
+	res   models.Resource
+	venue *venueInfo
+	plan  *booking.Plan // nil until a schedule is set
+}
+
+type serviceInfo struct {
+	svc       models.Service
+	resources []uint64
+}
+
+// cache is a map of entries loaded on demand and kept for cacheTTL.
+type cache[K comparable, V any] struct {
+	mu sync.RWMutex
+	m  map[K]cacheEntry[V]
+}
+
+type cacheEntry[V any] struct {
+	v  V
+	at time.Time
+}
+
+// get answers key from the cache when it is fresh, else loads it. When the load fails because SQL
+// is unavailable, a stale entry is answered instead of the failure.
+func (c *cache[K, V]) get(now time.Time, key K, load func() (V, error)) (V, error) {
+	c.mu.RLock()
+	e, ok := c.m[key]
+	c.mu.RUnlock()
+	if ok && now.Sub(e.at) < cacheTTL && !now.Before(e.at) {
+		return e.v, nil
+	}
+	v, err := load()
+	if err != nil {
+		if ok && errors.Is(err, booking.ErrStorageUnavailable) {
+			return e.v, nil
+		}
+		return v, err
+	}
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[K]cacheEntry[V]{}
+	}
+	c.m[key] = cacheEntry[V]{v: v, at: now}
+	c.mu.Unlock()
+	return v, nil
+}
+
+func (c *cache[K, V]) forget(key K) {
+	c.mu.Lock()
+	delete(c.m, key)
+	c.mu.Unlock()
+}
+
+func (c *catalog) venue(ctx context.Context, id uint64) (*venueInfo, error) {
+	return c.venues.get(c.clock.Now(), id, func() (*venueInfo, error) {
+		v, err := c.ss.Venue(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		loc, err := time.LoadLocation(v.Timezone)
+		if err != nil {
+			return nil, fmt.Errorf("venue %d has a bad time zone %q: %w", id, v.Timezone, err)
+		}
+		return &venueInfo{venue: v, loc: loc}, nil
+	})
+}
+
+func (c *catalog) resource(ctx context.Context, id uint64) (*resourceInfo, error) {
+	return c.resources.get(c.clock.Now(), id, func() (*resourceInfo, error) {
+		r, sc, err := c.ss.Resource(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		vi, err := c.venue(ctx, r.VenueID)
+		if err != nil {
+			return nil, err
+		}
+		ri := &resourceInfo{res: r, venue: vi}
+		if sc != nil {
+			if ri.plan, err = planFromRow(*sc); err != nil {
+				return nil, fmt.Errorf("resource %d has a bad stored schedule: %w", id, err)
+			}
+		}
+		return ri, nil
+	})
+}
+
+func (c *catalog) service(ctx context.Context, id uint64) (*serviceInfo, error) {
+	return c.services.get(c.clock.Now(), id, func() (*serviceInfo, error) {
+		s, ids, err := c.ss.Service(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return &serviceInfo{svc: s, resources: ids}, nil
+	})
+}
+
+func (c *catalog) grace(ctx context.Context) (map[string]booking.Grace, error) {
+	return c.graces.get(c.clock.Now(), struct{}{}, func() (map[string]booking.Grace, error) {
+		rows, err := c.ss.Graces(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := make(map[string]booking.Grace, len(rows))
+		for _, r := range rows {
+			in := booking.GraceInput{Category: r.Category, GraceSeconds: r.GraceSeconds}
+			if err := json.Unmarshal([]byte(r.Peak), &in.Peak); err != nil {
+				return nil, fmt.Errorf("grace policy %q: %w", r.Category, err)
+			}
+			g, err := booking.ParseGrace(in)
+			if err != nil {
+				return nil, fmt.Errorf("grace policy %q: %w", r.Category, err)
+			}
+			out[r.Category] = g
+		}
+		return out, nil
+	})
+}
+
+// venueList lists every venue id; the wheel ticks over it.
+func (c *catalog) venueList(ctx context.Context) ([]uint64, error) {
+	return c.venueIDs.get(c.clock.Now(), struct{}{}, func() ([]uint64, error) { return c.ss.VenueIDs(ctx) })
+}
+
+func planFromRow(s models.Schedule) (*booking.Plan, error) {
+	in := booking.ScheduleInput{SlotMinutes: s.SlotMinutes, HorizonDays: s.HorizonDays}
+	if err := json.Unmarshal([]byte(s.Weekly), &in.Weekly); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(s.Exceptions), &in.Exceptions); err != nil {
+		return nil, err
+	}
+	return booking.BuildPlan(in)
+}
+
+// offer is a resource as it is sold, through a service when si is set.
+func offer(ri *resourceInfo, si *serviceInfo) booking.Offer {
+	o := booking.Offer{ResourceID: ri.res.ID, Capacity: ri.res.Capacity, PriceCents: ri.res.PriceCents,
+		Active: ri.res.Status == models.ResourceActive, Plan: ri.plan, Loc: ri.venue.loc}
+	if si != nil {
+		o.Service = &booking.ServiceTerms{ID: si.svc.ID, Duration: minutes(si.svc.DurationMinutes),
+			Prep: minutes(si.svc.PrepMinutes), Cleanup: minutes(si.svc.CleanupMinutes), PriceCents: si.svc.PriceCents}
+	}
+	return o
+}
+
+func minutes(n int) time.Duration { return time.Duration(n) * time.Minute }
+
+// graceFor is the grace of a booking of ri starting at start.
+func (e *Engine) graceFor(ctx context.Context, ri *resourceInfo, start time.Time) (time.Duration, error) {
+	policies, err := e.cat.grace(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return booking.GraceFor(policies, ri.res.Category, e.opts.DefaultGrace, start, ri.venue.loc), nil
+}
+
+// unknown turns "not found" of a referenced object into the request's own error.
+func unknown(err error, code, format string, args ...any) error {
+	if errors.Is(err, booking.ErrNotFound) {
+		return booking.Invalid(code, format, args...)
+	}
+	return err
+}
+
+func requireAdmin(a Actor) error {
+	if a.Role != RoleAdmin {
+		return ErrForbidden
+	}
+	return nil
+}
+
+// CreateVenue adds a venue. Admin only.
+func (e *Engine) CreateVenue(ctx context.Context, a Actor, in VenueInput) (Venue, error) {
+	if err := requireAdmin(a); err != nil {
+		return Venue{}, err
+	}
+	if err := booking.CheckName("name", in.Name, booking.MaxNameLen); err != nil {
+		return Venue{}, err
+	}
+	if _, err := loadLocation(in.Timezone); err != nil {
+		return Venue{}, err
+	}
+	v := models.Venue{Name: in.Name, Timezone: in.Timezone, CreatedAt: e.clock.Now()}
+	if err := e.ss.CreateVenue(ctx, &v); err != nil {
+		return Venue{}, err
+	}
+	e.cat.venueIDs.forget(struct{}{})
+	return toVenue(v), nil
+}
+
+func loadLocation(tz string) (*time.Location, error) {
+	bad := booking.Invalid("invalid_timezone", "timezone must be an IANA name such as Asia/Shanghai").WithField("timezone")
+	if tz == "" || tz == "Local" || len(tz) > booking.MaxTimezoneLen {
+		return nil, bad
+	}
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		return nil, bad
+	}
+	return loc, nil
+}
+
+// toVenue converts a row; its times are answered in the venue's own offset, like everything else.
+func toVenue(v models.Venue) Venue {
+	created := v.CreatedAt
+	if loc, err := time.LoadLocation(v.Timezone); err == nil {
+		created = created.In(loc)
+	}
+	return Venue{ID: v.ID, Name: v.Name, Timezone: v.Timezone, CreatedAt: created}
+}
+
+// ListVenues lists every venue. Anyone.
+func (e *Engine) ListVenues(ctx context.Context) ([]Venue, error) {
+	rows, err := e.ss.Venues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Venue, len(rows))
+	for i, v := range rows {
+		out[i] = toVenue(v)
+	}
+	return out, nil
+}
+
+// CreateResource adds a resource to a venue. Admin only.
+func (e *Engine) CreateResource(ctx context.Context, a Actor, in ResourceInput) (Resource, error) {
+	if err := requireAdmin(a); err != nil {
+		return Resource{}, err
+	}
+	if err := firstOf(
+		booking.CheckName("name", in.Name, booking.MaxNameLen),
+		booking.CheckName("kind", in.Kind, booking.MaxTagLen),
+		booking.CheckOptionalText("category", in.Category, booking.MaxTagLen),
+		booking.CheckRange(booking.FieldCapacity, int64(in.Capacity)),
+		booking.CheckRange(booking.FieldPriceCents, in.PriceCents),
+	); err != nil {
+		return Resource{}, err
+	}
+	vi, err := e.cat.venue(ctx, in.VenueID)
+	if err != nil {
+		return Resource{}, unknown(err, "unknown_venue", "venue %d does not exist", in.VenueID)
+	}
+	now := e.clock.Now()
+	r := models.Resource{VenueID: in.VenueID, Name: in.Name, Kind: in.Kind, Capacity: in.Capacity,
+		Category: in.Category, PriceCents: in.PriceCents, Status: models.ResourceActive, CreatedAt: now, UpdatedAt: now}
+	if err := e.ss.CreateResource(ctx, &r); err != nil {
+		return Resource{}, err
+	}
+	out := toResource(r, 0)
+	out.CreatedAt = out.CreatedAt.In(vi.loc)
+	return out, nil
+}
+
+// firstOf returns the first non-nil error (validation answers one problem at a time).
+func firstOf(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func toResource(r models.Resource, slotMinutes int) Resource {
+	return Resource{ID: r.ID, VenueID: r.VenueID, Name: r.Name, Kind: r.Kind, Capacity: r.Capacity,
+		Category: r.Category, PriceCents: r.PriceCents, Status: r.Status, SlotMinutes: slotMinutes, CreatedAt: r.CreatedAt}
+}
+
+// ListResources lists resources, of one venue when venueID != 0. Anyone.
+func (e *Engine) ListResources(ctx context.Context, venueID uint64) ([]Resource, error) {
+	rows, err := e.ss.Resources(ctx, venueID)
+	if err != nil {
+		return nil, err
+	}
+	scheds, err := e.ss.Schedules(ctx)
+	if err != nil {
+		return nil, err
+	}
+	slotMinutes := map[uint64]int{}
+	for _, s := range scheds {
+		slotMinutes[s.ResourceID] = s.SlotMinutes
+	}
+	out := make([]Resource, len(rows))
+	for i, r := range rows {
+		out[i] = toResource(r, slotMinutes[r.ID])
+		if vi, err := e.cat.venue(ctx, r.VenueID); err == nil {
+			out[i].CreatedAt = out[i].CreatedAt.In(vi.loc)
+		}
+	}
+	return out, nil
+}
+
+// CreateService adds a service deliverable on some resources of one venue. Admin only.
+func (e *Engine) CreateService(ctx context.Context, a Actor, in ServiceInput) (Service, error) {
+	if err := requireAdmin(a); err != nil {
+		return Service{}, err
+	}
+	if err := firstOf(
+		booking.CheckName("name", in.Name, booking.MaxNameLen),
+		booking.CheckRange(booking.FieldDurationMinutes, int64(in.DurationMinutes)),
+		booking.CheckRange(booking.FieldPrepMinutes, int64(in.PrepMinutes)),
+		booking.CheckRange(booking.FieldCleanupMinutes, int64(in.CleanupMinutes)),
+		booking.CheckRange(booking.FieldPriceCents, in.PriceCents),
+	); err != nil {
+		return Service{}, err
+	}
+	if len(in.ResourceIDs) == 0 || len(in.ResourceIDs) > 100 {
+		return Service{}, booking.Invalid("invalid_resource_ids", "a service needs 1 to 100 resources").WithField("resource_ids")
+	}
+	vi, err := e.cat.venue(ctx, in.VenueID)
+	if err != nil {
+		return Service{}, unknown(err, "unknown_venue", "venue %d does not exist", in.VenueID)
+	}
+	seen := map[uint64]bool{}
+	for _, id := range in.ResourceIDs {
+		if seen[id] {
+			return Service{}, booking.Invalid("invalid_resource_ids", "resource %d is listed twice", id).WithField("resource_ids")
+		}
+		seen[id] = true
+		ri, err := e.cat.resource(ctx, id)
+		if err == nil && ri.res.VenueID != in.VenueID {
+			err = booking.ErrNotFound
+		}
+		if err != nil {
+			return Service{}, unknown(err, "unknown_resource", "resource %d is not a resource of venue %d", id, in.VenueID)
+		}
+	}
+	s := models.Service{VenueID: in.VenueID, Name: in.Name, DurationMinutes: in.DurationMinutes, PrepMinutes: in.PrepMinutes,
+		CleanupMinutes: in.CleanupMinutes, PriceCents: in.PriceCents, CreatedAt: e.clock.Now()}
+	if err := e.ss.CreateService(ctx, &s, in.ResourceIDs); err != nil {
+		return Service{}, err
+	}
+	out := toService(s, in.ResourceIDs)
+	out.CreatedAt = out.CreatedAt.In(vi.loc)
+	return out, nil
+}
+
+func toService(s models.Service, resources []uint64) Service {
+	return Service{ID: s.ID, VenueID: s.VenueID, Name: s.Name, DurationMinutes: s.DurationMinutes, PrepMinutes: s.PrepMinutes,
+		CleanupMinutes: s.CleanupMinutes, ResourceIDs: resources, PriceCents: s.PriceCents, CreatedAt: s.CreatedAt}
+}
+
+// ListServices lists services, of one venue when venueID != 0. Anyone.
+func (e *Engine) ListServices(ctx context.Context, venueID uint64) ([]Service, error) {
+	rows, by, err := e.ss.Services(ctx, venueID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Service, len(rows))
+	for i, s := range rows {
+		out[i] = toService(s, by[s.ID])
+		if vi, err := e.cat.venue(ctx, s.VenueID); err == nil {
+			out[i].CreatedAt = out[i].CreatedAt.In(vi.loc)
+		}
+	}
+	return out, nil
+}
+
+// SetGracePolicy sets the grace of a resource category. Admin only.
+func (e *Engine) SetGracePolicy(ctx context.Context, a Actor, in GracePolicy) (GracePolicy, error) {
+	if err := requireAdmin(a); err != nil {
+		return GracePolicy{}, err
+	}
+	if _, err := booking.ParseGrace(booking.GraceInput{Category: in.Category, GraceSeconds: in.GraceSeconds, Peak: in.Peak}); err != nil {
+		return GracePolicy{}, err
+	}
+	if in.Peak == nil {
+		in.Peak = []PeakRule{}
+	}
+	row := models.GracePolicy{Category: in.Category, GraceSeconds: in.GraceSeconds, Peak: encodeJSON(in.Peak), UpdatedAt: e.clock.Now()}
+	if err := e.ss.SetGrace(ctx, row); err != nil {
+		return GracePolicy{}, err
+	}
+	e.cat.graces.forget(struct{}{})
+	return in, nil
+}
+
+func encodeJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only plain structs are encoded here
+	}
+	return string(b)
+}

@@ -1,0 +1,375 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"time"
+
+	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
+	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
+)
+
+// Confirm turns a hold into a booking without a payment (dev payments). Owner or admin. A hold that
+// expired re-takes its units if they are still free; otherwise ErrHoldExpired. Confirming a hold
+// that is already a booking answers that booking.
+func (e *Engine) Confirm(ctx context.Context, a Actor, holdID string) (Booking, error) {
+	r, err := e.readHold(ctx, holdID)
+	if errors.Is(err, ErrNotFound) {
+		b, ok, err := e.ss.BookingByHold(ctx, holdID)
+		if err != nil {
+			return Booking{}, err
+		}
+		if !ok || !a.MayChange(b.UserID) {
+			return Booking{}, ErrNotFound
+		}
+		return e.view(ctx, &b.Booking)
+	}
+	if err != nil {
+		return Booking{}, err
+	}
+	if !a.MayChange(r.UserID) {
+		return Booking{}, ErrNotFound
+	}
+	b, err := e.confirm(ctx, r, nil)
+	if errors.Is(err, errUnitsGone) {
+		return Booking{}, ErrHoldExpired
+	}
+	return b, err
+}
+
+// errUnitsGone: the hold expired (or was given up) and its units were taken by someone else.
+var errUnitsGone = errors.New("units gone")
+
+// Pay records a verified payment notification. A repeated payment_id is answered as the first time;
+// one used before for another hold is ErrPaymentIDConflict. A payment for a hold whose units are gone
+// (or for a hold already paid by another payment) is recorded for refund and answered with the
+// refund outcome, since providers retry anything but 2xx.
+func (e *Engine) Pay(ctx context.Context, n PaymentNotice) (PaymentResult, error) {
+	if n.PaymentID == "" || len(n.PaymentID) > booking.MaxPaymentIDLen {
+		return PaymentResult{}, booking.Invalid("invalid_payment_id", "payment_id must be 1 to %d characters", booking.MaxPaymentIDLen).WithField("payment_id")
+	}
+	if err := booking.CheckRange(booking.FieldAmountCents, n.AmountCents); err != nil {
+		return PaymentResult{}, err
+	}
+	if prev, ok, err := e.ss.PaymentByID(ctx, n.PaymentID); err != nil || ok {
+		if err != nil {
+			return PaymentResult{}, err
+		}
+		return e.answerPayment(ctx, n, prev)
+	}
+	r, err := e.readHold(ctx, n.HoldID)
+	if errors.Is(err, ErrNotFound) {
+		// No hold record (paid already, over a day old, or lost with Redis): nothing to book; the
+		// money is kept for refund unless this payment made the booking.
+		return e.paymentForHold(ctx, n)
+	}
+	if err != nil {
+		return PaymentResult{}, err
+	}
+	if n.AmountCents != r.AmountCents {
+		return PaymentResult{}, ErrAmountMismatch
+	}
+	b, err := e.confirm(ctx, r, &n)
+	switch {
+	case errors.Is(err, ErrConfirmInProgress), errors.Is(err, errPaymentTaken):
+		// The same notification, delivered twice at once: answer as the first one will.
+		return e.awaitPayment(ctx, n)
+	case errors.Is(err, errUnitsGone):
+		return e.recordPayment(ctx, n, nil)
+	case err != nil:
+		return PaymentResult{}, err
+	case b.PaymentID != n.PaymentID:
+		// Paid twice: the booking belongs to the first payment, this one is refunded.
+		return e.recordPayment(ctx, n, nil)
+	}
+	return PaymentResult{Outcome: OutcomeBooked, PaymentID: n.PaymentID, HoldID: n.HoldID, Booking: &b}, nil
+}
+
+// errPaymentTaken: a concurrent notification with the same payment_id committed first.
+var errPaymentTaken = errors.New("payment id taken")
+
+// answerPayment answers a payment_id seen before as it was answered then. If it made a booking whose
+// hold is still waiting to be settled (the commit's acknowledgement was lost), it is settled now.
+func (e *Engine) answerPayment(ctx context.Context, n PaymentNotice, p sqlstore.Payment) (PaymentResult, error) {
+	if p.HoldID != n.HoldID {
+		return PaymentResult{}, ErrPaymentIDConflict
+	}
+	res := PaymentResult{Outcome: OutcomeRefund, PaymentID: p.PaymentID, HoldID: p.HoldID}
+	if p.BookingID == 0 {
+		return res, nil
+	}
+	b, err := e.ss.Booking(ctx, p.BookingID)
+	if err != nil {
+		return PaymentResult{}, err
+	}
+	if p.Booked {
+		res.Outcome = OutcomeBooked
+		e.settlePending(ctx, &b)
+	}
+	out, err := e.view(ctx, &b.Booking)
+	res.Booking = &out
+	return res, err
+}
+
+// awaitPayment waits (bounded) for a concurrent confirm of the same hold to commit, then answers as
+// it did. There is no signal across instances, so it polls the payment row.
+func (e *Engine) awaitPayment(ctx context.Context, n PaymentNotice) (PaymentResult, error) {
+	t := time.NewTicker(25 * time.Millisecond)
+	defer t.Stop()
+	for range 200 {
+		if prev, ok, err := e.ss.PaymentByID(ctx, n.PaymentID); err != nil || ok {
+			if err != nil {
+				return PaymentResult{}, err
+			}
+			return e.answerPayment(ctx, n, prev)
+		}
+		if b, ok, err := e.ss.BookingByHold(ctx, n.HoldID); err != nil || ok {
+			if err != nil {
+				return PaymentResult{}, err
+			}
+			return e.recordPayment(ctx, n, &b)
+		}
+		select {
+		case <-ctx.Done():
+			return PaymentResult{}, errors.Join(ErrStorageUnavailable, ctx.Err())
+		case <-t.C:
+		}
+	}
+	return PaymentResult{}, ErrConfirmInProgress
+}
+
+// paymentForHold records a payment against whatever booking its hold became: booked if this payment
+// made it, refund otherwise (no booking, or one paid by another payment).
+func (e *Engine) paymentForHold(ctx context.Context, n PaymentNotice) (PaymentResult, error) {
+	b, ok, err := e.ss.BookingByHold(ctx, n.HoldID)
+	if err != nil {
+		return PaymentResult{}, err
+	}
+	if !ok {
+		return e.recordPayment(ctx, n, nil)
+	}
+	return e.recordPayment(ctx, n, &b)
+}
+
+// recordPayment stores a payment that did not make a booking of its own (refund), or one for a
+// booking found afterwards; a concurrent duplicate keeps the first row.
+func (e *Engine) recordPayment(ctx context.Context, n PaymentNotice, b *sqlstore.Booking) (PaymentResult, error) {
+	p := sqlstore.Payment{PaymentID: n.PaymentID, HoldID: n.HoldID, AmountCents: n.AmountCents, PaidAt: n.PaidAt.UTC(), At: e.clock.Now()}
+	if b != nil && b.PaymentID == n.PaymentID {
+		p.Booked, p.BookingID = true, b.ID
+	}
+	got, err := e.ss.RecordPayment(ctx, p)
+	if err != nil {
+		return PaymentResult{}, err
+	}
+	if !got.Booked {
+		metricConfirms.WithLabelValues("refund").Inc()
+		e.log.Warn("payment recorded for refund", "payment_id", n.PaymentID, "hold_id", n.HoldID)
+	}
+	return e.answerPayment(ctx, n, got)
+}
+
+// confirm runs DESIGN.md's order: mark the hold confirming in Redis (the wheel can no longer expire
+// it), commit the booking to SQL, then settle the hold. Units go back only when the booking was
+// certainly not committed; a commit whose outcome is unknown leaves the hold CONFIRMING, and the
+// sweep settles it once SQL can tell.
+func (e *Engine) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *PaymentNotice) (Booking, error) {
+	now := e.clock.Now()
+	if st := r.Effective(now); (st == HoldHeld || st == HoldExpired || st == HoldCancelled) && !r.End.After(now) {
+		// The slot is over: a booking of it is worth nothing, so the payment is refunded.
+		if b, ok, err := e.ss.BookingByHold(ctx, r.ID); err != nil || ok {
+			if err != nil {
+				return Booking{}, err
+			}
+			return e.view(ctx, &b.Booking)
+		}
+		return Booking{}, errUnitsGone
+	}
+	for attempt := 0; ; attempt++ {
+		st, err := e.rs.MarkConfirming(ctx, r, e.clock.Now(), pay != nil, e.opts.ConfirmStaleAfter)
+		if err != nil {
+			return Booking{}, err
+		}
+		switch st.Outcome {
+		case "ok", "retaken":
+			if st.Outcome == "retaken" {
+				metricConfirms.WithLabelValues("retaken").Inc()
+			}
+			return e.commitBooking(ctx, r, pay)
+		case "confirmed":
+			b, err := e.ss.Booking(ctx, st.BookingID)
+			if err != nil {
+				return Booking{}, err
+			}
+			return e.view(ctx, &b.Booking)
+		case "busy":
+			// Another request is committing this hold right now, or it committed and its
+			// acknowledgement was lost: the booking row answers which.
+			if b, ok, err := e.ss.BookingByHold(ctx, r.ID); err != nil || ok {
+				if err != nil {
+					return Booking{}, err
+				}
+				e.settle(ctx, r, b.ID)
+				return e.view(ctx, &b.Booking)
+			}
+			return Booking{}, ErrConfirmInProgress
+		case "missing":
+			return Booking{}, ErrNotFound
+		case "cancelled":
+			return Booking{}, ErrHoldNotActive
+		case "gone":
+			if b, ok, err := e.ss.BookingByHold(ctx, r.ID); err != nil || ok {
+				if err != nil {
+					return Booking{}, err
+				}
+				return e.view(ctx, &b.Booking)
+			}
+			return Booking{}, errUnitsGone
+		case "cold":
+			ri, err := e.cat.resource(ctx, r.ResourceID)
+			if err != nil {
+				return Booking{}, err
+			}
+			if attempt >= 3 {
+				return Booking{}, backendFailure("confirm: day would not load")
+			}
+			if err := e.loadDay(ctx, ri, redisstore.DayOf(st.Detail)); err != nil {
+				return Booking{}, err
+			}
+		default:
+			return Booking{}, backendFailure("mark confirming: unexpected answer " + st.Outcome)
+		}
+	}
+}
+
+// confirmTimeout bounds a confirm's commit, so that a hold CONFIRMING for longer than
+// ConfirmStaleAfter can only belong to a dead process (or a commit whose outcome was lost).
+const confirmTimeout = 5 * time.Second
+
+func (e *Engine) commitBooking(ctx context.Context, r *redisstore.HoldRecord, pay *PaymentNotice) (Booking, error) {
+	if e.hooks.beforeCommit != nil {
+		if err := e.hooks.beforeCommit(r.ID); err != nil {
+			if !errors.Is(err, errSimulatedCrash) {
+				e.unconfirm(ctx, r)
+			}
+			return Booking{}, err
+		}
+	}
+	ri, err := e.cat.resource(ctx, r.ResourceID)
+	if err != nil {
+		e.unconfirm(ctx, r)
+		return Booking{}, err
+	}
+	grace, err := e.graceFor(ctx, ri, r.Start)
+	if err != nil {
+		e.unconfirm(ctx, r)
+		return Booking{}, err
+	}
+	now := e.clock.Now()
+	b := &sqlstore.Booking{Booking: booking.Booking{HoldID: r.ID, UserID: r.UserID, VenueID: r.VenueID,
+		ResourceID: r.ResourceID, ServiceID: r.ServiceID, Quantity: r.Quantity, Status: booking.Confirmed, Version: 1,
+		Start: r.Start, End: r.End, OccupyStart: r.OccupyStart, OccupyEnd: r.OccupyEnd,
+		ReleaseAt: booking.ReleaseAt(r.Start, now, grace), ConfirmedAt: now, AmountCents: r.AmountCents}, Fields: r.Fields}
+	nb := sqlstore.NewBooking{Booking: b, Code: newCheckinCode}
+	if pay != nil {
+		b.PaymentID = pay.PaymentID
+		nb.Payment = &sqlstore.Payment{PaymentID: pay.PaymentID, HoldID: r.ID, AmountCents: pay.AmountCents, PaidAt: pay.PaidAt.UTC(), At: now}
+	}
+	e.setTimers(b, now)
+	if ev, ok := e.renderChange(b, booking.Change{From: booking.Status(booking.HoldHeld), To: booking.Confirmed, At: now}); ok {
+		nb.Event = ev
+	}
+	commitCtx, cancel := context.WithTimeout(ctx, confirmTimeout)
+	defer cancel()
+	err = e.ss.CreateBooking(commitCtx, nb)
+	if err == nil && e.hooks.afterCommit != nil {
+		if herr := e.hooks.afterCommit(r.ID); errors.Is(herr, errSimulatedCrash) {
+			return Booking{}, herr
+		} else if herr != nil {
+			err = herr
+		}
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, sqlstore.ErrHoldBooked):
+		// Another confirm of this hold won (a stale CONFIRMING taken over): answer its booking.
+		return e.settleExisting(ctx, r)
+	case errors.Is(err, sqlstore.ErrPaymentTaken):
+		e.unconfirm(ctx, r)
+		return Booking{}, errPaymentTaken
+	case errors.Is(err, sqlstore.ErrCommitUnknown):
+		// The acknowledgement of COMMIT was lost. Giving the units back now could sell them twice if
+		// the booking did commit: find out, and while SQL cannot tell, leave the hold CONFIRMING.
+		metricConfirms.WithLabelValues("unknown").Inc()
+		e.log.Warn("booking commit outcome unknown; resolving from SQL", "hold_id", r.ID, "err", err)
+		if b, rerr := e.settleExisting(ctx, r); rerr == nil {
+			return b, nil
+		}
+		return Booking{}, errors.Join(ErrStorageUnavailable, err)
+	default:
+		metricConfirms.WithLabelValues("failed").Inc()
+		e.unconfirm(ctx, r)
+		return Booking{}, err
+	}
+	metricConfirms.WithLabelValues("booked").Inc()
+	e.settle(ctx, r, b.ID)
+	e.scheduleIfDue(ctx, b)
+	return e.view(ctx, &b.Booking)
+}
+
+// settleExisting answers the booking a hold already became, settling the hold; ErrNotFound when
+// SQL (answering) has none.
+func (e *Engine) settleExisting(ctx context.Context, r *redisstore.HoldRecord) (Booking, error) {
+	lctx, cancel := later(ctx)
+	defer cancel()
+	b, ok, err := e.ss.BookingByHold(lctx, r.ID)
+	if err != nil {
+		return Booking{}, err
+	}
+	if !ok {
+		return Booking{}, ErrNotFound
+	}
+	e.settle(lctx, r, b.ID)
+	return e.view(ctx, &b.Booking)
+}
+
+// settle hands the hold's units to the booking. A failure here leaves the hold CONFIRMING with its
+// booking committed, which the sweep and reconciliation settle; the booking itself is safe.
+func (e *Engine) settle(ctx context.Context, r *redisstore.HoldRecord, bookingID uint64) {
+	lctx, cancel := later(ctx)
+	defer cancel()
+	if _, err := e.rs.Settle(lctx, r, bookingID); err != nil {
+		e.log.Error("settle hold failed; the sweep will settle it", "hold_id", r.ID, "booking_id", bookingID, "err", err)
+	}
+}
+
+// settlePending settles a booking's hold if its record is still waiting (its commit's
+// acknowledgement was lost, or the process died before settling).
+func (e *Engine) settlePending(ctx context.Context, b *sqlstore.Booking) {
+	if r, ok, err := e.rs.ReadHold(ctx, b.HoldID); err == nil && ok && r.Status == HoldConfirming {
+		e.settle(ctx, &r, b.ID)
+	}
+}
+
+// unconfirm puts a hold whose commit certainly failed back on the wheel.
+func (e *Engine) unconfirm(ctx context.Context, r *redisstore.HoldRecord) {
+	lctx, cancel := later(ctx)
+	defer cancel()
+	if err := e.rs.Unconfirm(lctx, r, e.clock.Now()); err != nil {
+		e.log.Error("unconfirm hold failed; the sweep will put it back", "hold_id", r.ID, "err", err)
+	}
+}
+
+// checkinAlphabet leaves out letters and digits that staff misread (0/O, 1/I/L).
+const checkinAlphabet = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+
+func newCheckinCode() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = checkinAlphabet[int(b[i])%len(checkinAlphabet)]
+	}
+	return string(b)
+}

@@ -1,0 +1,156 @@
+// Package engine carries out slotwheel's booking life on its stores: inventory and holds in Redis
+// (engine/internal/redisstore), durable bookings in SQL (engine/internal/sqlstore), the background
+// loops (wheel, sweeps, reminders, reconciliation) and the catalog. The rules it applies live in
+// engine/booking and are not restated here; this package decides the order of I/O around them. It
+// never calls time.Now (a Clock is injected) and must not import api/ or jobs/: the release queue
+// reaches it through the ReleaseScheduler interface.
+package engine
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+
+	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
+	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
+)
+
+// Options configure an Engine. Zero durations take the documented defaults.
+type Options struct {
+	DB     *gorm.DB
+	Redis  redis.UniversalClient
+	Prefix string // every Redis key starts with it; default "sw"
+	Clock  Clock  // default RealClock
+
+	HoldTTL        time.Duration // unpaid hold lifetime; default 10m
+	DefaultGrace   time.Duration // grace when no policy matches; default 15m
+	ReleaseHorizon time.Duration // how far ahead release tasks are queued; default 1h
+	RestoreWindow  time.Duration // how long after release the owner may restore; default 30m
+	CheckinOpens   time.Duration // how long before start check-in opens; default 30m
+	ReminderLead   time.Duration // reminder this long before release_at; default 15m; negative: none
+	// MaxActiveHolds bounds a user's unpaid holds at one venue; 0 means no bound.
+	MaxActiveHolds int
+	// ConfirmStaleAfter is how long a hold may stay CONFIRMING before the wheel and reconciliation
+	// assume the confirming process died; default 10s, twice the commit's timeout (confirmTimeout).
+	ConfirmStaleAfter time.Duration
+	// QueueTags are the hash tags of the release queues whose loss Redis-loss detection watches;
+	// default {"release"}.
+	QueueTags []string
+
+	Scheduler ReleaseScheduler // may be nil (no queue: the overdue sweep releases)
+	Logger    *slog.Logger
+}
+
+// Engine is slotwheel's booking engine. It is safe for concurrent use.
+type Engine struct {
+	opts  Options
+	rules booking.Rules
+	clock Clock
+	log   *slog.Logger
+	sched ReleaseScheduler
+	rs    *redisstore.Store
+	ss    *sqlstore.Store
+	cat   *catalog
+	hooks testHooks
+}
+
+// testHooks let tests inject failures at the steps DESIGN.md orders; nil in production.
+type testHooks struct {
+	// beforeCommit runs after a hold is marked confirming and before its booking commits. An error
+	// fails the confirm; errSimulatedCrash makes it stop as a killed process would, undoing nothing.
+	beforeCommit func(holdID string) error
+	// afterCommit runs after the booking committed and before the hold is settled; errSimulatedCrash
+	// makes it stop as a killed process would, and ErrCommitUnknown reports the commit as lost (the
+	// acknowledgement never arrived) although it happened.
+	afterCommit func(holdID string) error
+}
+
+// errSimulatedCrash stands for a process killed mid-operation (tests only).
+var errSimulatedCrash = errors.New("simulated crash")
+
+// New builds an Engine. It does not touch the backends; call Reconcile at start-up to rebuild Redis
+// from SQL.
+func New(opts Options) (*Engine, error) {
+	if opts.DB == nil || opts.Redis == nil {
+		return nil, errors.New("engine: DB and Redis are required")
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = "sw"
+	}
+	if opts.Clock == nil {
+		opts.Clock = RealClock{}
+	}
+	setDefault(&opts.HoldTTL, 10*time.Minute)
+	setDefault(&opts.DefaultGrace, 15*time.Minute)
+	setDefault(&opts.ReleaseHorizon, time.Hour)
+	setDefault(&opts.RestoreWindow, 30*time.Minute)
+	setDefault(&opts.CheckinOpens, 30*time.Minute)
+	if opts.ReminderLead == 0 {
+		opts.ReminderLead = 15 * time.Minute
+	}
+	setDefault(&opts.ConfirmStaleAfter, 2*confirmTimeout)
+	if len(opts.QueueTags) == 0 {
+		opts.QueueTags = []string{"release"}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	e := &Engine{
+		opts:  opts,
+		rules: booking.Rules{RestoreWindow: opts.RestoreWindow, CheckinOpens: opts.CheckinOpens},
+		clock: msClock{opts.Clock},
+		log:   opts.Logger,
+		sched: opts.Scheduler,
+		rs:    redisstore.New(opts.Redis, opts.Prefix),
+	}
+	e.ss = sqlstore.New(opts.DB, e.renderChange)
+	e.cat = newCatalog(e.ss, e.clock)
+	return e, nil
+}
+
+// SetScheduler wires the release queue after construction (the queue's handlers need the engine).
+// A scheduler that lists its queues (Queues() []string) has them watched for data loss. Call it
+// before the loops start.
+func (e *Engine) SetScheduler(s ReleaseScheduler) {
+	e.sched = s
+	if q, ok := s.(interface{ Queues() []string }); ok {
+		e.opts.QueueTags = q.Queues()
+	}
+}
+
+// Clock returns the engine's clock.
+func (e *Engine) Clock() Clock { return e.clock }
+
+// Rules returns the rules the engine applies.
+func (e *Engine) Rules() booking.Rules { return e.rules }
+
+// msClock truncates to milliseconds, the precision of DATETIME(3) and of Redis scores, so that a
+// time the engine computes compares equal to the same time read back from either store.
+type msClock struct{ c Clock }
+
+func (m msClock) Now() time.Time { return m.c.Now().UTC().Truncate(time.Millisecond) }
+
+func setDefault(d *time.Duration, def time.Duration) {
+	if *d <= 0 {
+		*d = def
+	}
+}
+
+// Ready checks that both backends answer.
+func (e *Engine) Ready(ctx context.Context) error {
+	if err := e.ss.Ping(ctx); err != nil {
+		return err
+	}
+	return e.rs.Ping(ctx)
+}
+
+// later is a context for work that must finish even when the request that started it ends (giving
+// units back, settling a hold): it keeps ctx's values but not its cancellation, and has a bound.
+func later(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+}

@@ -1,0 +1,58 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
+	"github.com/slotwheel/slotwheel/engine/wire"
+)
+
+// Events are written to the outbox in the transaction that makes them true; their data is the
+// subject as the API shows it (engine/wire), rendered at that moment, so that a receiver sees each
+// state a booking passed through, not whatever it is when the event is delivered.
+
+// renderChange is the event of a booking change (the store's Renderer).
+func (e *Engine) renderChange(b *sqlstore.Booking, c booking.Change) (sqlstore.Event, bool) {
+	typ := c.Event()
+	if typ == "" {
+		return sqlstore.Event{}, false
+	}
+	return e.bookingEvent(typ, b, string(c.From), c.At), true
+}
+
+// bookingEvent renders an event about a booking, with the status it had before when prev is set.
+func (e *Engine) bookingEvent(typ string, b *sqlstore.Booking, prev string, at time.Time) sqlstore.Event {
+	view := b.Booking
+	// The venue's zone comes from the catalog's cache; a miss here (SQL gone between the change's
+	// read and its commit) renders UTC rather than failing the change.
+	if vi, err := e.cat.venue(context.Background(), b.VenueID); err == nil {
+		view = view.In(vi.loc)
+	}
+	data := wire.BookingChange{Booking: wire.FromBooking(view), PreviousStatus: prev}
+	return sqlstore.Event{Type: typ, Subject: sqlstore.BookingSubject(b.ID), VenueID: b.VenueID, UserID: b.UserID,
+		Data: mustJSON(data), At: at}
+}
+
+// waitlistEvent renders an event about a waitlist entry (already in the venue's zone).
+func (e *Engine) waitlistEvent(typ string, w WaitlistEntry, at time.Time) sqlstore.Event {
+	return sqlstore.Event{Type: typ, Subject: "waitlist:" + strconv.FormatUint(w.ID, 10), VenueID: w.VenueID,
+		UserID: w.UserID, Data: mustJSON(wire.FromWaitlist(w)), At: at}
+}
+
+// holdEvent renders an event about a hold (already in the venue's zone).
+func (e *Engine) holdEvent(typ string, h Hold, at time.Time) sqlstore.Event {
+	return sqlstore.Event{Type: typ, Subject: "hold:" + h.ID, VenueID: h.VenueID, UserID: h.UserID,
+		Data: mustJSON(wire.FromHold(h)), At: at}
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // wire types always encode
+	}
+	return b
+}

@@ -1,0 +1,269 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sort"
+
+	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
+)
+
+// Hold takes units for a user, all or nothing. A service hold without a resource takes the first of
+// the service's resources that has room.
+func (e *Engine) Hold(ctx context.Context, req HoldRequest) (Hold, error) {
+	if req.UserID == "" {
+		return Hold{}, ErrForbidden
+	}
+	var err error
+	if req.Quantity, err = booking.Quantity(req.Quantity); err != nil {
+		return Hold{}, err
+	}
+	if req.Start.IsZero() {
+		return Hold{}, booking.Invalid("missing_start", "start is required").WithField("start")
+	}
+	if req.ServiceID == 0 {
+		if req.ResourceID == 0 {
+			return Hold{}, booking.Invalid("missing_resource_id", "resource_id or service_id is required").WithField("resource_id")
+		}
+		ri, err := e.cat.resource(ctx, req.ResourceID)
+		if err != nil {
+			return Hold{}, unknown(err, "unknown_resource", "resource %d does not exist", req.ResourceID)
+		}
+		return e.take(ctx, req, ri, nil)
+	}
+	si, err := e.cat.service(ctx, req.ServiceID)
+	if err != nil {
+		return Hold{}, unknown(err, "unknown_service", "service %d does not exist", req.ServiceID)
+	}
+	candidates := si.resources
+	if req.ResourceID != 0 {
+		if !containsID(si.resources, req.ResourceID) {
+			return Hold{}, booking.Invalid("resource_not_in_service", "resource %d does not deliver service %d", req.ResourceID, req.ServiceID).WithField("resource_id")
+		}
+		candidates = []uint64{req.ResourceID}
+	}
+	var firstErr error
+	for _, rid := range candidates {
+		ri, err := e.cat.resource(ctx, rid)
+		if err == nil {
+			var h Hold
+			if h, err = e.take(ctx, req, ri, si); err == nil {
+				return h, nil
+			}
+		}
+		if firstErr == nil || errors.Is(firstErr, ErrSlotClosed) {
+			firstErr = err
+		}
+		if !errors.Is(err, ErrSlotFull) && !errors.Is(err, ErrSlotClosed) && !errors.Is(err, ErrResourceInactive) {
+			return Hold{}, err
+		}
+	}
+	return Hold{}, firstErr
+}
+
+func containsID(ids []uint64, id uint64) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// take places the request on ri's grid and runs the hold script, loading cold days from SQL first.
+func (e *Engine) take(ctx context.Context, req HoldRequest, ri *resourceInfo, si *serviceInfo) (Hold, error) {
+	now := e.clock.Now()
+	p, err := offer(ri, si).Place(req.Start, req.End, req.Quantity, now)
+	if err != nil {
+		return Hold{}, err
+	}
+	v := ri.res.VenueID
+	r := &redisstore.HoldRecord{ID: redisstore.NewHoldID(v), UserID: req.UserID, VenueID: v, ResourceID: ri.res.ID,
+		Quantity: req.Quantity, Status: booking.HoldHeld, Start: p.Start, End: p.End, OccupyStart: p.OccupyStart,
+		OccupyEnd: p.OccupyEnd, Deadline: booking.HoldDeadline(now, e.opts.HoldTTL), Created: now, AmountCents: p.AmountCents}
+	if si != nil {
+		r.ServiceID = si.svc.ID
+	}
+	r.Fields, r.Days = slotFields(ri.res.ID, p.Slots)
+	for attempt := 0; ; attempt++ {
+		out, cold, err := e.rs.Hold(ctx, r, now, e.opts.MaxActiveHolds)
+		if err != nil {
+			return Hold{}, err
+		}
+		metricHolds.WithLabelValues(string(out)).Inc()
+		switch out {
+		case redisstore.HoldOK:
+			return holdOf(r).In(ri.venue.loc), nil
+		case redisstore.HoldCold:
+			if attempt >= 3 {
+				return Hold{}, backendFailure("hold: day would not load")
+			}
+			if err := e.loadDay(ctx, ri, redisstore.DayOf(cold)); err != nil {
+				return Hold{}, err
+			}
+		case redisstore.HoldFull:
+			return Hold{}, ErrSlotFull
+		case redisstore.HoldLimit:
+			return Hold{}, ErrTooManyHolds.WithDetail("max_active_holds", e.opts.MaxActiveHolds)
+		default:
+			return Hold{}, ErrSlotClosed
+		}
+	}
+}
+
+// backendFailure is a Redis answer that should not happen.
+func backendFailure(msg string) error { return errors.Join(ErrUnavailable, errors.New(msg)) }
+
+// holdOf is the hold a record stands for, with the status it had when written.
+func holdOf(r *redisstore.HoldRecord) Hold {
+	return Hold{ID: r.ID, UserID: r.UserID, VenueID: r.VenueID, ResourceID: r.ResourceID, ServiceID: r.ServiceID,
+		Quantity: r.Quantity, Status: r.Status, Start: r.Start, End: r.End, OccupyStart: r.OccupyStart, OccupyEnd: r.OccupyEnd,
+		ExpiresAt: r.Deadline, CreatedAt: r.Created, AmountCents: r.AmountCents, BookingID: r.BookingID}
+}
+
+// slotFields names the Redis fields of slots, and the resource-days they lie in.
+func slotFields(resourceID uint64, slots []booking.Slot) (fields []string, days []string) {
+	fields = make([]string, len(slots))
+	for i, s := range slots {
+		fields[i] = redisstore.SlotField(resourceID, s.Start.Unix()/60)
+		if d := redisstore.DayField(resourceID, s.Day); len(days) == 0 || days[len(days)-1] != d {
+			days = append(days, d)
+		}
+	}
+	return fields, days
+}
+
+// readHold loads a live or recently ended hold record; ErrNotFound when Redis has none (a paid hold's
+// record goes when its booking takes over, and unpaid holds may be lost with Redis).
+func (e *Engine) readHold(ctx context.Context, id string) (*redisstore.HoldRecord, error) {
+	r, ok, err := e.rs.ReadHold(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return &r, nil
+}
+
+// viewHold is what a caller is shown of a record: its effective status, in the venue's zone.
+func (e *Engine) viewHold(ctx context.Context, r *redisstore.HoldRecord) Hold {
+	h := holdOf(r)
+	h.Status = r.Effective(e.clock.Now())
+	if vi, err := e.cat.venue(ctx, r.VenueID); err == nil {
+		h = h.In(vi.loc)
+	}
+	return h
+}
+
+// GetHold reads a hold (for 24 h after it ends). Owner or admin; others get ErrNotFound.
+func (e *Engine) GetHold(ctx context.Context, a Actor, id string) (Hold, error) {
+	r, err := e.readHold(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return e.paidHold(ctx, a, id)
+	}
+	if err != nil {
+		return Hold{}, err
+	}
+	if !a.MayChange(r.UserID) {
+		return Hold{}, ErrNotFound
+	}
+	return e.viewHold(ctx, r), nil
+}
+
+// paidHold answers for a hold whose record is gone: the booking made from it says what it was.
+func (e *Engine) paidHold(ctx context.Context, a Actor, id string) (Hold, error) {
+	if _, ok := redisstore.HoldVenue(id); !ok {
+		return Hold{}, ErrNotFound
+	}
+	b, ok, err := e.ss.BookingByHold(ctx, id)
+	if err != nil {
+		return Hold{}, err
+	}
+	if !ok || !a.MayChange(b.UserID) {
+		return Hold{}, ErrNotFound
+	}
+	return e.holdFromBooking(ctx, &b.Booking), nil
+}
+
+func (e *Engine) holdFromBooking(ctx context.Context, b *Booking) Hold {
+	h := Hold{ID: b.HoldID, UserID: b.UserID, VenueID: b.VenueID, ResourceID: b.ResourceID, ServiceID: b.ServiceID,
+		Quantity: b.Quantity, Status: HoldConfirmed, Start: b.Start, End: b.End, OccupyStart: b.OccupyStart,
+		OccupyEnd: b.OccupyEnd, ExpiresAt: b.ConfirmedAt, CreatedAt: b.ConfirmedAt, AmountCents: b.AmountCents, BookingID: b.ID}
+	if vi, err := e.cat.venue(ctx, b.VenueID); err == nil {
+		h = h.In(vi.loc)
+	}
+	return h
+}
+
+// ListHolds lists the actor's holds of the last 24 hours, newest first: unpaid ones from Redis at
+// every venue, paid ones from the bookings they became.
+func (e *Engine) ListHolds(ctx context.Context, a Actor) ([]Hold, error) {
+	venues, err := e.cat.venueList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	const limit = 200
+	var out []Hold
+	seen := map[string]bool{}
+	for _, v := range venues {
+		ids, err := e.rs.UserHolds(ctx, v, a.UserID, limit)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			r, err := e.readHold(ctx, id)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			seen[id] = true
+			out = append(out, e.viewHold(ctx, r))
+		}
+	}
+	paid, err := e.ss.PaidHolds(ctx, a.UserID, e.clock.Now().Add(-redisstore.Keep), limit)
+	if err != nil && !errors.Is(err, ErrStorageUnavailable) {
+		return nil, err
+	}
+	for i := range paid {
+		if !seen[paid[i].HoldID] {
+			out = append(out, e.holdFromBooking(ctx, &paid[i].Booking))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// CancelHold gives up an unpaid hold. Owner or admin.
+func (e *Engine) CancelHold(ctx context.Context, a Actor, id string) (Hold, error) {
+	r, err := e.readHold(ctx, id)
+	if err != nil {
+		return Hold{}, err
+	}
+	if !a.MayChange(r.UserID) {
+		return Hold{}, ErrNotFound
+	}
+	now := e.clock.Now()
+	out, err := e.rs.CancelHold(ctx, r, now)
+	if err != nil {
+		return Hold{}, err
+	}
+	switch out {
+	case "cancelled":
+	case "busy":
+		return Hold{}, ErrConfirmInProgress
+	case "missing":
+		return Hold{}, ErrNotFound
+	default:
+		return Hold{}, ErrHoldNotActive
+	}
+	e.promoteAfterFree(ctx, r.ResourceID)
+	r.Status = HoldCancelled // what the script just wrote
+	return e.viewHold(ctx, r), nil
+}

@@ -1,0 +1,68 @@
+-- Shared by every script; scripts.go prepends the prelude (hold statuses, record fields, owner
+-- kinds and separators, all defined in Go) and then this file. Every key a script touches arrives
+-- in KEYS, and all of them carry one venue's hash tag.
+
+local function split(s)
+  local out = {}
+  if not s then return out end
+  for f in string.gmatch(s, '[^' .. LIST_SEP .. ']+') do out[#out + 1] = f end
+  return out
+end
+
+-- units_of decodes an owner's units as take writes them: qty, then the fields.
+local function units_of(v)
+  local bar = string.find(v, UNITS_SEP, 1, true)
+  return tonumber(string.sub(v, 1, bar - 1)), split(string.sub(v, bar + 1))
+end
+
+-- give_back returns the units of one owner exactly once: 1 if the owner held units, 0 if it was
+-- already gone.
+local function give_back(owners, used, owner)
+  local v = redis.call('HGET', owners, owner)
+  if not v then return 0 end
+  local qty, fields = units_of(v)
+  for _, f in ipairs(fields) do
+    if redis.call('HINCRBY', used, f, -qty) <= 0 then redis.call('HDEL', used, f) end
+  end
+  redis.call('HDEL', owners, owner)
+  return 1
+end
+
+-- take adds qty units of each field for owner (no capacity check: callers check first).
+local function take(owners, used, owner, qty, fields)
+  for _, f in ipairs(fields) do redis.call('HINCRBY', used, f, qty) end
+  redis.call('HSET', owners, owner, qty .. UNITS_SEP .. table.concat(fields, LIST_SEP))
+end
+
+-- fits reports whether qty more units fit in every field: 'ok', 'closed' or 'full'.
+local function fits(cap, used, qty, fields)
+  for _, f in ipairs(fields) do
+    local c = redis.call('HGET', cap, f)
+    if not c then return 'closed' end
+    local u = tonumber(redis.call('HGET', used, f) or '0')
+    if u + qty > tonumber(c) then return 'full' end
+  end
+  return 'ok'
+end
+
+-- expire_due gives back the units of holds whose deadline is at or before now and moves them from
+-- the wheel to the ended set, where the wheel writes their records and announces them. A hold counts
+-- as occupying only while its deadline is in the future, so every script that reads or takes units
+-- runs this first: availability stays exact even when the ticker runs late.
+local function expire_due(wheel, ended, owners, used, now, limit)
+  local due = redis.call('ZRANGEBYSCORE', wheel, '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
+  for i = 1, #due, 2 do
+    give_back(owners, used, OWNER_HOLD .. due[i])
+    redis.call('ZADD', ended, due[i + 1], due[i])
+    redis.call('ZREM', wheel, due[i])
+  end
+  return #due / 2
+end
+
+-- days_missing returns the first resource-day of list that is not loaded, or false.
+local function days_missing(days, list)
+  for _, d in ipairs(list) do
+    if redis.call('SISMEMBER', days, d) == 0 then return d end
+  end
+  return false
+end

@@ -1,0 +1,493 @@
+// Package redisstore is slotwheel's hot state in Redis: slot counters, unpaid holds, the deadline
+// wheel, the owners of units and the days loaded from SQL. Every mutation is one Lua script (lua/,
+// each headed by its KEYS/ARGV/Output contract) run by one typed method here; every key is built in
+// keys.go; the hold record and the owner encoding are defined once, in Go, and handed to the scripts
+// by a generated prelude. It decides nothing about bookings: the engine (and engine/booking) does.
+// Redis failures come back wrapped in booking.ErrBackendUnavailable.
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slotwheel/slotwheel/engine/booking"
+)
+
+// Store runs the scripts of one keyspace.
+type Store struct {
+	rdb     redis.UniversalClient
+	keys    Keys
+	scripts *scripts
+}
+
+// New builds a Store on rdb under prefix.
+func New(rdb redis.UniversalClient, prefix string) *Store {
+	return &Store{rdb: rdb, keys: NewKeys(prefix), scripts: loadScripts()}
+}
+
+// Keys returns the store's keyspace.
+func (s *Store) Keys() Keys { return s.keys }
+
+// Client returns the Redis client, for readiness checks.
+func (s *Store) Client() redis.UniversalClient { return s.rdb }
+
+// unavailable wraps a Redis failure.
+func unavailable(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("redis %s: %w: %w", op, booking.ErrBackendUnavailable, err)
+}
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// HoldOutcome is what the hold script answered.
+type HoldOutcome string
+
+// Hold outcomes.
+const (
+	HoldOK     HoldOutcome = "ok"
+	HoldCold   HoldOutcome = "cold"   // a day is not loaded: load it and try again
+	HoldFull   HoldOutcome = "full"   // a unit is taken
+	HoldClosed HoldOutcome = "closed" // a slot has no capacity
+	HoldLimit  HoldOutcome = "limit"  // the user has too many live holds at the venue
+)
+
+// Hold takes the units of r (a new hold, status HELD) all or nothing and puts its deadline on the
+// wheel. maxLive bounds the user's live holds at the venue (0: no bound). A cold answer names the
+// resource-day to load.
+func (s *Store) Hold(ctx context.Context, r *HoldRecord, now time.Time, maxLive int) (HoldOutcome, string, error) {
+	vk := s.keys.Venue(r.VenueID)
+	keys := []string{vk.Capacity(), vk.Used(), vk.Owners(), vk.Wheel(), vk.Ended(), vk.Days(), vk.Hold(r.ID),
+		vk.UserHolds(r.UserID), vk.UserLive(r.UserID)}
+	args := append([]any{ms(now), ms(r.Deadline), r.Quantity, r.ID, Keep.Milliseconds(),
+		strings.Join(r.Days, listSep), strings.Join(r.Fields, listSep), maxLive}, r.pairs()...)
+	out, err := replyStrings(s.scripts.holdSlots.Run(ctx, s.rdb, keys, args...).Result())
+	if err != nil {
+		return "", "", unavailable("hold", err)
+	}
+	day := ""
+	if len(out) > 1 {
+		day = out[1]
+	}
+	return HoldOutcome(out[0]), day, nil
+}
+
+// ReadSlots reads the capacity (-1 when closed) and units taken of fields of a venue, after expiring
+// due holds. cold names a resource-day of days that is not loaded (nothing else is answered then).
+func (s *Store) ReadSlots(ctx context.Context, venueID uint64, now time.Time, days, fields []string) (caps, used []int, cold string, err error) {
+	vk := s.keys.Venue(venueID)
+	args := make([]any, 0, 2+len(fields))
+	args = append(args, ms(now), strings.Join(days, listSep))
+	for _, f := range fields {
+		args = append(args, f)
+	}
+	res, err := s.scripts.readSlots.Run(ctx, s.rdb, []string{vk.Capacity(), vk.Used(), vk.Owners(), vk.Wheel(), vk.Ended(), vk.Days()}, args...).Slice()
+	if err != nil {
+		return nil, nil, "", unavailable("read slots", err)
+	}
+	if res[0] == "cold" {
+		return nil, nil, res[1].(string), nil
+	}
+	c, u := res[1].([]any), res[2].([]any)
+	caps, used = make([]int, len(fields)), make([]int, len(fields))
+	for i := range fields {
+		caps[i] = -1
+		if v, ok := c[i].(string); ok {
+			caps[i], _ = strconv.Atoi(v)
+		}
+		if v, ok := u[i].(string); ok {
+			used[i], _ = strconv.Atoi(v)
+		}
+	}
+	return caps, used, "", nil
+}
+
+// ReadHold loads a hold record; false when it is unknown or gone.
+func (s *Store) ReadHold(ctx context.Context, id string) (HoldRecord, bool, error) {
+	v, ok := HoldVenue(id)
+	if !ok {
+		return HoldRecord{}, false, nil
+	}
+	m, err := s.rdb.HGetAll(ctx, s.keys.Venue(v).Hold(id)).Result()
+	if err != nil {
+		return HoldRecord{}, false, unavailable("read hold", err)
+	}
+	r, ok := decodeHold(m)
+	return r, ok, nil
+}
+
+// UserHolds lists the ids of a user's holds of the last day at a venue, newest first.
+func (s *Store) UserHolds(ctx context.Context, venueID uint64, userID string, limit int) ([]string, error) {
+	ids, err := s.rdb.ZRevRange(ctx, s.keys.Venue(venueID).UserHolds(userID), 0, int64(limit)-1).Result()
+	return ids, unavailable("list holds", err)
+}
+
+// ConfirmStep is what marking a hold CONFIRMING answered.
+type ConfirmStep struct {
+	Outcome   string // ok, retaken, confirmed, busy, missing, gone, cancelled, cold
+	BookingID uint64 // confirmed: the booking the hold already became
+	Detail    string // gone: 'full' or 'closed'; cold: the resource-day to load
+}
+
+// MarkConfirming is step one of a confirm (DESIGN.md "Pay"): the hold leaves the wheel, or an expired
+// (or, with revive, cancelled) hold re-takes its units if they are free. A CONFIRMING older than
+// stale belongs to a dead process and is taken over.
+func (s *Store) MarkConfirming(ctx context.Context, r *HoldRecord, now time.Time, revive bool, stale time.Duration) (ConfirmStep, error) {
+	vk := s.keys.Venue(r.VenueID)
+	flag := "0"
+	if revive {
+		flag = "1"
+	}
+	out, err := replyStrings(s.scripts.markConfirming.Run(ctx, s.rdb,
+		[]string{vk.Capacity(), vk.Used(), vk.Owners(), vk.Wheel(), vk.Ended(), vk.Days(), vk.Hold(r.ID), vk.Confirming(), vk.UserLive(r.UserID)},
+		ms(now), flag, stale.Milliseconds()).Result())
+	if err != nil {
+		return ConfirmStep{}, unavailable("mark confirming", err)
+	}
+	st := ConfirmStep{Outcome: out[0]}
+	if len(out) > 1 {
+		st.Detail = out[1]
+		if st.Outcome == "confirmed" {
+			st.BookingID, _ = strconv.ParseUint(out[1], 10, 64)
+		}
+	}
+	return st, nil
+}
+
+// Settle is the last step of a confirm: the hold's units become the booking's (taken again if Redis
+// lost them) and the hold record goes. It is idempotent.
+func (s *Store) Settle(ctx context.Context, r *HoldRecord, bookingID uint64) (string, error) {
+	vk := s.keys.Venue(r.VenueID)
+	out, err := s.scripts.settleHold.Run(ctx, s.rdb,
+		[]string{vk.Owners(), vk.Used(), vk.Hold(r.ID), vk.Wheel(), vk.Gone(), vk.Confirming(), vk.Ended(),
+			vk.UserHolds(r.UserID), vk.UserLive(r.UserID)},
+		r.ID, bookingID, r.Quantity, strings.Join(r.Fields, listSep)).Text()
+	return out, unavailable("settle hold", err)
+}
+
+// Unconfirm puts a hold whose booking was certainly not committed back on the wheel.
+func (s *Store) Unconfirm(ctx context.Context, r *HoldRecord, now time.Time) error {
+	vk := s.keys.Venue(r.VenueID)
+	err := s.scripts.unconfirm.Run(ctx, s.rdb, []string{vk.Wheel(), vk.Hold(r.ID), vk.Confirming(), vk.UserLive(r.UserID)},
+		ms(now), Keep.Milliseconds()).Err()
+	return unavailable("unconfirm hold", err)
+}
+
+// CancelHold gives up a live hold. It answers "cancelled", "busy" (being confirmed), "missing", or
+// the hold's effective status when it is no longer live.
+func (s *Store) CancelHold(ctx context.Context, r *HoldRecord, now time.Time) (string, error) {
+	vk := s.keys.Venue(r.VenueID)
+	out, err := s.scripts.cancelHold.Run(ctx, s.rdb,
+		[]string{vk.Owners(), vk.Used(), vk.Wheel(), vk.Ended(), vk.Hold(r.ID), vk.UserLive(r.UserID)},
+		ms(now), Keep.Milliseconds()).Text()
+	return out, unavailable("cancel hold", err)
+}
+
+// GiveBack returns the units of owners of one venue that no longer occupy, each exactly once, and
+// tombstones the bookings among them. It answers how many still held units.
+func (s *Store) GiveBack(ctx context.Context, venueID uint64, owners []Owner, now time.Time) (int, error) {
+	if len(owners) == 0 {
+		return 0, nil
+	}
+	vk := s.keys.Venue(venueID)
+	args := make([]any, 0, 2+len(owners))
+	args = append(args, ms(now), (2 * Keep).Milliseconds())
+	for _, o := range owners {
+		args = append(args, string(o))
+	}
+	n, err := s.scripts.giveBack.Run(ctx, s.rdb, []string{vk.Owners(), vk.Used(), vk.Gone()}, args...).Int()
+	return n, unavailable("give back units", err)
+}
+
+// BookingUnits are an occupying booking's units as SQL knows them.
+type BookingUnits struct {
+	BookingID uint64
+	HoldID    string
+	Qty       int
+	Fields    []string
+}
+
+// Restore takes an occupying booking's units again for a restore: they must be free. It answers
+// "present", "moved", "added", or "full"/"closed" when they are not free.
+func (s *Store) Restore(ctx context.Context, venueID uint64, b BookingUnits) (string, error) {
+	out, err := s.ensureOwners(ctx, venueID, "restore", []BookingUnits{b})
+	if err != nil {
+		return "", err
+	}
+	return out[0], nil
+}
+
+// EnsureCounted makes sure the units of occupying bookings are counted once each (reconciliation:
+// SQL is the truth, so no capacity check; a tombstoned booking was released meanwhile and is left
+// alone). It answers how many were added.
+func (s *Store) EnsureCounted(ctx context.Context, venueID uint64, bs []BookingUnits) (int, error) {
+	added := 0
+	for len(bs) > 0 {
+		n := min(len(bs), 500)
+		out, err := s.ensureOwners(ctx, venueID, "repair", bs[:n])
+		if err != nil {
+			return added, err
+		}
+		for _, o := range out {
+			if o == "added" {
+				added++
+			}
+		}
+		bs = bs[n:]
+	}
+	return added, nil
+}
+
+func (s *Store) ensureOwners(ctx context.Context, venueID uint64, mode string, bs []BookingUnits) ([]string, error) {
+	vk := s.keys.Venue(venueID)
+	args := make([]any, 0, 1+4*len(bs))
+	args = append(args, mode)
+	for _, b := range bs {
+		args = append(args, b.BookingID, b.HoldID, b.Qty, strings.Join(b.Fields, listSep))
+	}
+	out, err := replyStrings(s.scripts.ensureOwners.Run(ctx, s.rdb, []string{vk.Capacity(), vk.Used(), vk.Owners(), vk.Gone()}, args...).Result())
+	return out, unavailable("ensure owners", err)
+}
+
+// FieldCapacity is one slot's capacity, for loading a day.
+type FieldCapacity struct {
+	Field    string
+	Capacity int
+}
+
+// LoadDay fills a cold resource-day: its capacity and the units of the bookings occupying it, in one
+// step. A day already loaded is left as it is.
+func (s *Store) LoadDay(ctx context.Context, venueID uint64, dayField string, caps []FieldCapacity, bookings []BookingUnits) error {
+	vk := s.keys.Venue(venueID)
+	args := make([]any, 0, 2+2*len(caps)+3*len(bookings))
+	args = append(args, dayField, len(caps))
+	for _, c := range caps {
+		args = append(args, c.Field, c.Capacity)
+	}
+	for _, b := range bookings {
+		args = append(args, b.BookingID, b.Qty, strings.Join(b.Fields, listSep))
+	}
+	err := s.scripts.loadDay.Run(ctx, s.rdb, []string{vk.Capacity(), vk.Used(), vk.Owners(), vk.Gone(), vk.Days()}, args...).Err()
+	return unavailable("load day", err)
+}
+
+// DayLoaded reports whether a resource-day is loaded.
+func (s *Store) DayLoaded(ctx context.Context, venueID uint64, dayField string) (bool, error) {
+	ok, err := s.rdb.SIsMember(ctx, s.keys.Venue(venueID).Days(), dayField).Result()
+	return ok, unavailable("day loaded", err)
+}
+
+// Recount recomputes a venue's counters from its owners and answers how many were wrong.
+func (s *Store) Recount(ctx context.Context, venueID uint64) (int, error) {
+	vk := s.keys.Venue(venueID)
+	n, err := s.scripts.recount.Run(ctx, s.rdb, []string{vk.Used(), vk.Owners()}).Int()
+	return n, unavailable("recount", err)
+}
+
+// Owners lists a venue's owners.
+func (s *Store) Owners(ctx context.Context, venueID uint64) ([]Owner, error) {
+	keys, err := s.rdb.HKeys(ctx, s.keys.Venue(venueID).Owners()).Result()
+	if err != nil {
+		return nil, unavailable("owners", err)
+	}
+	out := make([]Owner, len(keys))
+	for i, k := range keys {
+		out[i] = Owner(k)
+	}
+	return out, nil
+}
+
+// Move is an owner's units on a new grid.
+type Move struct {
+	Owner  Owner
+	Fields []string
+}
+
+// Regrid switches a resource to a new grid in one step: its loaded days are forgotten (with the old
+// capacity fields), and every owner moves onto its new fields.
+func (s *Store) Regrid(ctx context.Context, venueID uint64, dayFields, oldFields []string, moves []Move) error {
+	vk := s.keys.Venue(venueID)
+	keys := []string{vk.Capacity(), vk.Days(), vk.Owners(), vk.Used()}
+	args := make([]any, 0, 2+len(dayFields)+len(oldFields)+3*len(moves))
+	args = append(args, len(dayFields))
+	for _, d := range dayFields {
+		args = append(args, d)
+	}
+	args = append(args, len(oldFields))
+	for _, f := range oldFields {
+		args = append(args, f)
+	}
+	for _, m := range moves {
+		idx := 0
+		if id, ok := m.Owner.Hold(); ok {
+			keys = append(keys, vk.Hold(id))
+			idx = len(keys)
+		}
+		args = append(args, string(m.Owner), strings.Join(m.Fields, listSep), idx)
+	}
+	return unavailable("regrid", s.scripts.regrid.Run(ctx, s.rdb, keys, args...).Err())
+}
+
+// CapacityFields lists the capacity fields of a resource whose slot starts in [from, to).
+func (s *Store) CapacityFields(ctx context.Context, venueID, resourceID uint64, from, to time.Time) ([]string, error) {
+	var out []string
+	prefix := strconv.FormatUint(resourceID, 10) + ":"
+	iter := s.rdb.HScan(ctx, s.keys.Venue(venueID).Capacity(), 0, prefix+"*", 1000).Iterator()
+	lo, hi := from.Unix()/60, to.Unix()/60
+	for i := 0; iter.Next(ctx); i++ {
+		if i%2 == 1 { // values
+			continue
+		}
+		f := iter.Val()
+		m, err := strconv.ParseInt(strings.TrimPrefix(f, prefix), 10, 64)
+		if err == nil && m >= lo && m < hi {
+			out = append(out, f)
+		}
+	}
+	return out, unavailable("scan capacity", iter.Err())
+}
+
+// ExpireDue gives back the units of a venue's due holds, at most limit of them, and answers how many
+// and the earliest remaining deadline (zero when the wheel is empty).
+func (s *Store) ExpireDue(ctx context.Context, venueID uint64, now time.Time, limit int) (int, time.Time, error) {
+	vk := s.keys.Venue(venueID)
+	out, err := s.scripts.expireDue.Run(ctx, s.rdb, []string{vk.Wheel(), vk.Ended(), vk.Owners(), vk.Used()}, ms(now), limit).Int64Slice()
+	if err != nil {
+		return 0, time.Time{}, unavailable("expire due holds", err)
+	}
+	var next time.Time
+	if out[1] >= 0 {
+		next = time.UnixMilli(out[1]).UTC()
+	}
+	return int(out[0]), next, nil
+}
+
+// EndedHolds reads up to limit holds of a venue whose units came back at their deadline and whose
+// records are still to be written EXPIRED (and announced).
+func (s *Store) EndedHolds(ctx context.Context, venueID uint64, now time.Time, limit int) ([]HoldRecord, error) {
+	vk := s.keys.Venue(venueID)
+	ids, err := s.rdb.ZRangeByScore(ctx, vk.Ended(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(ms(now), 10), Count: int64(limit)}).Result()
+	if err != nil {
+		return nil, unavailable("ended holds", err)
+	}
+	out := make([]HoldRecord, 0, len(ids))
+	for _, id := range ids {
+		m, err := s.rdb.HGetAll(ctx, vk.Hold(id)).Result()
+		if err != nil {
+			return nil, unavailable("ended holds", err)
+		}
+		r, ok := decodeHold(m)
+		if !ok {
+			r = HoldRecord{ID: id, VenueID: venueID} // the record is gone: only its entry is left to clear
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// FinishExpired writes the records of ended holds EXPIRED (a hold re-taken by a late payment
+// meanwhile is left as it is) and takes them off the ended set.
+func (s *Store) FinishExpired(ctx context.Context, venueID uint64, ids []string, now time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	vk := s.keys.Venue(venueID)
+	keys := make([]string, 0, 1+len(ids))
+	keys = append(keys, vk.Ended())
+	args := make([]any, 0, 2+len(ids))
+	args = append(args, ms(now), Keep.Milliseconds())
+	for _, id := range ids {
+		keys = append(keys, vk.Hold(id))
+		args = append(args, id)
+	}
+	return unavailable("finish expired holds", s.scripts.finishExpired.Run(ctx, s.rdb, keys, args...).Err())
+}
+
+// StaleConfirming lists the holds of a venue CONFIRMING since before cutoff.
+func (s *Store) StaleConfirming(ctx context.Context, venueID uint64, cutoff time.Time, limit int) ([]string, error) {
+	ids, err := s.rdb.ZRangeByScore(ctx, s.keys.Venue(venueID).Confirming(),
+		&redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(ms(cutoff), 10), Count: int64(limit)}).Result()
+	return ids, unavailable("confirming holds", err)
+}
+
+// ForgetConfirming takes a hold that is no longer CONFIRMING off the confirming set.
+func (s *Store) ForgetConfirming(ctx context.Context, venueID uint64, holdID string) error {
+	return unavailable("forget confirming", s.rdb.ZRem(ctx, s.keys.Venue(venueID).Confirming(), holdID).Err())
+}
+
+// Requeue puts a HELD hold missing from the wheel back on it; true when it was missing.
+func (s *Store) Requeue(ctx context.Context, r *HoldRecord) (bool, error) {
+	n, err := s.rdb.ZAddNX(ctx, s.keys.Venue(r.VenueID).Wheel(), redis.Z{Score: float64(ms(r.Deadline)), Member: r.ID}).Result()
+	return n == 1, unavailable("requeue hold", err)
+}
+
+// Alive reports whether every marker of tags is present; false means Redis lost data since the last
+// reconciliation.
+func (s *Store) Alive(ctx context.Context, tags []string) (bool, error) {
+	for _, t := range tags {
+		n, err := s.rdb.Exists(ctx, s.keys.Alive(t)).Result()
+		if err != nil {
+			return false, unavailable("alive", err)
+		}
+		if n == 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// MarkAlive sets the markers of tags.
+func (s *Store) MarkAlive(ctx context.Context, tags []string, now time.Time) error {
+	for _, t := range tags {
+		if err := s.rdb.Set(ctx, s.keys.Alive(t), ms(now), 0).Err(); err != nil {
+			return unavailable("mark alive", err)
+		}
+	}
+	return nil
+}
+
+// Ping checks that Redis answers.
+func (s *Store) Ping(ctx context.Context) error { return unavailable("ping", s.rdb.Ping(ctx).Err()) }
+
+// DeleteVenue deletes every key of a venue (for tools and tests that clean up after themselves;
+// the service never deletes a venue's keys). The keys share one hash tag, so one DEL of a batch
+// touches one Cluster slot; on a cluster every master is scanned, as the slot's master is not known
+// ahead.
+func (s *Store) DeleteVenue(ctx context.Context, venueID uint64) error {
+	return unavailable("delete venue keys", DeleteMatching(ctx, s.rdb, s.keys.VenuePattern(venueID)))
+}
+
+// DeleteMatching deletes the keys matching pattern, which must name keys of one hash tag, on every
+// master.
+func DeleteMatching(ctx context.Context, rdb redis.UniversalClient, pattern string) error {
+	del := func(ctx context.Context, c redis.Cmdable) error {
+		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+		var batch []string
+		for iter.Next(ctx) {
+			batch = append(batch, iter.Val())
+			if len(batch) == 500 {
+				if err := c.Del(ctx, batch...).Err(); err != nil {
+					return err
+				}
+				batch = batch[:0]
+			}
+		}
+		if err := iter.Err(); err != nil {
+			return err
+		}
+		if len(batch) > 0 {
+			return c.Del(ctx, batch...).Err()
+		}
+		return nil
+	}
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return del(ctx, c) })
+	}
+	return del(ctx, rdb)
+}

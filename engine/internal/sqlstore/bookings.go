@@ -1,0 +1,560 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/models"
+)
+
+// Booking is a booking row: the domain value plus what only storage and Redis need.
+type Booking struct {
+	booking.Booking
+	Fields []string // the Redis slot fields whose units it takes
+	// QueueAt is set while the booking's release task still has to be queued; RemindAt while its
+	// reminder is due. The engine decides both; the store keeps them indexed.
+	QueueAt  *time.Time
+	RemindAt *time.Time
+}
+
+// Event is an outbox row.
+type Event struct {
+	Type    string
+	Subject string
+	VenueID uint64
+	UserID  string
+	Data    []byte
+	At      time.Time
+}
+
+// Renderer renders the event of a booking change, as the API shows the booking; false when the
+// change is not announced.
+type Renderer func(b *Booking, c booking.Change) (Event, bool)
+
+func toBooking(r *models.Booking) Booking {
+	b := Booking{Booking: booking.Booking{ID: r.ID, HoldID: r.HoldID, UserID: r.UserID, VenueID: r.VenueID,
+		ResourceID: r.ResourceID, Quantity: r.Quantity, Status: booking.Status(r.Status), Version: r.Version,
+		Start: r.Start.UTC(), End: r.End.UTC(), OccupyStart: r.OccupyStart.UTC(), OccupyEnd: r.OccupyEnd.UTC(),
+		ReleaseAt: r.ReleaseAt.UTC(), ConfirmedAt: r.ConfirmedAt.UTC(), CheckedInAt: utc(r.CheckedInAt),
+		ReleasedAt: utc(r.ReleasedAt), CancelledAt: utc(r.CancelledAt), CheckinCode: r.CheckinCode,
+		AmountCents: r.AmountCents},
+		Fields: splitFields(r.Slots), QueueAt: utc(r.QueueAt), RemindAt: utc(r.RemindAt)}
+	if r.ServiceID != nil {
+		b.ServiceID = *r.ServiceID
+	}
+	if r.PaymentID != nil {
+		b.PaymentID = *r.PaymentID
+	}
+	return b
+}
+
+func fromBooking(b *Booking) models.Booking {
+	r := models.Booking{ID: b.ID, HoldID: b.HoldID, UserID: b.UserID, VenueID: b.VenueID, ResourceID: b.ResourceID,
+		Quantity: b.Quantity, Start: b.Start, End: b.End, OccupyStart: b.OccupyStart, OccupyEnd: b.OccupyEnd,
+		Slots: strings.Join(b.Fields, ","), Status: string(b.Status), Version: b.Version, ReleaseAt: b.ReleaseAt,
+		ConfirmedAt: b.ConfirmedAt, CheckedInAt: b.CheckedInAt, ReleasedAt: b.ReleasedAt, CancelledAt: b.CancelledAt,
+		CheckinCode: b.CheckinCode, AmountCents: b.AmountCents, QueueAt: b.QueueAt, RemindAt: b.RemindAt,
+		CreatedAt: b.ConfirmedAt, UpdatedAt: b.ConfirmedAt}
+	if b.ServiceID != 0 {
+		sid := b.ServiceID
+		r.ServiceID = &sid
+	}
+	if b.PaymentID != "" {
+		pid := b.PaymentID
+		r.PaymentID = &pid
+	}
+	return r
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func splitFields(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+func statusStrings(ss []booking.Status) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// Payment is a payment notification as stored.
+type Payment struct {
+	PaymentID   string
+	HoldID      string
+	BookingID   uint64 // 0: it made no booking (refund)
+	AmountCents int64
+	PaidAt      time.Time
+	Booked      bool
+	At          time.Time
+}
+
+// Sentinels of CreateBooking.
+var (
+	// ErrHoldBooked: the hold already became a booking (another confirm won).
+	ErrHoldBooked = errors.New("the hold already has a booking")
+	// ErrPaymentTaken: the payment id is already recorded.
+	ErrPaymentTaken = errors.New("the payment id is already recorded")
+)
+
+// NewBooking is a booking to create with what goes with it.
+type NewBooking struct {
+	Booking *Booking // ID and CheckinCode are filled in
+	Payment *Payment // nil for a dev confirm
+	Event   Event
+	// Code draws a check-in code; it is called again when one collides.
+	Code func() string
+}
+
+// CreateBooking commits a booking with its first history row (HELD → CONFIRMED), its payment and its
+// event in one transaction. ErrHoldBooked and ErrPaymentTaken say which one was already there; a
+// failed COMMIT is ErrCommitUnknown.
+func (s *Store) CreateBooking(ctx context.Context, nb NewBooking) error {
+	b := nb.Booking
+	return s.tx(ctx, "create booking", func(tx *gorm.DB) error {
+		var n int64
+		if err := tx.Model(&models.Booking{}).Where("hold_id = ?", b.HoldID).Count(&n).Error; err != nil {
+			return err
+		}
+		if n > 0 {
+			return ErrHoldBooked
+		}
+		if p := nb.Payment; p != nil {
+			if err := tx.Model(&models.Payment{}).Where("payment_id = ?", p.PaymentID).Count(&n).Error; err != nil {
+				return err
+			}
+			if n > 0 {
+				return ErrPaymentTaken
+			}
+		}
+		var row models.Booking
+		for i := 0; ; i++ {
+			b.CheckinCode = nb.Code()
+			row = fromBooking(b)
+			err := tx.Create(&row).Error
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, gorm.ErrDuplicatedKey) {
+				return err
+			}
+			// A unique key refused the row (the statement alone is undone): a concurrent confirm of
+			// the same hold committed since the check above, or the check-in code collided.
+			if err := tx.Model(&models.Booking{}).Where("hold_id = ?", b.HoldID).Count(&n).Error; err != nil {
+				return err
+			}
+			if n > 0 {
+				return ErrHoldBooked
+			}
+			if i >= 5 {
+				return errors.New("no free check-in code after 5 draws")
+			}
+		}
+		b.ID = row.ID
+		if err := tx.Create(&models.BookingHistory{BookingID: b.ID, FromStatus: string(booking.HoldHeld),
+			ToStatus: string(b.Status), Version: b.Version, Actor: booking.ActorSystem, Reason: "confirmed", At: b.ConfirmedAt}).Error; err != nil {
+			return err
+		}
+		if p := nb.Payment; p != nil {
+			p.BookingID, p.Booked = b.ID, true
+			if err := tx.Create(paymentRow(p)).Error; err != nil {
+				return err
+			}
+		}
+		ev := nb.Event
+		ev.Subject = BookingSubject(b.ID)
+		return insertEvents(tx, []Event{ev})
+	})
+}
+
+// BookingSubject names a booking as the subject of its events.
+func BookingSubject(id uint64) string { return "booking:" + strconv.FormatUint(id, 10) }
+
+// Booking reads one booking; booking.ErrNotFound when there is none.
+func (s *Store) Booking(ctx context.Context, id uint64) (Booking, error) {
+	var r models.Booking
+	if err := s.db.WithContext(ctx).First(&r, id).Error; err != nil {
+		return Booking{}, mapErr("read booking", err)
+	}
+	return toBooking(&r), nil
+}
+
+// BookingByHold reads the booking a hold became, if any.
+func (s *Store) BookingByHold(ctx context.Context, holdID string) (Booking, bool, error) {
+	var r models.Booking
+	err := s.db.WithContext(ctx).First(&r, "hold_id = ?", holdID).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return Booking{}, false, nil
+	}
+	if err != nil {
+		return Booking{}, false, mapErr("read booking by hold", err)
+	}
+	return toBooking(&r), true, nil
+}
+
+// BookingIDByCode finds a booking by its check-in code.
+func (s *Store) BookingIDByCode(ctx context.Context, code string) (uint64, error) {
+	var r models.Booking
+	if err := s.db.WithContext(ctx).Select("id").First(&r, "checkin_code = ?", code).Error; err != nil {
+		return 0, mapErr("find check-in code", err)
+	}
+	return r.ID, nil
+}
+
+// Decide chooses a change of a booking (see UpdateBooking). It may change the booking's fields, and
+// must set them only together with a non-zero change.
+type Decide func(b *Booking) (booking.Change, error)
+
+// UpdateBooking loads booking id, lets decide choose a change, and writes it onto the version it was
+// decided on, with its history row and its event, in one transaction. When the booking changed
+// meanwhile it loads it again and asks decide again; a zero change writes nothing.
+func (s *Store) UpdateBooking(ctx context.Context, id uint64, decide Decide) (Booking, booking.Change, error) {
+	for attempt := 0; ; attempt++ {
+		b, err := s.Booking(ctx, id)
+		if err != nil {
+			return b, booking.Change{}, err
+		}
+		version := b.Version
+		c, err := decide(&b)
+		if err != nil || c.None() {
+			return b, c, err
+		}
+		b.Version = version + 1
+		err = s.tx(ctx, "update booking "+strconv.FormatUint(id, 10), func(tx *gorm.DB) error {
+			return s.writeChanges(tx, []changed{{&b, version, c}})
+		})
+		if errors.Is(err, errStale) && attempt < 10 {
+			continue
+		}
+		return b, c, err
+	}
+}
+
+// changed is one decided change of a booking, to write onto version.
+type changed struct {
+	b       *Booking
+	version int
+	c       booking.Change
+}
+
+// writeChanges writes changes with their history rows and events. Each row update is checked
+// against the version it was decided on.
+func (s *Store) writeChanges(tx *gorm.DB, cs []changed) error {
+	hist := make([]models.BookingHistory, 0, len(cs))
+	var events []Event
+	for _, x := range cs {
+		b := x.b
+		res := tx.Model(&models.Booking{}).Where("id = ? AND version = ?", b.ID, x.version).Updates(map[string]any{
+			"status": string(b.Status), "version": b.Version, "updated_at": x.c.At, "release_at": b.ReleaseAt,
+			"checked_in_at": b.CheckedInAt, "released_at": b.ReleasedAt, "cancelled_at": b.CancelledAt,
+			"queue_at": b.QueueAt, "remind_at": b.RemindAt, "slots": strings.Join(b.Fields, ","),
+			"start": b.Start, "end": b.End, "occupy_start": b.OccupyStart, "occupy_end": b.OccupyEnd,
+			"resource_id": b.ResourceID,
+		})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return errStale
+		}
+		hist = append(hist, historyRow(b, x.c))
+		if s.render != nil {
+			if ev, ok := s.render(b, x.c); ok {
+				events = append(events, ev)
+			}
+		}
+	}
+	if err := tx.CreateInBatches(hist, 500).Error; err != nil {
+		return err
+	}
+	return insertEvents(tx, events)
+}
+
+func historyRow(b *Booking, c booking.Change) models.BookingHistory {
+	actor := c.Actor
+	if len(actor) > 80 {
+		actor = actor[:80]
+	}
+	return models.BookingHistory{BookingID: b.ID, FromStatus: string(c.From), ToStatus: string(c.To),
+		Version: b.Version, Actor: actor, Reason: c.Reason, At: c.At}
+}
+
+func insertEvents(tx *gorm.DB, evs []Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	rows := make([]models.OutboxEvent, len(evs))
+	for i, e := range evs {
+		rows[i] = models.OutboxEvent{Type: e.Type, Subject: e.Subject, VenueID: e.VenueID, UserID: e.UserID,
+			Data: string(e.Data), CreatedAt: e.At}
+	}
+	return tx.CreateInBatches(rows, 500).Error
+}
+
+// InsertEvents writes events that belong to no booking change (a hold expired, a waiter promoted).
+func (s *Store) InsertEvents(ctx context.Context, evs []Event) error {
+	return mapErr("insert events", insertEvents(s.db.WithContext(ctx), evs))
+}
+
+// ListQuery selects bookings, newest first.
+type ListQuery struct {
+	UserID     string // "" for every user
+	VenueID    uint64
+	ResourceID uint64
+	Status     booking.Status
+	From, To   time.Time // bookings starting in [From, To), when set
+	BeforeID   uint64    // the cursor: ids below it
+	Limit      int
+}
+
+// ListBookings lists bookings matching q, newest first.
+func (s *Store) ListBookings(ctx context.Context, q ListQuery) ([]Booking, error) {
+	db := s.db.WithContext(ctx).Order("id DESC").Limit(q.Limit)
+	if q.UserID != "" {
+		db = db.Where("user_id = ?", q.UserID)
+	}
+	if q.VenueID != 0 {
+		db = db.Where("venue_id = ?", q.VenueID)
+	}
+	if q.ResourceID != 0 {
+		db = db.Where("resource_id = ?", q.ResourceID)
+	}
+	if q.Status != "" {
+		db = db.Where("status = ?", string(q.Status))
+	}
+	if !q.From.IsZero() {
+		db = db.Where("start >= ? AND start < ?", q.From.UTC(), q.To.UTC())
+	}
+	if q.BeforeID != 0 {
+		db = db.Where("id < ?", q.BeforeID)
+	}
+	var rows []models.Booking
+	if err := db.Find(&rows).Error; err != nil {
+		return nil, mapErr("list bookings", err)
+	}
+	out := make([]Booking, len(rows))
+	for i := range rows {
+		out[i] = toBooking(&rows[i])
+	}
+	return out, nil
+}
+
+// PaidHolds lists the bookings a user confirmed since, newest first: the paid half of their holds.
+func (s *Store) PaidHolds(ctx context.Context, userID string, since time.Time, limit int) ([]Booking, error) {
+	var rows []models.Booking
+	if err := s.db.WithContext(ctx).Where("user_id = ? AND confirmed_at >= ?", userID, since.UTC()).
+		Order("confirmed_at DESC").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, mapErr("paid holds", err)
+	}
+	out := make([]Booking, len(rows))
+	for i := range rows {
+		out[i] = toBooking(&rows[i])
+	}
+	return out, nil
+}
+
+// HistoryEntry is one status change.
+type HistoryEntry struct {
+	From, To string
+	At       time.Time
+	Actor    string
+	Reason   string
+}
+
+// History lists a booking's status changes, oldest first.
+func (s *Store) History(ctx context.Context, bookingID uint64) ([]HistoryEntry, error) {
+	var rows []models.BookingHistory
+	if err := s.db.WithContext(ctx).Where("booking_id = ?", bookingID).Order("version, id").Find(&rows).Error; err != nil {
+		return nil, mapErr("history", err)
+	}
+	out := make([]HistoryEntry, len(rows))
+	for i, r := range rows {
+		out[i] = HistoryEntry{From: r.FromStatus, To: r.ToStatus, At: r.At.UTC(), Actor: r.Actor, Reason: r.Reason}
+	}
+	return out, nil
+}
+
+// NoShows counts a user's bookings in a status that counts as a no-show, released since (zero: ever).
+func (s *Store) NoShows(ctx context.Context, userID string, since time.Time) (int, error) {
+	var n int64
+	db := s.db.WithContext(ctx).Model(&models.Booking{}).
+		Where("user_id = ? AND status IN ?", userID, statusStrings(booking.NoShowStatuses()))
+	if !since.IsZero() {
+		db = db.Where("released_at >= ?", since.UTC())
+	}
+	err := db.Count(&n).Error
+	return int(n), mapErr("count no-shows", err)
+}
+
+// Ref names a booking and the release_at a task was (or is to be) scheduled for.
+type Ref struct {
+	BookingID uint64
+	VenueID   uint64
+	ReleaseAt time.Time
+}
+
+func refs(rows []models.Booking) []Ref {
+	out := make([]Ref, len(rows))
+	for i, r := range rows {
+		out[i] = Ref{BookingID: r.ID, VenueID: r.VenueID, ReleaseAt: r.ReleaseAt.UTC()}
+	}
+	return out
+}
+
+// DueForQueue lists bookings whose release task is to be queued and whose release_at is before
+// until, oldest first. It reads only the index of bookings not queued yet, so its cost does not grow
+// with the bookings already in the queue.
+func (s *Store) DueForQueue(ctx context.Context, until time.Time, limit int) ([]Ref, error) {
+	var rows []models.Booking
+	err := s.db.WithContext(ctx).Select("id, venue_id, release_at").Where("queue_at <= ?", until.UTC()).
+		Order("queue_at").Limit(limit).Find(&rows).Error
+	return refs(rows), mapErr("due for queue", err)
+}
+
+// MarkQueued records that the release tasks of rs are in the queue. A booking whose release_at has
+// changed meanwhile (a restore) stays to be queued for its new one.
+func (s *Store) MarkQueued(ctx context.Context, rs []Ref) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	pairs := make([][]any, len(rs))
+	for i, r := range rs {
+		pairs[i] = []any{r.BookingID, r.ReleaseAt.UTC()}
+	}
+	err := s.db.WithContext(ctx).Model(&models.Booking{}).Where("(id, release_at) IN ?", pairs).
+		Update("queue_at", nil).Error
+	return mapErr("mark queued", err)
+}
+
+// Overdue lists CONFIRMED bookings whose release_at is at or before now, oldest first, from the
+// (status, release_at) index.
+func (s *Store) Overdue(ctx context.Context, now time.Time, limit int) ([]Ref, error) {
+	var rows []models.Booking
+	err := s.db.WithContext(ctx).Select("id, venue_id, release_at").
+		Where("status = ? AND release_at <= ?", string(booking.Confirmed), now.UTC()).
+		Order("release_at").Limit(limit).Find(&rows).Error
+	return refs(rows), mapErr("overdue", err)
+}
+
+// Unreleased lists CONFIRMED bookings due before until, by id after afterID (reconciliation
+// re-queues their tasks).
+func (s *Store) Unreleased(ctx context.Context, until time.Time, afterID uint64, limit int) ([]Ref, error) {
+	var rows []models.Booking
+	err := s.db.WithContext(ctx).Select("id, venue_id, release_at").
+		Where("status = ? AND release_at <= ? AND id > ?", string(booking.Confirmed), until.UTC(), afterID).
+		Order("id").Limit(limit).Find(&rows).Error
+	return refs(rows), mapErr("unreleased", err)
+}
+
+// Progressing lists checked-in bookings that have started, oldest start first.
+func (s *Store) Progressing(ctx context.Context, now time.Time, limit int) ([]uint64, error) {
+	var ids []uint64
+	err := s.db.WithContext(ctx).Model(&models.Booking{}).
+		Where("status IN ? AND start <= ?", []string{string(booking.Arrived), string(booking.InProgress)}, now.UTC()).
+		Order("start").Limit(limit).Pluck("id", &ids).Error
+	return ids, mapErr("progressing", err)
+}
+
+// DueReminders lists CONFIRMED bookings whose reminder time has come.
+func (s *Store) DueReminders(ctx context.Context, now time.Time, limit int) ([]Booking, error) {
+	var rows []models.Booking
+	if err := s.db.WithContext(ctx).Where("remind_at <= ?", now.UTC()).Order("remind_at").Limit(limit).
+		Find(&rows).Error; err != nil {
+		return nil, mapErr("due reminders", err)
+	}
+	out := make([]Booking, len(rows))
+	for i := range rows {
+		out[i] = toBooking(&rows[i])
+	}
+	return out, nil
+}
+
+// MarkReminded sends the reminders of due bookings: each one still CONFIRMED at the version it was
+// read at has its reminder cleared and its event (from events, by booking id) written, in one
+// transaction. It answers how many were sent.
+func (s *Store) MarkReminded(ctx context.Context, due []Booking, events map[uint64]Event) (int, error) {
+	sent := 0
+	err := s.tx(ctx, "send reminders", func(tx *gorm.DB) error {
+		sent = 0
+		var evs []Event
+		for _, b := range due {
+			res := tx.Model(&models.Booking{}).Where("id = ? AND version = ? AND status = ?", b.ID, b.Version, string(booking.Confirmed)).
+				Update("remind_at", nil)
+			if res.Error != nil {
+				return res.Error
+			}
+			if ev, ok := events[b.ID]; ok && res.RowsAffected == 1 {
+				evs = append(evs, ev)
+				sent++
+			}
+		}
+		return insertEvents(tx, evs)
+	})
+	return sent, err
+}
+
+// Occupying lists the occupying bookings of a venue (reconciliation).
+func (s *Store) Occupying(ctx context.Context, venueID uint64) ([]Booking, error) {
+	var rows []models.Booking
+	if err := s.db.WithContext(ctx).Select("id, hold_id, venue_id, quantity, slots, status").
+		Where("venue_id = ? AND status IN ?", venueID, statusStrings(booking.OccupyingStatuses())).
+		Find(&rows).Error; err != nil {
+		return nil, mapErr("occupying bookings", err)
+	}
+	out := make([]Booking, len(rows))
+	for i := range rows {
+		out[i] = toBooking(&rows[i])
+	}
+	return out, nil
+}
+
+// OccupyingBetween lists the occupying bookings of a resource whose physical window overlaps
+// [from, to).
+func (s *Store) OccupyingBetween(ctx context.Context, resourceID uint64, from, to time.Time) ([]Booking, error) {
+	var rows []models.Booking
+	if err := s.db.WithContext(ctx).
+		Where("resource_id = ? AND status IN ? AND occupy_start < ? AND occupy_end > ?",
+			resourceID, statusStrings(booking.OccupyingStatuses()), to.UTC(), from.UTC()).
+		Order("occupy_start").Find(&rows).Error; err != nil {
+		return nil, mapErr("occupying bookings", err)
+	}
+	out := make([]Booking, len(rows))
+	for i := range rows {
+		out[i] = toBooking(&rows[i])
+	}
+	return out, nil
+}
+
+// Statuses reads the statuses of bookings by id (missing ids are left out).
+func (s *Store) Statuses(ctx context.Context, ids []uint64) (map[uint64]booking.Status, error) {
+	out := make(map[uint64]booking.Status, len(ids))
+	for len(ids) > 0 {
+		n := min(len(ids), 1000)
+		var rows []models.Booking
+		if err := s.db.WithContext(ctx).Select("id, status").Where("id IN ?", ids[:n]).Find(&rows).Error; err != nil {
+			return nil, mapErr("statuses", err)
+		}
+		for _, r := range rows {
+			out[r.ID] = booking.Status(r.Status)
+		}
+		ids = ids[n:]
+	}
+	return out, nil
+}

@@ -1,0 +1,222 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/slotwheel/slotwheel/models"
+)
+
+// CreateVenue inserts a venue and fills in its id.
+func (s *Store) CreateVenue(ctx context.Context, v *models.Venue) error {
+	return mapErr("create venue", s.db.WithContext(ctx).Create(v).Error)
+}
+
+// UpdateVenue writes the columns of v named by cols.
+func (s *Store) UpdateVenue(ctx context.Context, v *models.Venue, cols ...string) error {
+	res := s.db.WithContext(ctx).Model(v).Select(cols).Updates(v)
+	if res.Error == nil && res.RowsAffected == 0 {
+		return errNotFound
+	}
+	return mapErr("update venue", res.Error)
+}
+
+// Venues lists every venue by id.
+func (s *Store) Venues(ctx context.Context) ([]models.Venue, error) {
+	var rows []models.Venue
+	return rows, mapErr("list venues", s.db.WithContext(ctx).Order("id").Find(&rows).Error)
+}
+
+// Venue reads one venue.
+func (s *Store) Venue(ctx context.Context, id uint64) (models.Venue, error) {
+	var v models.Venue
+	return v, mapErr("read venue", s.db.WithContext(ctx).First(&v, id).Error)
+}
+
+// VenueByName finds a venue by name; false when there is none.
+func (s *Store) VenueByName(ctx context.Context, name string) (models.Venue, bool, error) {
+	var v models.Venue
+	err := s.db.WithContext(ctx).Where("name = ?", name).First(&v).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return v, false, nil
+	}
+	return v, err == nil, mapErr("find venue", err)
+}
+
+// VenueIDs lists every venue id.
+func (s *Store) VenueIDs(ctx context.Context) ([]uint64, error) {
+	ids := []uint64{}
+	return ids, mapErr("list venues", s.db.WithContext(ctx).Model(&models.Venue{}).Order("id").Pluck("id", &ids).Error)
+}
+
+// CreateResource inserts a resource and fills in its id.
+func (s *Store) CreateResource(ctx context.Context, r *models.Resource) error {
+	return mapErr("create resource", s.db.WithContext(ctx).Create(r).Error)
+}
+
+// UpdateResource writes the columns of r named by cols.
+func (s *Store) UpdateResource(ctx context.Context, r *models.Resource, cols ...string) error {
+	res := s.db.WithContext(ctx).Model(r).Select(cols).Updates(r)
+	if res.Error == nil && res.RowsAffected == 0 {
+		return errNotFound
+	}
+	return mapErr("update resource", res.Error)
+}
+
+// Resources lists resources by id, of one venue when venueID != 0.
+func (s *Store) Resources(ctx context.Context, venueID uint64) ([]models.Resource, error) {
+	q := s.db.WithContext(ctx).Order("id")
+	if venueID != 0 {
+		q = q.Where("venue_id = ?", venueID)
+	}
+	var rows []models.Resource
+	return rows, mapErr("list resources", q.Find(&rows).Error)
+}
+
+// Resource reads one resource and its schedule (nil when it has none).
+func (s *Store) Resource(ctx context.Context, id uint64) (models.Resource, *models.Schedule, error) {
+	var r models.Resource
+	if err := s.db.WithContext(ctx).First(&r, id).Error; err != nil {
+		return r, nil, mapErr("read resource", err)
+	}
+	var sc models.Schedule
+	err := s.db.WithContext(ctx).First(&sc, "resource_id = ?", id).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return r, nil, nil
+	}
+	if err != nil {
+		return r, nil, mapErr("read schedule", err)
+	}
+	return r, &sc, nil
+}
+
+// Schedules lists every schedule.
+func (s *Store) Schedules(ctx context.Context) ([]models.Schedule, error) {
+	var rows []models.Schedule
+	return rows, mapErr("list schedules", s.db.WithContext(ctx).Find(&rows).Error)
+}
+
+// ScheduleChange is a new schedule with everything that moves with it, written in one transaction.
+type ScheduleChange struct {
+	Schedule models.Schedule
+	FromDay  string                 // venue-local date from which inventory is regenerated
+	Slots    []models.SlotInventory // the new inventory
+	Moves    map[uint64][]string    // booking id → its slot fields on the new grid
+}
+
+// SetSchedule replaces a resource's schedule and its inventory from FromDay on, and moves bookings'
+// slot fields onto the new grid. It answers the days whose inventory was replaced.
+func (s *Store) SetSchedule(ctx context.Context, ch ScheduleChange) ([]string, error) {
+	var oldDays []string
+	rid := ch.Schedule.ResourceID
+	err := s.tx(ctx, "set schedule", func(tx *gorm.DB) error {
+		if err := tx.Model(&models.SlotInventory{}).Where("resource_id = ? AND day >= ?", rid, ch.FromDay).
+			Distinct().Pluck("day", &oldDays).Error; err != nil {
+			return err
+		}
+		if err := tx.Where("resource_id = ? AND day >= ?", rid, ch.FromDay).Delete(&models.SlotInventory{}).Error; err != nil {
+			return err
+		}
+		if err := tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&ch.Schedule).Error; err != nil {
+			return err
+		}
+		for id, fields := range ch.Moves {
+			if err := tx.Model(&models.Booking{}).Where("id = ?", id).Update("slots", strings.Join(fields, ",")).Error; err != nil {
+				return err
+			}
+		}
+		return insertInventory(tx, ch.Slots)
+	})
+	return oldDays, err
+}
+
+func insertInventory(tx *gorm.DB, rows []models.SlotInventory) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	return tx.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(rows, 500).Error
+}
+
+// ExtendInventory adds inventory rows and moves the schedule's generated_until, in one transaction.
+func (s *Store) ExtendInventory(ctx context.Context, resourceID uint64, rows []models.SlotInventory, until string) error {
+	return s.tx(ctx, "extend inventory", func(tx *gorm.DB) error {
+		if err := insertInventory(tx, rows); err != nil {
+			return err
+		}
+		return tx.Model(&models.Schedule{}).Where("resource_id = ?", resourceID).Update("generated_until", until).Error
+	})
+}
+
+// InsertInventory adds inventory rows (existing ones are kept).
+func (s *Store) InsertInventory(ctx context.Context, rows []models.SlotInventory) error {
+	return mapErr("insert inventory", insertInventory(s.db.WithContext(ctx), rows))
+}
+
+// Inventory reads one resource-day's slots, by start.
+func (s *Store) Inventory(ctx context.Context, resourceID uint64, day string) ([]models.SlotInventory, error) {
+	var rows []models.SlotInventory
+	return rows, mapErr("read inventory", s.db.WithContext(ctx).Where("resource_id = ? AND day = ?", resourceID, day).
+		Order("start").Find(&rows).Error)
+}
+
+// CreateService inserts a service with the resources that can deliver it.
+func (s *Store) CreateService(ctx context.Context, svc *models.Service, resourceIDs []uint64) error {
+	return s.tx(ctx, "create service", func(tx *gorm.DB) error {
+		if err := tx.Create(svc).Error; err != nil {
+			return err
+		}
+		links := make([]models.ServiceResource, len(resourceIDs))
+		for i, id := range resourceIDs {
+			links[i] = models.ServiceResource{ServiceID: svc.ID, ResourceID: id}
+		}
+		return tx.Create(&links).Error
+	})
+}
+
+// Services lists services by id, of one venue when venueID != 0, with their resources.
+func (s *Store) Services(ctx context.Context, venueID uint64) ([]models.Service, map[uint64][]uint64, error) {
+	q := s.db.WithContext(ctx).Order("id")
+	if venueID != 0 {
+		q = q.Where("venue_id = ?", venueID)
+	}
+	var rows []models.Service
+	if err := q.Find(&rows).Error; err != nil {
+		return nil, nil, mapErr("list services", err)
+	}
+	var links []models.ServiceResource
+	if err := s.db.WithContext(ctx).Order("service_id, resource_id").Find(&links).Error; err != nil {
+		return nil, nil, mapErr("list services", err)
+	}
+	by := map[uint64][]uint64{}
+	for _, l := range links {
+		by[l.ServiceID] = append(by[l.ServiceID], l.ResourceID)
+	}
+	return rows, by, nil
+}
+
+// Service reads one service and its resources.
+func (s *Store) Service(ctx context.Context, id uint64) (models.Service, []uint64, error) {
+	var svc models.Service
+	if err := s.db.WithContext(ctx).First(&svc, id).Error; err != nil {
+		return svc, nil, mapErr("read service", err)
+	}
+	var ids []uint64
+	err := s.db.WithContext(ctx).Model(&models.ServiceResource{}).Where("service_id = ?", id).Order("resource_id").
+		Pluck("resource_id", &ids).Error
+	return svc, ids, mapErr("read service", err)
+}
+
+// SetGrace inserts or replaces a category's grace policy.
+func (s *Store) SetGrace(ctx context.Context, g models.GracePolicy) error {
+	return mapErr("set grace policy", s.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&g).Error)
+}
+
+// Graces lists every grace policy.
+func (s *Store) Graces(ctx context.Context) ([]models.GracePolicy, error) {
+	var rows []models.GracePolicy
+	return rows, mapErr("list grace policies", s.db.WithContext(ctx).Find(&rows).Error)
+}

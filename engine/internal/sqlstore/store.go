@@ -1,0 +1,123 @@
+// Package sqlstore is slotwheel's durable truth in MySQL (or the embedded SQLite) through GORM and
+// models/: bookings with their version-checked changes, status history and outbox events, payments,
+// the catalog and its inventory, the waitlist and idempotency records. Transactions stay inside it;
+// driver errors are mapped to sentinels here once (ErrDuplicate, ErrCommitUnknown, and
+// booking.ErrStorageUnavailable for everything that means "the database did not answer"). It decides
+// nothing: the engine and engine/booking do.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	mysqldriver "github.com/go-sql-driver/mysql"
+	"gorm.io/gorm"
+
+	"github.com/slotwheel/slotwheel/engine/booking"
+)
+
+// Store is the SQL store of one database.
+type Store struct {
+	db     *gorm.DB
+	mysql  bool
+	render Renderer
+}
+
+// New builds a Store on db. Events of booking changes are rendered by r (see Renderer).
+func New(db *gorm.DB, r Renderer) *Store {
+	return &Store{db: db, mysql: db.Dialector.Name() == "mysql", render: r}
+}
+
+// DB returns the underlying handle, for tests and readiness checks.
+func (s *Store) DB() *gorm.DB { return s.db }
+
+// Sentinels of this store.
+var (
+	// ErrCommitUnknown: COMMIT was sent and no answer came back (the connection died, a timeout).
+	// The transaction may or may not have committed; only a later read can tell.
+	ErrCommitUnknown = errors.New("commit outcome unknown")
+	// ErrDuplicate: a unique key refused the write.
+	ErrDuplicate = errors.New("duplicate key")
+	// errStale: the row changed between read and version-checked update.
+	errStale = errors.New("changed concurrently")
+	// errNotFound is mapped to booking.ErrNotFound by callers that want it.
+	errNotFound = booking.ErrNotFound
+)
+
+// mapErr maps a driver or GORM error to this store's sentinels, keeping the cause.
+func mapErr(op string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return errNotFound
+	case errors.Is(err, gorm.ErrDuplicatedKey):
+		return fmt.Errorf("%s: %w", op, ErrDuplicate)
+	case errors.Is(err, ErrCommitUnknown), errors.Is(err, errStale), errors.Is(err, ErrDuplicate):
+		return err
+	}
+	if _, ok := booking.AsError(err); ok {
+		return err
+	}
+	return fmt.Errorf("sql %s: %w: %w", op, booking.ErrStorageUnavailable, err)
+}
+
+// retryable reports an error after which the transaction was certainly rolled back by the server and
+// may simply run again: a deadlock, a lock wait timeout, or an optimistic write conflict (TiDB
+// reports those at commit).
+func retryable(err error) bool {
+	var me *mysqldriver.MySQLError
+	if !errors.As(err, &me) {
+		return false
+	}
+	switch me.Number {
+	case 1213, // ER_LOCK_DEADLOCK
+		1205, // ER_LOCK_WAIT_TIMEOUT
+		9007, // TiDB: write conflict
+		8002, // TiDB: SELECT FOR UPDATE conflict
+		8022: // TiDB: transaction retry failed
+		return true
+	}
+	return false
+}
+
+// tx runs fn in a transaction at READ COMMITTED on MySQL (SQLite serialises anyway), retrying it when
+// the server rolled it back for a conflict. A failure of COMMIT itself is ErrCommitUnknown: the
+// caller must find out from the data whether it happened.
+func (s *Store) tx(ctx context.Context, op string, fn func(tx *gorm.DB) error) error {
+	var opts *sql.TxOptions
+	if s.mysql {
+		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+	}
+	for attempt := 0; ; attempt++ {
+		tx := s.db.WithContext(ctx).Begin(opts)
+		if tx.Error != nil {
+			return mapErr(op, tx.Error)
+		}
+		if err := fn(tx); err != nil {
+			tx.Rollback()
+			if retryable(err) && attempt < 4 {
+				continue
+			}
+			return mapErr(op, err)
+		}
+		if err := tx.Commit().Error; err != nil {
+			if retryable(err) && attempt < 4 {
+				continue
+			}
+			return fmt.Errorf("sql %s: %w: %w", op, ErrCommitUnknown, err)
+		}
+		return nil
+	}
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return mapErr("ping", err)
+	}
+	return mapErr("ping", sqlDB.PingContext(ctx))
+}

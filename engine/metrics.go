@@ -1,0 +1,60 @@
+package engine
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
+)
+
+// Metrics are package-level so that several engines in one process (tests) share one registration.
+// Every label value they can take is registered up front, so that a dashboard or an alert sees a
+// zero rather than nothing.
+var (
+	metricHolds = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "slotwheel_holds_total", Help: "Hold attempts by outcome (ok, full, closed, limit, cold: a day loaded from SQL first).",
+	}, []string{"outcome"})
+	metricExpired = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "slotwheel_holds_expired_total", Help: "Holds whose units the wheel gave back at their deadline.",
+	})
+	metricConfirms = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "slotwheel_confirms_total", Help: "Confirms by outcome (booked, retaken, refund, failed, unknown: the commit's acknowledgement was lost).",
+	}, []string{"outcome"})
+	metricTransitions = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "slotwheel_booking_transitions_total", Help: "Booking status transitions, by from and to status.",
+	}, []string{"from", "to"})
+	metricReleaseLag = promauto.NewHistogram(prometheus.HistogramOpts{
+		Name: "slotwheel_release_lag_seconds", Help: "Seconds between a booking's release_at and its release.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 1800, 3600},
+	})
+	metricRepairs = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "slotwheel_reconcile_repairs_total", Help: "Repairs made by reconciliation and the sweeps, by kind.",
+	}, []string{"kind"})
+	metricPromotions = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "slotwheel_waitlist_promotions_total", Help: "Waiters promoted to a hold.",
+	})
+	metricReminders = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "slotwheel_reminders_total", Help: "Reminders sent (booking.reminder events written).",
+	})
+)
+
+func init() {
+	for _, o := range []redisstore.HoldOutcome{redisstore.HoldOK, redisstore.HoldFull, redisstore.HoldClosed, redisstore.HoldLimit, redisstore.HoldCold} {
+		metricHolds.WithLabelValues(string(o))
+	}
+	for _, o := range []string{"booked", "retaken", "refund", "failed", "unknown"} {
+		metricConfirms.WithLabelValues(o)
+	}
+	for _, from := range booking.Statuses() {
+		for _, to := range booking.Statuses() {
+			if booking.CanMove(from, to) {
+				metricTransitions.WithLabelValues(string(from), string(to))
+			}
+		}
+	}
+	for _, k := range []string{"overdue_released", "owners_added", "owners_removed", "counter_drift", "holds_requeued",
+		"holds_settled", "tasks_scheduled", "confirming_resumed", "redis_lost"} {
+		metricRepairs.WithLabelValues(k)
+	}
+}

@@ -1,0 +1,327 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
+	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
+	"github.com/slotwheel/slotwheel/models"
+)
+
+// SetSchedule replaces a resource's opening rules, refusing a change that would close hours under
+// confirmed bookings (see ChangeSchedule). Admin only.
+func (e *Engine) SetSchedule(ctx context.Context, a Actor, resourceID uint64, in ScheduleInput) (Schedule, error) {
+	return e.ChangeSchedule(ctx, a, resourceID, ScheduleChange{ScheduleInput: in})
+}
+
+// ChangeSchedule replaces a resource's opening rules and regenerates its inventory from today on.
+// Units already taken move with their holds and bookings onto the new grid. A change that would
+// close or shrink hours under confirmed bookings, or put more units in a slot than it has, is
+// ErrScheduleConflict listing the bookings (details "booking_ids"), unless CancelAffected asks for
+// the closed-out bookings to be cancelled as an admin cancels them. Live holds on closed hours are
+// given up. Admin only.
+func (e *Engine) ChangeSchedule(ctx context.Context, a Actor, resourceID uint64, ch ScheduleChange) (Schedule, error) {
+	if err := requireAdmin(a); err != nil {
+		return Schedule{}, err
+	}
+	p, err := booking.BuildPlan(ch.ScheduleInput)
+	if err != nil {
+		return Schedule{}, err
+	}
+	ri, err := e.cat.resource(ctx, resourceID)
+	if err != nil {
+		return Schedule{}, err
+	}
+	in := ch.ScheduleInput
+	if in.Weekly == nil {
+		in.Weekly = []WeeklyRule{}
+	}
+	if in.Exceptions == nil {
+		in.Exceptions = []ScheduleException{}
+	}
+	plan, err := e.regrid(ctx, ri, p)
+	if err != nil {
+		return Schedule{}, err
+	}
+	if len(plan.closed) > 0 {
+		if !ch.CancelAffected {
+			return Schedule{}, scheduleConflict(plan.closed)
+		}
+		for _, id := range plan.closed {
+			if _, err := e.CancelBooking(ctx, a, id); err != nil && !errorsIsInvalidTransition(err) {
+				return Schedule{}, fmt.Errorf("cancel booking %d under closed hours: %w", id, err)
+			}
+		}
+		// Without the cancelled bookings, the new grid must still hold everyone else.
+		if plan, err = e.regrid(ctx, ri, p); err != nil {
+			return Schedule{}, err
+		}
+		if len(plan.closed) > 0 {
+			return Schedule{}, scheduleConflict(plan.closed)
+		}
+	}
+	now := e.clock.Now()
+	loc := ri.venue.loc
+	today := booking.LocalDay(now, loc)
+	row := models.Schedule{ResourceID: resourceID, SlotMinutes: in.SlotMinutes, Weekly: encodeJSON(in.Weekly),
+		Exceptions: encodeJSON(in.Exceptions), HorizonDays: in.HorizonDays,
+		GeneratedUntil: today.AddDate(0, 0, in.HorizonDays).Format(booking.DayLayout), UpdatedAt: now}
+	moves := map[uint64][]string{}
+	for _, o := range plan.occupants {
+		if id, ok := o.Owner.Booking(); ok {
+			moves[id] = o.Fields
+		}
+	}
+	oldDays, err := e.ss.SetSchedule(ctx, sqlstore.ScheduleChange{Schedule: row, FromDay: today.Format(booking.DayLayout),
+		Slots: inventoryRows(ri.res, p, loc, today, in.HorizonDays), Moves: moves})
+	if err != nil {
+		return Schedule{}, err
+	}
+	e.cat.resources.forget(resourceID)
+	// Forget the regenerated days in Redis so they reload with the new grid, and move the units of
+	// bookings and live holds onto it.
+	if err := e.applyRegrid(ctx, ri, oldDays, plan.occupants); err != nil {
+		return Schedule{}, err
+	}
+	for _, id := range plan.lapsed {
+		if r, err := e.readHold(ctx, id); err == nil {
+			if _, err := e.rs.CancelHold(ctx, r, now); err != nil {
+				e.log.Warn("give up a hold under closed hours", "hold_id", id, "err", err)
+			}
+		}
+	}
+	return Schedule{ResourceID: resourceID, SlotMinutes: in.SlotMinutes, Weekly: in.Weekly, Exceptions: in.Exceptions,
+		HorizonDays: in.HorizonDays, GeneratedUntil: row.GeneratedUntil}, nil
+}
+
+func errorsIsInvalidTransition(err error) bool {
+	e, ok := booking.AsError(err)
+	return ok && e.Code == booking.ErrInvalidTransition.Code
+}
+
+func scheduleConflict(ids []uint64) error {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatUint(id, 10)
+	}
+	return booking.ErrScheduleConflict.WithDetail("booking_ids", s)
+}
+
+// regridPlan is where a resource's occupants go on a new grid.
+type regridPlan struct {
+	occupants []redisstore.Move // bookings and live holds, with their fields on the new grid
+	closed    []uint64          // bookings the new grid does not hold (closed hours, or overfull)
+	lapsed    []string          // live holds on hours the new grid closes
+}
+
+// regrid computes the slots every future occupying booking and every live hold of a resource takes
+// on the new plan. Slot counters are kept per slot, so units must move onto the new grid with the
+// schedule, or the new slots would look free under them (an oversell).
+func (e *Engine) regrid(ctx context.Context, ri *resourceInfo, p *booking.Plan) (regridPlan, error) {
+	now := e.clock.Now()
+	loc := ri.venue.loc
+	rows, err := e.ss.OccupyingBetween(ctx, ri.res.ID, now, now.AddDate(2, 0, 0))
+	if err != nil {
+		return regridPlan{}, err
+	}
+	var out regridPlan
+	load := map[string]int{}
+	overfull := map[string]bool{}
+	who := map[string][]uint64{}
+	for _, b := range rows {
+		slots, ok := p.Window(b.OccupyStart, b.OccupyEnd, loc)
+		if !ok {
+			out.closed = append(out.closed, b.ID)
+			continue
+		}
+		fields, _ := slotFields(ri.res.ID, slots)
+		for _, f := range fields {
+			load[f] += b.Quantity
+			who[f] = append(who[f], b.ID)
+			if load[f] > ri.res.Capacity {
+				overfull[f] = true
+			}
+		}
+		out.occupants = append(out.occupants, redisstore.Move{Owner: redisstore.BookingOwner(b.ID), Fields: fields})
+	}
+	// Live holds count too: their owners may pay for them.
+	owners, err := e.rs.Owners(ctx, ri.res.VenueID)
+	if err != nil {
+		return regridPlan{}, err
+	}
+	for _, o := range owners {
+		id, isHold := o.Hold()
+		if !isHold {
+			continue
+		}
+		r, ok, err := e.rs.ReadHold(ctx, id)
+		if err != nil {
+			return regridPlan{}, err
+		}
+		if !ok || r.ResourceID != ri.res.ID {
+			continue // a hold without a record is freed by reconciliation
+		}
+		slots, fits := p.Window(r.OccupyStart, r.OccupyEnd, loc)
+		if !fits {
+			out.lapsed = append(out.lapsed, id)
+			continue
+		}
+		fields, _ := slotFields(ri.res.ID, slots)
+		for _, f := range fields {
+			load[f] += r.Quantity
+			if load[f] > ri.res.Capacity {
+				overfull[f] = true
+			}
+		}
+		out.occupants = append(out.occupants, redisstore.Move{Owner: o, Fields: fields})
+	}
+	if len(overfull) > 0 {
+		var ids []uint64
+		for f := range overfull {
+			ids = append(ids, who[f]...)
+		}
+		slices.Sort(ids)
+		return regridPlan{}, scheduleConflict(slices.Compact(ids))
+	}
+	return out, nil
+}
+
+// applyRegrid forgets the resource's old days in Redis and moves every occupant onto the new grid in
+// one script, so that no hold sees the new slots without the units under them.
+func (e *Engine) applyRegrid(ctx context.Context, ri *resourceInfo, oldDays []string, moves []redisstore.Move) error {
+	v := ri.res.VenueID
+	var fields, dayFields []string
+	for _, day := range oldDays {
+		dayStart, err := time.ParseInLocation(booking.DayLayout, day, ri.venue.loc)
+		if err != nil {
+			continue
+		}
+		f, err := e.rs.CapacityFields(ctx, v, ri.res.ID, dayStart.UTC(), dayStart.AddDate(0, 0, 1).UTC())
+		if err != nil {
+			return err
+		}
+		fields = append(fields, f...)
+		dayFields = append(dayFields, redisstore.DayField(ri.res.ID, day))
+	}
+	return e.rs.Regrid(ctx, v, dayFields, fields, moves)
+}
+
+// inventoryRows are the slots of days [from, from+n).
+func inventoryRows(r models.Resource, p *booking.Plan, loc *time.Location, from time.Time, n int) []models.SlotInventory {
+	var rows []models.SlotInventory
+	for i := 0; i < n; i++ {
+		for _, s := range p.DaySlots(from.AddDate(0, 0, i), loc) {
+			rows = append(rows, models.SlotInventory{ResourceID: r.ID, Start: s.Start, End: s.End, Day: s.Day, Capacity: r.Capacity})
+		}
+	}
+	return rows
+}
+
+// extendInventory keeps every schedule's inventory generated horizon_days ahead (run by
+// reconciliation, so a day comes into sale without anyone touching the schedule).
+func (e *Engine) extendInventory(ctx context.Context) (int, error) {
+	scheds, err := e.ss.Schedules(ctx)
+	if err != nil {
+		return 0, err
+	}
+	days := 0
+	for _, s := range scheds {
+		ri, err := e.cat.resource(ctx, s.ResourceID)
+		if err != nil || ri.plan == nil {
+			continue
+		}
+		loc := ri.venue.loc
+		today := booking.LocalDay(e.clock.Now(), loc)
+		want := today.AddDate(0, 0, s.HorizonDays)
+		from, err := time.ParseInLocation(booking.DayLayout, s.GeneratedUntil, loc)
+		if err != nil || from.Before(today) {
+			from = today
+		}
+		n := 0
+		for d := from; d.Before(want); d = d.AddDate(0, 0, 1) {
+			n++
+		}
+		if n == 0 {
+			continue
+		}
+		if err := e.ss.ExtendInventory(ctx, s.ResourceID, inventoryRows(ri.res, ri.plan, loc, from, n), want.Format(booking.DayLayout)); err != nil {
+			return days, err
+		}
+		days += n
+	}
+	return days, nil
+}
+
+// loadDay fills one cold resource-day of Redis from SQL: its capacity and the bookings that occupy
+// it. A day inside the horizon whose inventory was not generated yet (the daily extension has not
+// run) is generated first.
+func (e *Engine) loadDay(ctx context.Context, ri *resourceInfo, day string) error {
+	loc := ri.venue.loc
+	dayStart, err := time.ParseInLocation(booking.DayLayout, day, loc)
+	if err != nil {
+		return fmt.Errorf("load day %q: %w", day, err)
+	}
+	inv, err := e.ss.Inventory(ctx, ri.res.ID, day)
+	if err != nil {
+		return err
+	}
+	now := e.clock.Now()
+	if len(inv) == 0 && ri.plan != nil && ri.plan.WithinHorizon(dayStart, now, loc) && !dayStart.Before(booking.LocalDay(now, loc)) {
+		if err := e.ss.InsertInventory(ctx, inventoryRows(ri.res, ri.plan, loc, dayStart, 1)); err != nil {
+			return err
+		}
+		if inv, err = e.ss.Inventory(ctx, ri.res.ID, day); err != nil {
+			return err
+		}
+	}
+	bookings, err := e.ss.OccupyingBetween(ctx, ri.res.ID, dayStart, dayStart.AddDate(0, 0, 1))
+	if err != nil {
+		return err
+	}
+	caps := make([]redisstore.FieldCapacity, len(inv))
+	for i, s := range inv {
+		caps[i] = redisstore.FieldCapacity{Field: redisstore.SlotField(ri.res.ID, s.Start.Unix()/60), Capacity: s.Capacity}
+	}
+	bs := make([]redisstore.BookingUnits, len(bookings))
+	for i := range bookings {
+		bs[i] = units(&bookings[i])
+	}
+	return e.rs.LoadDay(ctx, ri.res.VenueID, redisstore.DayField(ri.res.ID, day), caps, bs)
+}
+
+// DemoVenueName names the venue EnsureDemo creates.
+const DemoVenueName = "Demo Tennis Courts"
+
+// EnsureDemo creates the seeds' court venue if it is missing: four courts open 08:30–22:00 every day
+// in 90-minute slots, released 15 minutes after start when nobody turns up.
+func (e *Engine) EnsureDemo(ctx context.Context) (Venue, bool, error) {
+	existing, ok, err := e.ss.VenueByName(ctx, DemoVenueName)
+	if err != nil || ok {
+		return toVenue(existing), false, err
+	}
+	v, err := e.CreateVenue(ctx, System, VenueInput{Name: DemoVenueName, Timezone: "Asia/Shanghai"})
+	if err != nil {
+		return Venue{}, false, err
+	}
+	if _, err := e.SetGracePolicy(ctx, System, GracePolicy{Category: "court", GraceSeconds: 15 * 60}); err != nil {
+		return Venue{}, false, err
+	}
+	for _, name := range []string{"Court 1", "Court 2", "Court 3", "Court 4"} {
+		r, err := e.CreateResource(ctx, System, ResourceInput{VenueID: v.ID, Name: name, Kind: "court", Capacity: 1,
+			Category: "court", PriceCents: 8000})
+		if err != nil {
+			return Venue{}, false, err
+		}
+		_, err = e.SetSchedule(ctx, System, r.ID, ScheduleInput{SlotMinutes: 90, HorizonDays: 14,
+			Weekly: []WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "08:30", Close: "22:00"}}})
+		if err != nil {
+			return Venue{}, false, err
+		}
+	}
+	return v, true, nil
+}

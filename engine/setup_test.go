@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/enginetest"
+	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
+)
+
+// testBundle is one test's engine on its own backends, with a simulated clock.
+type testBundle struct {
+	e     *Engine
+	clock *SimulatedClock
+	redis *enginetest.Redis
+	db    *enginetest.DB
+	opts  Options
+}
+
+// monday10 is a Monday, 10:00 in Shanghai: inside every test schedule's opening hours.
+var monday10 = time.Date(2026, 12, 7, 10, 0, 0, 0, shanghai)
+
+var shanghai = mustLoc("Asia/Shanghai")
+
+func mustLoc(name string) *time.Location {
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		panic(err)
+	}
+	return loc
+}
+
+func setup(t testing.TB, mutate ...func(*Options)) *testBundle {
+	t.Helper()
+	r := enginetest.NewRedis(t)
+	db := enginetest.NewDB(t)
+	clock := NewSimulatedClock(monday10)
+	opts := Options{DB: db.Gorm, Redis: r.Client, Prefix: r.Prefix, Clock: clock}
+	for _, m := range mutate {
+		m(&opts)
+	}
+	e, err := New(opts)
+	require.NoError(t, err)
+	return &testBundle{e: e, clock: clock, redis: r, db: db, opts: opts}
+}
+
+// restart builds a new engine on the same backends, as a restarted process would.
+func (tb *testBundle) restart(t testing.TB) {
+	e, err := New(tb.opts)
+	require.NoError(t, err)
+	tb.e = e
+}
+
+// resource creates a venue (first call) and a resource open every day between open and close.
+func (tb *testBundle) resource(t testing.TB, capacity, slotMinutes int, open, close string) Resource {
+	t.Helper()
+	ctx := context.Background()
+	v, err := tb.e.CreateVenue(ctx, System, VenueInput{Name: "Venue", Timezone: "Asia/Shanghai"})
+	require.NoError(t, err)
+	return tb.resourceAt(t, v.ID, capacity, slotMinutes, open, close)
+}
+
+func (tb *testBundle) resourceAt(t testing.TB, venueID uint64, capacity, slotMinutes int, open, close string) Resource {
+	t.Helper()
+	ctx := context.Background()
+	r, err := tb.e.CreateResource(ctx, System, ResourceInput{VenueID: venueID, Name: "R", Kind: "court", Capacity: capacity,
+		Category: "court", PriceCents: 1000})
+	require.NoError(t, err)
+	_, err = tb.e.SetSchedule(ctx, System, r.ID, ScheduleInput{SlotMinutes: slotMinutes, HorizonDays: 7,
+		Weekly: []WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: open, Close: close}}})
+	require.NoError(t, err)
+	return r
+}
+
+// at is a Shanghai wall time on the test Monday.
+func at(hhmm string) time.Time {
+	var h, m int
+	_, err := fmt.Sscanf(hhmm, "%d:%d", &h, &m)
+	if err != nil {
+		panic(err)
+	}
+	return time.Date(2026, 12, 7, h, m, 0, 0, shanghai)
+}
+
+// used reads the units taken of one slot from Redis.
+func (tb *testBundle) used(t testing.TB, venueID, resourceID uint64, start time.Time) int {
+	t.Helper()
+	n, err := tb.redis.Client.HGet(context.Background(), tb.e.rs.Keys().Venue(venueID).Used(), redisstore.SlotField(resourceID, start.Unix()/60)).Int()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func (tb *testBundle) slotOf(t testing.TB, resourceID uint64, start time.Time) SlotAvailability {
+	t.Helper()
+	slots, err := tb.e.Availability(context.Background(), AvailabilityQuery{ResourceID: resourceID, Date: start.In(shanghai).Format(booking.DayLayout)})
+	require.NoError(t, err)
+	for _, s := range slots {
+		if s.Start.Equal(start) {
+			return s
+		}
+	}
+	t.Fatalf("no slot at %s", start)
+	return SlotAvailability{}
+}

@@ -1,0 +1,269 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/slotwheel/slotwheel/engine/booking"
+)
+
+// The domain's types, under the names callers of the engine use.
+type (
+	// Actor is who is asking.
+	Actor = booking.Actor
+	// Booking is a durable booking; the engine answers it in the venue's zone.
+	Booking = booking.Booking
+	// Hold is an unpaid hold; the engine answers it in the venue's zone.
+	Hold = booking.Hold
+	// WaitlistEntry is a user waiting for a window.
+	WaitlistEntry = booking.WaitlistEntry
+	// WeeklyRule, ScheduleException and ScheduleInput describe opening hours.
+	WeeklyRule        = booking.WeeklyRule
+	ScheduleException = booking.ScheduleException
+	ScheduleInput     = booking.ScheduleInput
+	// PeakRule overrides a category's grace at peak times.
+	PeakRule = booking.PeakRule
+	// Status is a booking's status; HoldStatus a hold's.
+	Status     = booking.Status
+	HoldStatus = booking.HoldStatus
+)
+
+// Roles of an Actor.
+const (
+	RoleUser  = booking.RoleUser
+	RoleStaff = booking.RoleStaff
+	RoleAdmin = booking.RoleAdmin
+)
+
+// System is the actor of the engine's own work (release, reconcile).
+var System = booking.System
+
+// Venue is a place with an IANA time zone.
+type Venue struct {
+	ID        uint64
+	Name      string
+	Timezone  string
+	CreatedAt time.Time
+}
+
+// VenueInput creates a venue.
+type VenueInput struct {
+	Name     string
+	Timezone string
+}
+
+// Resource is something sold by the slot.
+type Resource struct {
+	ID          uint64
+	VenueID     uint64
+	Name        string
+	Kind        string
+	Capacity    int
+	Category    string
+	PriceCents  int64
+	Status      string
+	SlotMinutes int // 0 until a schedule is set
+	CreatedAt   time.Time
+}
+
+// ResourceInput creates a resource.
+type ResourceInput struct {
+	VenueID    uint64
+	Name       string
+	Kind       string
+	Capacity   int
+	Category   string
+	PriceCents int64
+}
+
+// Schedule is a resource's opening rules.
+type Schedule struct {
+	ResourceID     uint64
+	SlotMinutes    int
+	Weekly         []WeeklyRule
+	Exceptions     []ScheduleException
+	HorizonDays    int
+	GeneratedUntil string // first venue-local date without inventory
+}
+
+// ScheduleChange asks for new opening rules. CancelAffected cancels (as an admin cancels) the
+// confirmed bookings that the new hours would no longer hold, instead of refusing the change.
+type ScheduleChange struct {
+	ScheduleInput
+	CancelAffected bool
+}
+
+// Service is what a customer books on one of several resources.
+type Service struct {
+	ID              uint64
+	VenueID         uint64
+	Name            string
+	DurationMinutes int
+	PrepMinutes     int
+	CleanupMinutes  int
+	ResourceIDs     []uint64
+	PriceCents      int64
+	CreatedAt       time.Time
+}
+
+// ServiceInput creates a service.
+type ServiceInput struct {
+	VenueID         uint64
+	Name            string
+	DurationMinutes int
+	PrepMinutes     int
+	CleanupMinutes  int
+	ResourceIDs     []uint64
+	PriceCents      int64
+}
+
+// GracePolicy is how long after start a no-show keeps its slot, for resources of one category.
+type GracePolicy struct {
+	Category     string
+	GraceSeconds int
+	Peak         []PeakRule
+}
+
+// AvailabilityQuery asks for one venue-local day of a resource, or of a service (optionally on one
+// of its resources).
+type AvailabilityQuery struct {
+	ResourceID uint64
+	ServiceID  uint64
+	Date       string // YYYY-MM-DD, venue-local
+}
+
+// Slot reasons for not being available.
+const (
+	ReasonFull           = booking.ReasonFull
+	ReasonClosed         = booking.ReasonClosed
+	ReasonPast           = booking.ReasonPast
+	ReasonBufferConflict = booking.ReasonBufferConflict
+	ReasonTooSoon        = booking.ReasonTooSoon
+	ReasonTooFar         = booking.ReasonTooFar
+)
+
+// SlotAvailability is one bookable start of a day. Times are in the venue's zone.
+type SlotAvailability struct {
+	Start      time.Time
+	End        time.Time
+	ResourceID uint64
+	Available  bool
+	Remaining  int
+	Reason     string
+}
+
+// HoldRequest takes units for a user: either a resource window (ResourceID, Start, End) or a service
+// at Start on one of its resources (ServiceID, ResourceID, Start). Quantity 0 means 1.
+type HoldRequest struct {
+	UserID     string
+	ResourceID uint64
+	ServiceID  uint64
+	Start      time.Time
+	End        time.Time
+	Quantity   int
+}
+
+// Hold statuses; holds live in Redis only.
+const (
+	HoldHeld       = booking.HoldHeld
+	HoldConfirming = booking.HoldConfirming
+	HoldConfirmed  = booking.HoldConfirmed
+	HoldExpired    = booking.HoldExpired
+	HoldCancelled  = booking.HoldCancelled
+)
+
+// PaymentNotice is a verified payment notification from the provider.
+type PaymentNotice struct {
+	HoldID      string
+	PaymentID   string
+	AmountCents int64
+	PaidAt      time.Time
+}
+
+// Payment outcomes.
+const (
+	OutcomeBooked = "booked"
+	OutcomeRefund = "refund"
+)
+
+// PaymentResult says what a payment became: a booking, or a refund because the hold expired and its
+// units were taken.
+type PaymentResult struct {
+	Outcome   string
+	PaymentID string
+	HoldID    string
+	Booking   *Booking
+}
+
+// ReleaseRef names one scheduled release: a booking and the release_at it was scheduled for. A
+// restored booking gets a new release_at and so a new ref; tasks of the old one do nothing.
+type ReleaseRef struct {
+	BookingID uint64
+	ReleaseAt time.Time
+}
+
+// ReleaseScheduler puts release tasks into the durable queue. jobs/ implements it; the engine calls
+// it when a booking's release_at comes within the horizon and when a booking no longer needs one.
+type ReleaseScheduler interface {
+	ScheduleRelease(ctx context.Context, ref ReleaseRef) error
+	CancelRelease(ctx context.Context, ref ReleaseRef) error
+}
+
+// ReleaseOutcome says what Release did.
+type ReleaseOutcome string
+
+// Release outcomes.
+const (
+	Released        ReleaseOutcome = "released"         // CONFIRMED → RELEASED now
+	AlreadyReleased ReleaseOutcome = "already_released" // a duplicate delivery
+	NotApplicable   ReleaseOutcome = "not_applicable"   // checked in, cancelled, restored or rescheduled
+)
+
+// ReconcileReport counts what a reconciliation found and repaired.
+type ReconcileReport struct {
+	OverdueReleased   int
+	OwnersAdded       int
+	OwnersRemoved     int
+	CounterDrift      int
+	HoldsRequeued     int
+	HoldsSettled      int
+	TasksScheduled    int
+	InventoryDays     int
+	ConfirmingResumed int
+}
+
+// WaitlistRequest asks to wait for units of a resource window.
+type WaitlistRequest struct {
+	UserID     string
+	ResourceID uint64
+	Start      time.Time
+	End        time.Time
+	Quantity   int
+}
+
+// Waitlist statuses.
+const (
+	WaitWaiting   = booking.WaitWaiting
+	WaitPromoted  = booking.WaitPromoted
+	WaitLapsed    = booking.WaitLapsed
+	WaitCancelled = booking.WaitCancelled
+	WaitExpired   = booking.WaitExpired
+)
+
+// HistoryEntry is one status change of a booking. At is in the venue's zone.
+type HistoryEntry struct {
+	From, To string
+	At       time.Time
+	Actor    string
+	Reason   string
+}
+
+// BookingQuery selects a venue's bookings for the front desk.
+type BookingQuery struct {
+	VenueID    uint64
+	Date       string // venue-local YYYY-MM-DD of the start, optional
+	Status     string // optional
+	ResourceID uint64 // optional
+	Cursor     string
+	Limit      int
+}
