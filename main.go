@@ -150,7 +150,8 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 // openSQL opens the database the configuration names; migrate overrides SLOTWHEEL_AUTO_MIGRATE.
 func openSQL(ctx context.Context, cfg *config.Config, migrate bool) (*sqlHandle, error) {
 	db, err := backend.OpenSQL(ctx, backend.SQL{DSN: cfg.MySQLDSN, SQLitePath: cfg.SQLitePath,
-		Pool: models.Pool{MaxOpen: cfg.MySQLMaxOpenConns, MaxIdle: cfg.MySQLMaxIdleConns}, Migrate: migrate})
+		Pool: models.Pool{MaxOpen: cfg.MySQLMaxOpenConns, MaxIdle: cfg.MySQLMaxIdleConns}, Migrate: migrate,
+		StartTimeout: cfg.StartTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +199,7 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*wiring, e
 	if err != nil {
 		return nil, err
 	}
-	rdb, err := backend.OpenRedis(ctx, backend.RedisOptions{URL: cfg.RedisURL, Cluster: cfg.RedisCluster})
+	rdb, err := backend.OpenRedis(ctx, backend.RedisOptions{URL: cfg.RedisURL, Cluster: cfg.RedisCluster, StartTimeout: cfg.StartTimeout})
 	if err != nil {
 		sql.Close()
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,10 +35,7 @@ func TestEndToEndCourtStory(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "slotwheel")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run())
+	bin := binary(t)
 
 	env := append(os.Environ(), "SLOTWHEEL_SQLITE_PATH="+filepath.Join(dir, "sw.db"),
 		"SLOTWHEEL_JWT_SECRET="+e2eJWT, "SLOTWHEEL_PAYMENT_SECRET="+e2ePay, "SLOTWHEEL_DEV_LOGIN=true",
@@ -175,6 +173,120 @@ func mustLoc(t *testing.T) *time.Location {
 	loc, err := time.LoadLocation("Asia/Shanghai")
 	require.NoError(t, err)
 	return loc
+}
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// binary builds the slotwheel binary once per test run.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "slotwheel-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "slotwheel")
+		build := exec.Command("go", "build", "-o", builtBin, ".")
+		build.Stderr = os.Stderr
+		buildErr = build.Run()
+	})
+	require.NoError(t, buildErr)
+	return builtBin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtBin != "" {
+		_ = os.RemoveAll(filepath.Dir(builtBin))
+	}
+	os.Exit(code)
+}
+
+// silentServer accepts connections and never answers, as a hung MySQL or Redis would.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return l.Addr().String()
+}
+
+// A backend that accepts connections but never answers must not hang the start: the binary gives
+// up after its start timeout naming the setting, and a SIGTERM ends it at once at any moment.
+func TestStartGivesUpOnSilentBackends(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := binary(t)
+	silent := silentServer(t)
+	common := []string{"SLOTWHEEL_JWT_SECRET=" + e2eJWT, "SLOTWHEEL_PAYMENT_SECRET=" + e2ePay,
+		"SLOTWHEEL_HTTP_ADDR=" + freeAddr(t), "SLOTWHEEL_SQLITE_PATH=" + filepath.Join(t.TempDir(), "sw.db")}
+	start := func(extra ...string) (*exec.Cmd, *bytes.Buffer, chan error) {
+		cmd := exec.Command(bin, "all")
+		cmd.Env = append(append(os.Environ(), common...), extra...)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		require.NoError(t, cmd.Start())
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		return cmd, &out, done
+	}
+	for _, c := range []struct {
+		setting string
+		env     []string
+	}{
+		{"SLOTWHEEL_MYSQL_DSN", []string{"SLOTWHEEL_MYSQL_DSN=root@tcp(" + silent + ")/test?parseTime=true"}},
+		{"SLOTWHEEL_REDIS_URL", []string{"SLOTWHEEL_REDIS_URL=redis://" + silent + "/0"}},
+	} {
+		began := time.Now()
+		_, out, done := start(append(c.env, "SLOTWHEEL_START_TIMEOUT=2s")...)
+		select {
+		case err := <-done:
+			require.Error(t, err, "a silent backend is a failed start")
+			require.Contains(t, out.String(), c.setting+": ", "the message names the setting")
+			require.Less(t, time.Since(began), 15*time.Second)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("still starting after 30 s against a silent %s:\n%s", c.setting, out)
+		}
+
+		cmd, out, done := start(append(c.env, "SLOTWHEEL_START_TIMEOUT=1m")...)
+		// The silent server holds the start; a second into it, ask the process to stop.
+		time.Sleep(time.Second)
+		stopAt := time.Now()
+		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+		select {
+		case <-done:
+			require.Less(t, time.Since(stopAt), 5*time.Second, "SIGTERM ends the start within 5 s")
+		case <-time.After(10 * time.Second):
+			t.Fatalf("SIGTERM did not stop a start stuck on a silent %s:\n%s", c.setting, out)
+		}
+	}
 }
 
 // privateDB moves a redis:// URL to a database number of its own (2–15) for this run.

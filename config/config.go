@@ -81,6 +81,8 @@ type Config struct {
 	AutoMigrate       bool // create or upgrade the schema at start
 	RedisCluster      bool // RedisURL is a Redis Cluster seed list
 	ReleaseQueues     int  // release queues the tasks spread over (one Cluster slot each)
+	// StartTimeout bounds how long the start waits for each backend to answer.
+	StartTimeout time.Duration
 
 	dashboardPasswordGenerated bool
 }
@@ -125,6 +127,7 @@ var settings = []setting{
 	{key: "auto_migrate", field: func(c *Config) any { return &c.AutoMigrate }},
 	{key: "redis_cluster", field: func(c *Config) any { return &c.RedisCluster }},
 	{key: "release_queues", field: func(c *Config) any { return &c.ReleaseQueues }},
+	{key: "start_timeout", field: func(c *Config) any { return &c.StartTimeout }},
 }
 
 var settingByKey = func() map[string]setting {
@@ -135,7 +138,7 @@ var settingByKey = func() map[string]setting {
 	return m
 }()
 
-func defaults(embedded bool) Config {
+func defaults(embedded, embeddedSQL bool) Config {
 	c := Config{
 		HTTPAddr:       ":8080",
 		SQLitePath:     "./data/slotwheel.db",
@@ -152,16 +155,17 @@ func defaults(embedded bool) Config {
 		MySQLMaxOpenConns: 32,
 		MySQLMaxIdleConns: 8,
 		ReleaseQueues:     1,
+		StartTimeout:      20 * time.Second,
 	}
 	if embedded {
 		// Dev log-in hands out admin tokens to anyone who asks, so an
 		// embedded instance must not listen beyond this machine by default.
 		c.HTTPAddr = "127.0.0.1:8080"
 		c.DevLogin, c.DevPayments, c.Demo = true, true, true
-		// Outside embedded mode only `slotwheel migrate` changes the schema,
-		// so that instances starting together do not race on it.
-		c.AutoMigrate = true
 	}
+	// A MySQL schema is changed only by `slotwheel migrate`, so that instances
+	// starting together do not race on it; the SQLite file has one instance.
+	c.AutoMigrate = embeddedSQL
 	return c
 }
 
@@ -194,7 +198,7 @@ func Load(path string, env func(string) (string, bool)) (*Config, error) {
 	}
 
 	// Which defaults apply depends on the backends, so they are known first.
-	c := defaults(given["mysql_dsn"].text == "" && given["redis_url"].text == "")
+	c := defaults(given["mysql_dsn"].text == "" && given["redis_url"].text == "", given["mysql_dsn"].text == "")
 	var errs []error
 	for _, s := range settings {
 		r, ok := given[s.key]
@@ -319,6 +323,7 @@ func (c *Config) validate(name func(key string) string) []error {
 		{"restore_window", c.RestoreWindow},
 		{"checkin_opens", c.CheckinOpens},
 		{"reminder_lead", c.ReminderLead},
+		{"start_timeout", c.StartTimeout},
 	} {
 		if d.v <= 0 {
 			fail("%s must be positive, not %s", name(d.key), d.v)

@@ -69,6 +69,7 @@ func TestLoadDefaults(t *testing.T) {
 		MySQLMaxOpenConns: 32,
 		MySQLMaxIdleConns: 8,
 		ReleaseQueues:     1,
+		StartTimeout:      20 * time.Second,
 	}
 	with := func(f func(c *Config)) Config {
 		c := common
@@ -568,7 +569,7 @@ func TestEveryVariableIsDocumented(t *testing.T) {
 		"SLOTWHEEL_WECHAT_APPID", "SLOTWHEEL_WECHAT_SECRET", "SLOTWHEEL_WECHAT_API_BASE",
 		"SLOTWHEEL_DEV_LOGIN", "SLOTWHEEL_DEV_PAYMENTS", "SLOTWHEEL_DASHBOARD_USER",
 		"SLOTWHEEL_DASHBOARD_PASSWORD", "SLOTWHEEL_DEMO", "SLOTWHEEL_MYSQL_MAX_OPEN_CONNS", "SLOTWHEEL_MYSQL_MAX_IDLE_CONNS",
-		"SLOTWHEEL_AUTO_MIGRATE", "SLOTWHEEL_REDIS_CLUSTER", "SLOTWHEEL_RELEASE_QUEUES",
+		"SLOTWHEEL_AUTO_MIGRATE", "SLOTWHEEL_REDIS_CLUSTER", "SLOTWHEEL_RELEASE_QUEUES", "SLOTWHEEL_START_TIMEOUT",
 	}
 	var got []string
 	for _, s := range settings {

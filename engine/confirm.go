@@ -179,11 +179,8 @@ func (e *Engine) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *Pay
 	now := e.clock.Now()
 	if st := r.Effective(now); (st == HoldHeld || st == HoldExpired || st == HoldCancelled) && !r.End.After(now) {
 		// The slot is over: a booking of it is worth nothing, so the payment is refunded.
-		if b, ok, err := e.ss.BookingByHold(ctx, r.ID); err != nil || ok {
-			if err != nil {
-				return Booking{}, err
-			}
-			return e.view(ctx, &b.Booking)
+		if b, ok, err := e.booked(ctx, r.ID); err != nil || ok {
+			return b, err
 		}
 		return Booking{}, errUnitsGone
 	}
@@ -216,15 +213,16 @@ func (e *Engine) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *Pay
 			}
 			return Booking{}, ErrConfirmInProgress
 		case "missing":
+			// The record went since it was read: a concurrent confirm settled it into its booking.
+			if b, ok, err := e.booked(ctx, r.ID); err != nil || ok {
+				return b, err
+			}
 			return Booking{}, ErrNotFound
 		case "cancelled":
 			return Booking{}, ErrHoldNotActive
 		case "gone":
-			if b, ok, err := e.ss.BookingByHold(ctx, r.ID); err != nil || ok {
-				if err != nil {
-					return Booking{}, err
-				}
-				return e.view(ctx, &b.Booking)
+			if b, ok, err := e.booked(ctx, r.ID); err != nil || ok {
+				return b, err
 			}
 			return Booking{}, errUnitsGone
 		case "cold":
@@ -242,6 +240,16 @@ func (e *Engine) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *Pay
 			return Booking{}, backendFailure("mark confirming: unexpected answer " + st.Outcome)
 		}
 	}
+}
+
+// booked answers the booking a hold became, if any.
+func (e *Engine) booked(ctx context.Context, holdID string) (Booking, bool, error) {
+	b, ok, err := e.ss.BookingByHold(ctx, holdID)
+	if err != nil || !ok {
+		return Booking{}, false, err
+	}
+	out, err := e.view(ctx, &b.Booking)
+	return out, err == nil, err
 }
 
 // confirmTimeout bounds a confirm's commit, so that a hold CONFIRMING for longer than
@@ -284,7 +292,7 @@ func (e *Engine) commitBooking(ctx context.Context, r *redisstore.HoldRecord, pa
 	commitCtx, cancel := context.WithTimeout(ctx, confirmTimeout)
 	defer cancel()
 	err = e.ss.CreateBooking(commitCtx, nb)
-	if err == nil && e.hooks.afterCommit != nil {
+	if e.hooks.afterCommit != nil && (err == nil || errors.Is(err, sqlstore.ErrCommitUnknown)) {
 		if herr := e.hooks.afterCommit(r.ID); errors.Is(herr, errSimulatedCrash) {
 			return Booking{}, herr
 		} else if herr != nil {

@@ -64,9 +64,9 @@ type testHooks struct {
 	// beforeCommit runs after a hold is marked confirming and before its booking commits. An error
 	// fails the confirm; errSimulatedCrash makes it stop as a killed process would, undoing nothing.
 	beforeCommit func(holdID string) error
-	// afterCommit runs after the booking committed and before the hold is settled; errSimulatedCrash
-	// makes it stop as a killed process would, and ErrCommitUnknown reports the commit as lost (the
-	// acknowledgement never arrived) although it happened.
+	// afterCommit runs after the booking's COMMIT (acknowledged or not) and before the hold is
+	// settled; errSimulatedCrash makes it stop as a killed process would, and an ErrCommitUnknown
+	// reports the commit's acknowledgement lost although it happened.
 	afterCommit func(holdID string) error
 }
 

@@ -268,3 +268,13 @@ func (j *Jobs) Stop() {
 		}
 	}
 }
+
+// runLoop runs the loop named name once (for tests).
+func (j *Jobs) runLoop(ctx context.Context, name string) error {
+	for _, l := range j.loops {
+		if l.Name() == name {
+			return l.RunOnce(ctx)
+		}
+	}
+	return fmt.Errorf("no loop %q", name)
+}

@@ -57,6 +57,7 @@ func setup(t testing.TB, cfg testConfig) *testBundle {
 	t.Cleanup(func() {
 		r.DeleteQueueKeys(j.ReleaseQueue())
 		r.DeleteQueueKeys(j.MaintQueue())
+		r.Client.SRem(context.Background(), "asynq:queues", j.ReleaseQueue(), j.MaintQueue())
 	})
 	t.Cleanup(j.Stop) // runs first: stop the worker before its queues go
 

@@ -2,12 +2,14 @@ package models
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/glebarez/sqlite"
+	_ "github.com/go-sql-driver/mysql" // the "mysql" driver of MySQLPool
 	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -34,18 +36,25 @@ func gormConfig() *gorm.Config {
 	}
 }
 
-// OpenMySQL connects to a MySQL-compatible server; it does not wait for an answer (see Ping).
+// OpenMySQL connects to a MySQL-compatible server. It asks the server its version at once, without
+// a timeout of its own (GORM does): callers that must not hang on a silent server open the pool with
+// MySQLPool, wait for it to answer, then call MySQLGorm.
 // engine/ runs its transactions at READ COMMITTED (per transaction, which works on MySQL and MariaDB
 // alike): under REPEATABLE READ the loaders' range scans would take gap locks that block inserts of
 // new bookings.
 func OpenMySQL(dsn string, pool Pool) (*gorm.DB, error) {
-	db, err := gorm.Open(mysql.New(mysql.Config{DSN: dsn}), gormConfig())
-	if err != nil {
-		return nil, fmt.Errorf("open mysql: %w", err)
-	}
-	sqlDB, err := db.DB()
+	conn, err := MySQLPool(dsn, pool)
 	if err != nil {
 		return nil, err
+	}
+	return MySQLGorm(conn)
+}
+
+// MySQLPool opens a pool of connections to dsn, sized by pool; it does no I/O.
+func MySQLPool(dsn string, pool Pool) (*sql.DB, error) {
+	conn, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open mysql: %w", err)
 	}
 	if pool.MaxOpen <= 0 {
 		pool.MaxOpen = 32
@@ -53,10 +62,19 @@ func OpenMySQL(dsn string, pool Pool) (*gorm.DB, error) {
 	if pool.MaxIdle <= 0 {
 		pool.MaxIdle = 8
 	}
-	sqlDB.SetMaxOpenConns(pool.MaxOpen)
-	sqlDB.SetMaxIdleConns(min(pool.MaxIdle, pool.MaxOpen))
-	sqlDB.SetConnMaxLifetime(30 * time.Minute)
-	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	conn.SetMaxOpenConns(pool.MaxOpen)
+	conn.SetMaxIdleConns(min(pool.MaxIdle, pool.MaxOpen))
+	conn.SetConnMaxLifetime(30 * time.Minute)
+	conn.SetConnMaxIdleTime(5 * time.Minute)
+	return conn, nil
+}
+
+// MySQLGorm puts GORM on an open pool (reading the server's version).
+func MySQLGorm(conn *sql.DB) (*gorm.DB, error) {
+	db, err := gorm.Open(mysql.New(mysql.Config{Conn: conn}), gormConfig())
+	if err != nil {
+		return nil, fmt.Errorf("open mysql: %w", err)
+	}
 	return db, nil
 }
 

@@ -194,8 +194,8 @@ type WaitlistEntry struct {
 	End        time.Time `gorm:"precision:3;not null"`
 	Quantity   int       `gorm:"not null"`
 	HoldID     string    `gorm:"size:40;not null;default:''"`
-	// WaitingKey is unique while the entry is WAITING and NULL after, so that a user waits for one
-	// window once, however many requests race.
+	// WaitingKey is unique while the entry is WAITING or PROMOTED and NULL after, so that a user
+	// has one claim on a window at a time, however many requests race.
 	WaitingKey *string   `gorm:"size:191;uniqueIndex"`
 	CreatedAt  time.Time `gorm:"precision:3;not null"`
 	UpdatedAt  time.Time `gorm:"precision:3;not null"`

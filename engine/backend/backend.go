@@ -49,16 +49,21 @@ func OpenSQL(ctx context.Context, o SQL) (*gorm.DB, error) {
 	setting := "SLOTWHEEL_SQLITE_PATH"
 	if o.DSN != "" {
 		setting = "SLOTWHEEL_MYSQL_DSN"
-		db, err = models.OpenMySQL(o.DSN, o.Pool)
-	} else {
-		db, err = models.OpenSQLite(o.SQLitePath)
-	}
-	if err != nil {
+		// The server must answer before GORM, which asks its version without a timeout, is put on it.
+		conn, err := models.MySQLPool(o.DSN, o.Pool)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", setting, err)
+		}
+		if err := retry(ctx, o.StartTimeout, conn.PingContext); err != nil {
+			_ = conn.Close()
+			return nil, fmt.Errorf("%s: the database did not answer within %s: %w", setting, o.StartTimeout, err)
+		}
+		if db, err = models.MySQLGorm(conn); err != nil {
+			_ = conn.Close()
+			return nil, fmt.Errorf("%s: %w", setting, err)
+		}
+	} else if db, err = models.OpenSQLite(o.SQLitePath); err != nil {
 		return nil, fmt.Errorf("%s: %w", setting, err)
-	}
-	if err := retry(ctx, o.StartTimeout, func(ctx context.Context) error { return models.Ping(ctx, db) }); err != nil {
-		closeDB(db)
-		return nil, fmt.Errorf("%s: the database did not answer within %s: %w", setting, o.StartTimeout, err)
 	}
 	if o.Migrate {
 		mctx, cancel := context.WithTimeout(ctx, 2*time.Minute)

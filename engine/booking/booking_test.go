@@ -397,3 +397,15 @@ func TestErrorsMatchByCode(t *testing.T) {
 	require.False(t, errors.Is(err, ErrSlotFull))
 	require.ErrorIs(t, Invalid("off_grid", "x"), ErrOffGrid)
 }
+
+func TestReminderTime(t *testing.T) {
+	t.Parallel()
+	rel := t0.Add(15 * time.Minute)
+	at, ok := ReminderAt(rel, 15*time.Minute, t0.Add(-ms))
+	require.True(t, ok)
+	require.Equal(t, t0, at)
+	_, ok = ReminderAt(rel, 15*time.Minute, t0)
+	require.False(t, ok, "a booking made at (or after) its reminder time gets no reminder")
+	_, ok = ReminderAt(rel, 0, t0.Add(-time.Hour))
+	require.False(t, ok, "no lead, no reminder")
+}

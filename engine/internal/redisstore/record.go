@@ -30,7 +30,7 @@ const (
 	hfSince     = "confirming_ms"
 	hfBookingID = "booking_id"
 	hfEnded     = "ended_ms"
-	hfRetaken   = "retaken"
+	hfRetaken   = "was_retaken"
 	hfOrderNo   = "order_no" // the payment provider's order for the hold, once one was opened
 	listSep     = ","
 	unitsSep    = "|"

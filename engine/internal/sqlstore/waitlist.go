@@ -65,7 +65,10 @@ func (s *Store) PromotedFor(ctx context.Context, holdID string) (models.Waitlist
 // event when one is given; errStale when it was not in from any more.
 func (s *Store) SetWaitStatus(ctx context.Context, id uint64, from, to booking.WaitStatus, holdID string, at time.Time, ev *Event) error {
 	err := s.tx(ctx, "set waitlist status", func(tx *gorm.DB) error {
-		upd := map[string]any{"status": string(to), "updated_at": at, "waiting_key": nil}
+		upd := map[string]any{"status": string(to), "updated_at": at}
+		if to != booking.WaitPromoted {
+			upd["waiting_key"] = nil // a promoted waiter still has their claim on the window
+		}
 		if holdID != "" {
 			upd["hold_id"] = holdID
 		}

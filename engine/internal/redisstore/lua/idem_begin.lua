@@ -4,7 +4,7 @@
 -- ARGV[4] -> ms after which an unfinished reservation is given up (its process died)
 -- Output: {'run'} | {'reused'} | {'running'} | {'done', status, body}
 local now = tonumber(ARGV[1])
-local rec = redis.call('HMGET', KEYS[1], 'hash', 'done', 'status', 'body', 'created_ms')
+local rec = redis.call('HMGET', KEYS[1], 'hash', 'done', 'http_status', 'body', 'created_ms')
 if rec[1] and not (rec[2] == '0' and now - tonumber(rec[5]) > tonumber(ARGV[4])) then
   if rec[1] ~= ARGV[2] then return {'reused'} end
   if rec[2] ~= '1' then return {'running'} end

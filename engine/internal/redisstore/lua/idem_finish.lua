@@ -8,5 +8,5 @@ if ARGV[1] == '' then
   redis.call('DEL', KEYS[1])
   return 1
 end
-redis.call('HSET', KEYS[1], 'done', '1', 'status', ARGV[1], 'body', ARGV[2])
+redis.call('HSET', KEYS[1], 'done', '1', 'http_status', ARGV[1], 'body', ARGV[2])
 return 1
