@@ -46,6 +46,10 @@ Commands:
   reconcile  repair Redis and the queue from SQL once, print what was repaired, then exit
   bench      holds per second through the engine against the bare Lua script, on the configured
              Redis (or the embedded one); catalog in a throw-away SQLite file, keys under a bench prefix
+  bench release
+             a same-second burst and a steady stream of no-show releases, through slotwheel and the
+             designs it is compared with (stock Asynq, a polling UPDATE), on the configured MySQL and
+             Redis; prints one table and writes it as JSON and a PNG chart
 
 Settings come from SLOTWHEEL_* environment variables (see README.md) or a YAML file; the
 environment wins. Without SLOTWHEEL_MYSQL_DSN and SLOTWHEEL_REDIS_URL it runs embedded.
@@ -74,7 +78,7 @@ type command struct {
 	run   func(ctx context.Context, cfg *config.Config, out io.Writer, log *slog.Logger) error
 }
 
-func commands(bf *benchFlags) map[string]command {
+func commands(bf *benchFlags, brf *benchReleaseFlags) map[string]command {
 	return map[string]command{
 		"all": {run: func(ctx context.Context, c *config.Config, out io.Writer, l *slog.Logger) error {
 			return runInstance(ctx, c, out, l, true, true)
@@ -88,6 +92,8 @@ func commands(bf *benchFlags) map[string]command {
 		"migrate":   {run: runMigrate},
 		"reconcile": {run: runReconcile},
 		"bench":     {flags: bf.register, run: bf.run},
+		// `slotwheel bench release`: the release designs side by side (bench_release.go).
+		"bench release": {flags: brf.register, run: brf.run},
 	}
 }
 
@@ -100,8 +106,10 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 		fmt.Fprint(out, usage)
 		return nil
 	}
-	bf := &benchFlags{}
-	cmd, ok := commands(bf)[name]
+	if name == "bench" && len(args) > 0 && args[0] == "release" {
+		name, args = "bench release", args[1:]
+	}
+	cmd, ok := commands(&benchFlags{}, &benchReleaseFlags{})[name]
 	if !ok {
 		return fmt.Errorf("unknown command %q (try --help)", name)
 	}
@@ -127,14 +135,14 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 		return err
 	}
 	env := os.LookupEnv
-	if name == "bench" {
+	if strings.HasPrefix(name, "bench") {
 		env = benchEnv
 	}
 	cfg, err := config.Load(*cfgPath, env)
 	if err != nil {
 		return err
 	}
-	if name != "bench" {
+	if !strings.HasPrefix(name, "bench") {
 		if err := cfg.FillEmbeddedSecrets(); err != nil {
 			return err
 		}
@@ -222,17 +230,33 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*wiring, e
 	return nil, err
 }
 
-// reconcileAtStart rebuilds Redis from SQL, bounded: an embedded Redis is empty at every start, and
-// the same code recovers a production Redis that lost its data.
-func reconcileAtStart(ctx context.Context, w *wiring, log *slog.Logger) (engine.ReconcileReport, error) {
-	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+// startupTimeout bounds the reconciliation a start waits for.
+const startupTimeout = 2 * time.Minute
+
+// reconcileAtStart rebuilds Redis's counters from SQL before the instance serves (an embedded Redis
+// is empty at every start, and the same code recovers a production Redis that lost its data); the
+// rest of reconciliation (overdue releases, release tasks) runs in the background once it serves.
+func reconcileAtStart(ctx context.Context, w *wiring, log *slog.Logger) (done <-chan struct{}, err error) {
+	rctx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
-	rep, err := w.eng.Reconcile(rctx)
+	rep, err := w.eng.RepairCounters(rctx)
 	if err != nil {
-		return rep, fmt.Errorf("start-up reconciliation: %w", err)
+		return nil, fmt.Errorf("start-up reconciliation: %w", err)
 	}
-	log.Info("reconciled", "report", fmt.Sprintf("%+v", rep))
-	return rep, nil
+	log.Info("counters reconciled; serving", "report", fmt.Sprintf("%+v", rep))
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		rctx, cancel := context.WithTimeout(ctx, startupTimeout)
+		defer cancel()
+		rep, err := w.eng.ReconcileRest(rctx, engine.ReconcileReport{})
+		if err != nil && ctx.Err() == nil {
+			log.Error("start-up reconciliation (overdue releases, release tasks) failed; the sweeps retry", "err", err)
+			return
+		}
+		log.Info("reconciled", "report", fmt.Sprintf("%+v", rep))
+	}()
+	return finished, nil
 }
 
 func runReconcile(ctx context.Context, cfg *config.Config, out io.Writer, log *slog.Logger) error {
@@ -241,7 +265,9 @@ func runReconcile(ctx context.Context, cfg *config.Config, out io.Writer, log *s
 		return err
 	}
 	defer w.Close()
-	rep, err := reconcileAtStart(ctx, w, log)
+	rctx, cancel := context.WithTimeout(ctx, startupTimeout)
+	defer cancel()
+	rep, err := w.eng.Reconcile(rctx)
 	if err != nil {
 		return err
 	}
@@ -257,9 +283,13 @@ func runInstance(ctx context.Context, cfg *config.Config, out io.Writer, log *sl
 		return err
 	}
 	defer w.Close()
-	if _, err := reconcileAtStart(ctx, w, log); err != nil {
+	rest, err := reconcileAtStart(ctx, w, log)
+	if err != nil {
 		return err
 	}
+	// The background part of reconciliation finishes (or gives up at ctx's end) before the
+	// backends close.
+	defer func() { <-rest }()
 	if cfg.Demo {
 		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		v, created, err := w.eng.EnsureDemo(dctx)

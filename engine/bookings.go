@@ -30,12 +30,19 @@ func (e *Engine) apply(ctx context.Context, id uint64, decide func(b *sqlstore.B
 	var old ReleaseRef
 	b, c, err := e.ss.UpdateBooking(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
 		old = ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt}
+		// The change's event is rendered inside the store's transaction, in the venue's zone: the
+		// venue must be in the catalog's cache by then (a lookup there could wait for the very
+		// connection the transaction holds).
+		if _, err := e.cat.venue(ctx, b.VenueID); err != nil {
+			return booking.Change{}, err
+		}
 		c, err := decide(b)
 		if err != nil || c.None() {
 			return c, err
 		}
 		if c.TakeUnits && !took {
-			if err := e.takeUnits(ctx, b); err != nil {
+			// For the change about to be written: a give-back of an earlier change leaves them.
+			if err := e.takeUnits(ctx, b, b.Version+1); err != nil {
 				return booking.Change{}, err
 			}
 			took = true
@@ -254,42 +261,6 @@ func (e *Engine) Restore(ctx context.Context, a Actor, id uint64) (Booking, erro
 	return e.view(ctx, &b.Booking)
 }
 
-// Release moves an overdue CONFIRMED booking to RELEASED and gives its units back. It never acts
-// before release_at (a *NotDueError says how long to wait), and a duplicate delivery, a checked-in
-// or cancelled booking, or a ref whose release_at was changed by a restore do nothing.
-func (e *Engine) Release(ctx context.Context, ref ReleaseRef) (ReleaseOutcome, error) {
-	outcome := NotApplicable
-	b, _, err := e.apply(ctx, ref.BookingID, func(b *sqlstore.Booking) (booking.Change, error) {
-		outcome = NotApplicable
-		if !ref.ReleaseAt.IsZero() && !b.ReleaseAt.Equal(ref.ReleaseAt) {
-			return booking.Change{}, nil
-		}
-		if b.Status == booking.Released {
-			outcome = AlreadyReleased
-			return booking.Change{}, nil
-		}
-		c, err := b.Release(e.clock.Now())
-		if err == nil && !c.None() {
-			outcome = Released
-		}
-		return c, err
-	})
-	if errors.Is(err, ErrNotFound) {
-		return NotApplicable, nil
-	}
-	if err != nil {
-		return "", err
-	}
-	switch outcome {
-	case Released:
-		metricReleaseLag.Observe(b.ReleasedAt.Sub(b.ReleaseAt).Seconds())
-	case AlreadyReleased:
-		// A delivery repeated after a crash between the commit and the units' return.
-		e.giveBack(ctx, &b)
-	}
-	return outcome, nil
-}
-
 // NoShows is a user's no-show count: their released bookings (a restore or a late check-in takes
 // one back).
 func (e *Engine) NoShows(ctx context.Context, userID string) (int, error) {
@@ -348,13 +319,14 @@ func (e *Engine) MarkReleaseQueued(ctx context.Context, refs []ReleaseRef) error
 	return e.ss.MarkQueued(ctx, rs)
 }
 
-// units are the units a booking holds in Redis.
+// units are the units a booking holds in Redis, as its current version holds them.
 func units(b *sqlstore.Booking) redisstore.BookingUnits {
-	return redisstore.BookingUnits{BookingID: b.ID, HoldID: b.HoldID, Qty: b.Quantity, Fields: b.Fields}
+	return redisstore.BookingUnits{BookingID: b.ID, HoldID: b.HoldID, Qty: b.Quantity, Fields: b.Fields, Version: b.Version}
 }
 
-// takeUnits takes a booking's units again (restore, check-in after release): they must be free.
-func (e *Engine) takeUnits(ctx context.Context, b *sqlstore.Booking) error {
+// takeUnits takes a booking's units again (restore, check-in after release) for its change at
+// version: they must be free.
+func (e *Engine) takeUnits(ctx context.Context, b *sqlstore.Booking, version int) error {
 	ri, err := e.cat.resource(ctx, b.ResourceID)
 	if err != nil {
 		return err
@@ -370,7 +342,9 @@ func (e *Engine) takeUnits(ctx context.Context, b *sqlstore.Booking) error {
 			}
 		}
 	}
-	out, err := e.rs.Restore(ctx, b.VenueID, units(b))
+	u := units(b)
+	u.Version = version
+	out, err := e.rs.Restore(ctx, b.VenueID, u)
 	if err != nil {
 		return err
 	}
@@ -378,6 +352,11 @@ func (e *Engine) takeUnits(ctx context.Context, b *sqlstore.Booking) error {
 		return ErrSlotFull
 	}
 	return nil
+}
+
+// freed names a booking's units as they come back after its change at b.Version.
+func freed(b *sqlstore.Booking) redisstore.Freed {
+	return redisstore.Freed{Owner: redisstore.BookingOwner(b.ID), Version: b.Version}
 }
 
 func bookingDays(b *Booking, loc *time.Location) []string {
@@ -388,12 +367,13 @@ func bookingDays(b *Booking, loc *time.Location) []string {
 	return days
 }
 
-// giveBack returns a booking's units after SQL stopped counting them. Idempotent; a failure is
-// repaired by reconciliation, which frees units whose booking no longer occupies.
+// giveBack returns a booking's units after SQL stopped counting them at b.Version (units a later
+// change took again stay). Idempotent; a failure is repaired by reconciliation, which frees units
+// whose booking no longer occupies.
 func (e *Engine) giveBack(ctx context.Context, b *sqlstore.Booking) {
 	lctx, cancel := later(ctx)
 	defer cancel()
-	if _, err := e.rs.GiveBack(lctx, b.VenueID, []redisstore.Owner{redisstore.BookingOwner(b.ID)}, e.clock.Now()); err != nil {
+	if _, err := e.rs.GiveBack(lctx, b.VenueID, []redisstore.Freed{freed(b)}, e.clock.Now()); err != nil {
 		e.log.Error("give back units failed; reconciliation will", "booking_id", b.ID, "err", err)
 	}
 }

@@ -89,6 +89,14 @@ func (c *cache[K, V]) get(now time.Time, key K, load func() (V, error)) (V, erro
 	return v, nil
 }
 
+// peek answers key from the cache, fresh or not, without loading it.
+func (c *cache[K, V]) peek(key K) (V, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e, ok := c.m[key]
+	return e.v, ok
+}
+
 func (c *cache[K, V]) forget(key K) {
 	c.mu.Lock()
 	delete(c.m, key)

@@ -208,7 +208,7 @@ func (e *Engine) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *Pay
 				if err != nil {
 					return Booking{}, err
 				}
-				e.settle(ctx, r, b.ID)
+				e.settle(ctx, r, &b)
 				return e.view(ctx, &b.Booking)
 			}
 			return Booking{}, ErrConfirmInProgress
@@ -322,7 +322,7 @@ func (e *Engine) commitBooking(ctx context.Context, r *redisstore.HoldRecord, pa
 		return Booking{}, err
 	}
 	metricConfirms.WithLabelValues("booked").Inc()
-	e.settle(ctx, r, b.ID)
+	e.settle(ctx, r, b)
 	e.scheduleIfDue(ctx, b)
 	return e.view(ctx, &b.Booking)
 }
@@ -339,17 +339,22 @@ func (e *Engine) settleExisting(ctx context.Context, r *redisstore.HoldRecord) (
 	if !ok {
 		return Booking{}, ErrNotFound
 	}
-	e.settle(lctx, r, b.ID)
+	e.settle(lctx, r, &b)
 	return e.view(ctx, &b.Booking)
 }
 
-// settle hands the hold's units to the booking. A failure here leaves the hold CONFIRMING with its
-// booking committed, which the sweep and reconciliation settle; the booking itself is safe.
-func (e *Engine) settle(ctx context.Context, r *redisstore.HoldRecord, bookingID uint64) {
+// settle hands the hold's units to its booking (and back, when the booking no longer occupies: it
+// was released or cancelled before its hold was settled). A failure here leaves the hold CONFIRMING
+// with its booking committed, which the sweep and reconciliation settle; the booking itself is safe.
+func (e *Engine) settle(ctx context.Context, r *redisstore.HoldRecord, b *sqlstore.Booking) {
 	lctx, cancel := later(ctx)
 	defer cancel()
-	if _, err := e.rs.Settle(lctx, r, bookingID); err != nil {
-		e.log.Error("settle hold failed; the sweep will settle it", "hold_id", r.ID, "booking_id", bookingID, "err", err)
+	if _, err := e.rs.Settle(lctx, r, b.ID, b.Version); err != nil {
+		e.log.Error("settle hold failed; the sweep will settle it", "hold_id", r.ID, "booking_id", b.ID, "err", err)
+		return
+	}
+	if !b.Status.Occupies() {
+		e.giveBack(lctx, b)
 	}
 }
 
@@ -357,7 +362,7 @@ func (e *Engine) settle(ctx context.Context, r *redisstore.HoldRecord, bookingID
 // acknowledgement was lost, or the process died before settling).
 func (e *Engine) settlePending(ctx context.Context, b *sqlstore.Booking) {
 	if r, ok, err := e.rs.ReadHold(ctx, b.HoldID); err == nil && ok && r.Status == HoldConfirming {
-		e.settle(ctx, &r, b.ID)
+		e.settle(ctx, &r, b)
 	}
 }
 

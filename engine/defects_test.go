@@ -337,3 +337,73 @@ func TestDefaultPageSize(t *testing.T) {
 	require.Len(t, rest, 5)
 	require.Empty(t, last)
 }
+
+// A check-in received before release_at wins over the release even when both arrive within the same
+// millisecond as a batch forms: the checked-in bookings end ARRIVED holding their units, counted
+// once, the others RELEASED with their units back.
+func TestCheckInBeatsABatchRelease(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(o *Options) { o.DefaultGrace = 15 * time.Minute })
+	ctx := context.Background()
+	const n = 200
+	res := tb.resource(t, n, 60, "08:00", "22:00")
+	var bs []Booking
+	for i := range n {
+		bs = append(bs, tb.book(t, Actor{UserID: "u" + strconv.Itoa(i), Role: RoleUser}, res, at("11:00")))
+	}
+	releaseAt := bs[0].ReleaseAt.UTC()
+	// The desk's instance reads its clock a millisecond before release_at; the releasing one at it.
+	deskClock := NewSimulatedClock(releaseAt.Add(-time.Millisecond))
+	deskOpts := tb.opts
+	deskOpts.Clock = deskClock
+	desk, err := New(deskOpts)
+	require.NoError(t, err)
+	tb.clock.Set(releaseAt)
+	staff := Actor{UserID: "desk", Role: RoleStaff, VenueID: res.VenueID}
+
+	gate := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < n; i += 2 {
+		wg.Add(1)
+		go func(b Booking) {
+			defer wg.Done()
+			<-gate
+			_, err := desk.CheckIn(ctx, staff, b.CheckinCode)
+			require.NoError(t, err)
+		}(bs[i])
+	}
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-gate
+			_, err := tb.e.ReleaseDue(ctx, res.VenueID)
+			require.NoError(t, err)
+		}()
+	}
+	close(gate)
+	wg.Wait()
+	_, err = tb.e.ReleaseDue(ctx, res.VenueID)
+	require.NoError(t, err)
+
+	arrived := 0
+	owners := map[string]bool{}
+	for _, o := range tb.owners(t, res.VenueID) {
+		owners[o] = true
+	}
+	for i, b := range bs {
+		got, err := tb.e.GetBooking(ctx, System, b.ID)
+		require.NoError(t, err)
+		owned := owners[string(redisstore.BookingOwner(b.ID))]
+		if i%2 == 0 {
+			require.Equal(t, booking.Arrived, got.Status, "booking %d was checked in before release_at", b.ID)
+			require.True(t, owned, "booking %d keeps its unit", b.ID)
+			arrived++
+		} else {
+			require.Equal(t, booking.Released, got.Status)
+			require.False(t, owned, "booking %d gave its unit back", b.ID)
+		}
+	}
+	require.Equal(t, arrived, tb.used(t, res.VenueID, res.ID, at("11:00")), "every unit counted once")
+	require.Len(t, owners, arrived)
+}

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"encoding/json"
 	"strconv"
 	"time"
@@ -27,10 +26,12 @@ func (e *Engine) renderChange(b *sqlstore.Booking, c booking.Change) (sqlstore.E
 // bookingEvent renders an event about a booking, with the status it had before when prev is set.
 func (e *Engine) bookingEvent(typ string, b *sqlstore.Booking, prev string, at time.Time) sqlstore.Event {
 	view := b.Booking
-	// The venue's zone comes from the catalog's cache; a miss here (SQL gone between the change's
-	// read and its commit) renders UTC rather than failing the change.
-	if vi, err := e.cat.venue(context.Background(), b.VenueID); err == nil {
+	// The venue's zone comes from the catalog's cache, which the callers fill before a transaction
+	// starts: rendering runs inside it and must not wait for SQL.
+	if vi, ok := e.cat.venues.peek(b.VenueID); ok {
 		view = view.In(vi.loc)
+	} else {
+		e.log.Warn("event rendered in UTC: its venue was not in the cache", "booking_id", b.ID, "venue_id", b.VenueID)
 	}
 	data := wire.BookingChange{Booking: wire.FromBooking(view), PreviousStatus: prev}
 	return sqlstore.Event{Type: typ, Subject: sqlstore.BookingSubject(b.ID), VenueID: b.VenueID, UserID: b.UserID,

@@ -61,7 +61,7 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 		mk("waitlist", cfg.SweepInterval, e.promoteWaiting),
 		mk("progress", cfg.SweepInterval, e.completeFinished),
 		mk("reminders", cfg.SweepInterval, e.sendReminders),
-		mk("overdue_release", cfg.OverdueInterval, func(ctx context.Context) error { _, err := e.releaseOverdue(ctx); return err }),
+		mk("overdue_release", cfg.OverdueInterval, func(ctx context.Context) error { _, err := e.ReleaseDue(ctx, 0); return err }),
 	}}
 }
 
@@ -200,10 +200,16 @@ func (e *Engine) sweepConfirming(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
+		records, err := e.rs.ReadHolds(ctx, v, ids)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		for _, id := range ids {
-			gone, err := e.repairHold(ctx, v, id, now, &rep)
+			r, ok := records[id]
+			gone, err := e.repairHold(ctx, v, id, r, ok, now, &rep)
 			if err == nil && gone {
-				_, err = e.rs.GiveBack(ctx, v, []redisstore.Owner{redisstore.HoldOwner(id)}, now)
+				_, err = e.rs.GiveBack(ctx, v, []redisstore.Freed{{Owner: redisstore.HoldOwner(id)}}, now)
 			}
 			if err != nil {
 				errs = append(errs, err)
@@ -243,6 +249,9 @@ func (e *Engine) sendReminders(ctx context.Context) error {
 	}
 	evs := make(map[uint64]sqlstore.Event, len(due))
 	for i := range due {
+		if _, err := e.cat.venue(ctx, due[i].VenueID); err != nil {
+			return err
+		}
 		evs[due[i].ID] = e.bookingEvent(booking.EventReminder, &due[i], "", now)
 	}
 	sent, err := e.ss.MarkReminded(ctx, due, evs)

@@ -20,25 +20,25 @@ import (
 //     counters are recomputed from their owners;
 //   - release tasks due within the horizon are (re)queued.
 func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
+	rep, err := e.RepairCounters(ctx)
+	if err != nil {
+		return rep, err
+	}
+	return e.ReconcileRest(ctx, rep)
+}
+
+// RepairCounters is the part of reconciliation a start waits for: every occupying booking's units
+// counted once, units of what no longer occupies given back, abandoned confirms resolved, counters
+// recomputed — then Redis is marked as holding what SQL says, and the instance may serve.
+func (e *Engine) RepairCounters(ctx context.Context) (ReconcileReport, error) {
 	var rep ReconcileReport
-	var errs []error
-	n, err := e.extendInventory(ctx)
-	rep.InventoryDays = n
-	errs = append(errs, err)
-	released, err := e.releaseOverdue(ctx)
-	rep.OverdueReleased = released
-	errs = append(errs, err)
-	errs = append(errs, e.completeFinished(ctx))
 	venues, err := e.cat.venueList(ctx)
-	errs = append(errs, err)
+	if err != nil {
+		return rep, err
+	}
+	var errs []error
 	for _, v := range venues {
 		errs = append(errs, e.repairVenue(ctx, v, &rep))
-	}
-	errs = append(errs, e.requeueReleases(ctx, &rep))
-	for kind, n := range map[string]int{"overdue_released": rep.OverdueReleased, "owners_added": rep.OwnersAdded,
-		"owners_removed": rep.OwnersRemoved, "counter_drift": rep.CounterDrift, "holds_requeued": rep.HoldsRequeued,
-		"holds_settled": rep.HoldsSettled, "tasks_scheduled": rep.TasksScheduled, "confirming_resumed": rep.ConfirmingResumed} {
-		metricRepairs.WithLabelValues(kind).Add(float64(n))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return rep, err
@@ -46,30 +46,25 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	return rep, e.rs.MarkAlive(ctx, e.opts.QueueTags, e.clock.Now())
 }
 
-// releaseOverdue releases every CONFIRMED booking past its release_at, whatever happened to its task
-// (archived after a long outage, lost with Redis, never created).
-func (e *Engine) releaseOverdue(ctx context.Context) (int, error) {
-	total := 0
-	for {
-		refs, err := e.ss.Overdue(ctx, e.clock.Now(), 500)
-		if err != nil {
-			return total, err
-		}
-		released := 0
-		for _, r := range refs {
-			out, err := e.Release(ctx, ReleaseRef{BookingID: r.BookingID, ReleaseAt: r.ReleaseAt})
-			if err != nil {
-				return total, err
-			}
-			if out == Released {
-				released++
-			}
-		}
-		total += released
-		if len(refs) < 500 || released == 0 {
-			return total, nil
-		}
+// ReconcileRest is the part of reconciliation that may run while the instance serves: inventory
+// kept generated, overdue bookings released, checked-in bookings moved along, release tasks
+// (re)queued. It adds to rep and counts the repairs in metrics.
+func (e *Engine) ReconcileRest(ctx context.Context, rep ReconcileReport) (ReconcileReport, error) {
+	var errs []error
+	n, err := e.extendInventory(ctx)
+	rep.InventoryDays = n
+	errs = append(errs, err)
+	released, err := e.ReleaseDue(ctx, 0)
+	rep.OverdueReleased = released
+	errs = append(errs, err)
+	errs = append(errs, e.completeFinished(ctx))
+	errs = append(errs, e.requeueReleases(ctx, &rep))
+	for kind, n := range map[string]int{"overdue_released": rep.OverdueReleased, "owners_added": rep.OwnersAdded,
+		"owners_removed": rep.OwnersRemoved, "counter_drift": rep.CounterDrift, "holds_requeued": rep.HoldsRequeued,
+		"holds_settled": rep.HoldsSettled, "tasks_scheduled": rep.TasksScheduled, "confirming_resumed": rep.ConfirmingResumed} {
+		metricRepairs.WithLabelValues(kind).Add(float64(n))
 	}
+	return rep, errors.Join(errs...)
 }
 
 // completeFinished moves checked-in bookings along with the clock: ARRIVED becomes IN_PROGRESS at
@@ -116,26 +111,37 @@ func (e *Engine) repairVenue(ctx context.Context, v uint64, rep *ReconcileReport
 			stale = append(stale, id)
 		}
 	}
-	// A booking confirmed after the snapshot above occupies after all.
-	statuses, err := e.ss.Statuses(ctx, stale)
+	// A booking confirmed after the snapshot above occupies after all; one that stopped occupying
+	// gives back only what its version (not a later change) held.
+	states, err := e.ss.States(ctx, stale)
 	if err != nil {
 		return err
 	}
-	var drop []redisstore.Owner
+	var drop []redisstore.Freed
 	for _, id := range stale {
-		if !statuses[id].Occupies() {
-			drop = append(drop, redisstore.BookingOwner(id))
+		st, ok := states[id]
+		if !ok || !st.Status.Occupies() {
+			drop = append(drop, redisstore.Freed{Owner: redisstore.BookingOwner(id), Version: st.Version})
 		}
 	}
+	var holds []string
 	for _, o := range owners {
 		if id, ok := o.Hold(); ok {
-			gone, err := e.repairHold(ctx, v, id, now, rep)
-			if err != nil {
-				return err
-			}
-			if gone {
-				drop = append(drop, o)
-			}
+			holds = append(holds, id)
+		}
+	}
+	records, err := e.rs.ReadHolds(ctx, v, holds)
+	if err != nil {
+		return err
+	}
+	for _, id := range holds {
+		r, ok := records[id]
+		gone, err := e.repairHold(ctx, v, id, r, ok, now, rep)
+		if err != nil {
+			return err
+		}
+		if gone {
+			drop = append(drop, redisstore.Freed{Owner: redisstore.HoldOwner(id)})
 		}
 	}
 	if _, err := e.rs.GiveBack(ctx, v, drop, now); err != nil {
@@ -150,11 +156,7 @@ func (e *Engine) repairVenue(ctx context.Context, v uint64, rep *ReconcileReport
 // repairHold settles what a process that died mid-hold or mid-confirm left behind, and reports
 // whether the hold's units must come back (expired, cancelled, unknown, or confirmed into a booking
 // that no longer occupies).
-func (e *Engine) repairHold(ctx context.Context, v uint64, id string, now time.Time, rep *ReconcileReport) (bool, error) {
-	r, ok, err := e.rs.ReadHold(ctx, id)
-	if err != nil {
-		return false, err
-	}
+func (e *Engine) repairHold(ctx context.Context, v uint64, id string, r redisstore.HoldRecord, ok bool, now time.Time, rep *ReconcileReport) (bool, error) {
 	if !ok {
 		return true, e.rs.ForgetConfirming(ctx, v, id)
 	}
@@ -179,7 +181,7 @@ func (e *Engine) repairHold(ctx context.Context, v uint64, id string, now time.T
 			return false, err
 		}
 		if ok {
-			e.settle(ctx, &r, b.ID)
+			e.settle(ctx, &r, &b)
 			rep.HoldsSettled++
 		} else {
 			e.unconfirm(ctx, &r)

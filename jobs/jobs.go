@@ -124,17 +124,23 @@ func New(opts Options) (*Jobs, error) {
 		handlers:  &handlers{rel: opts.Engine, rec: opts.Engine, clock: opts.Engine.Clock(), log: log},
 	}
 	ld := &loader{horizon: opts.Horizon, src: opts.Engine, sched: j, clock: opts.Engine.Clock(), batch: 500, maxBatches: 20}
-	lc := loop.Config{Name: "release_loader", Interval: opts.LoaderInterval, Timeout: 30 * time.Second, Logger: log}
-	if opts.Lease != nil {
-		lc.Lease = opts.Lease(lc.Name)
-	}
+	lc := withLease(opts.Lease, loop.Config{Name: "release_loader", Interval: opts.LoaderInterval, Timeout: 30 * time.Second, Logger: log})
 	rec := &reconcileEnqueuer{every: opts.ReconcileEvery, enqueue: j.enqueueReconcile, clock: opts.Engine.Clock()}
 	j.loops = []*loop.Loop{
 		loop.New(lc, func(ctx context.Context) error { _, err := ld.runOnce(ctx); return err }),
 		loop.New(loop.Config{Name: "reconcile_enqueuer", Interval: time.Second, Timeout: 10 * time.Second, Logger: log}, rec.runOnce),
 		loop.New(loop.Config{Name: "queue_registry", Interval: 5 * time.Second, Timeout: 5 * time.Second, Logger: log}, j.registerQueues),
+		loop.New(withLease(opts.Lease, loop.Config{Name: "archived_releases", Interval: 5 * time.Second, Timeout: 30 * time.Second, Logger: log}), j.resolveArchived),
 	}
 	return j, nil
+}
+
+// withLease gives a loop the lease of its name, when leases are in use.
+func withLease(lease func(string) loop.Lease, c loop.Config) loop.Config {
+	if lease != nil {
+		c.Lease = lease(c.Name)
+	}
+	return c
 }
 
 func setDefault(d *time.Duration, def time.Duration) {

@@ -16,6 +16,10 @@ var (
 		Name: "slotwheel_tasks_scheduled_total",
 		Help: "Tasks put into Asynq by type; result already_queued when a task with the same ID was there.",
 	}, []string{"type", "result"})
+	archivedResolved = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "slotwheel_archived_release_tasks_resolved_total",
+		Help: "Archived (dead-letter) release tasks resolved: deleted (the booking no longer waits for that release) or rerun.",
+	}, []string{"action"})
 	loaderBatch = promauto.NewGauge(prometheus.GaugeOpts{
 		Name: "slotwheel_release_loader_batch",
 		Help: "Bookings the release loader found due within the horizon in its last batch.",
@@ -25,6 +29,9 @@ var (
 func init() {
 	for _, o := range []string{"released", "already_released", "not_applicable", "early", "error", "bad_payload"} {
 		releases.WithLabelValues(o)
+	}
+	for _, a := range []string{"deleted", "rerun"} {
+		archivedResolved.WithLabelValues(a)
 	}
 	for _, t := range []string{TypeRelease, TypeReconcile} {
 		for _, r := range []string{"enqueued", "already_queued"} {

@@ -91,21 +91,23 @@ type GracePolicy struct {
 // window (buffers included) whose units it takes while its status occupies capacity. Status holds
 // an engine/booking status; the rules about it live there.
 type Booking struct {
-	ID          uint64     `gorm:"primaryKey"`
-	HoldID      string     `gorm:"size:40;not null;uniqueIndex"`
-	UserID      string     `gorm:"size:64;not null;index"`
-	VenueID     uint64     `gorm:"not null"`
-	ResourceID  uint64     `gorm:"not null;index:idx_booking_resource_occupy,priority:1"`
-	ServiceID   *uint64    ``
-	Quantity    int        `gorm:"not null"`
-	Start       time.Time  `gorm:"precision:3;not null"`
-	End         time.Time  `gorm:"precision:3;not null"`
-	OccupyStart time.Time  `gorm:"precision:3;not null;index:idx_booking_resource_occupy,priority:2"`
-	OccupyEnd   time.Time  `gorm:"precision:3;not null"`
-	Slots       string     `gorm:"type:text;not null"` // the slot fields whose units it takes
-	Status      string     `gorm:"size:24;not null;index:idx_booking_status_release,priority:1"`
+	ID          uint64    `gorm:"primaryKey"`
+	HoldID      string    `gorm:"size:40;not null;uniqueIndex"`
+	UserID      string    `gorm:"size:64;not null;index"`
+	VenueID     uint64    `gorm:"not null;index:idx_booking_venue_due,priority:2"`
+	ResourceID  uint64    `gorm:"not null;index:idx_booking_resource_occupy,priority:1"`
+	ServiceID   *uint64   ``
+	Quantity    int       `gorm:"not null"`
+	Start       time.Time `gorm:"precision:3;not null"`
+	End         time.Time `gorm:"precision:3;not null"`
+	OccupyStart time.Time `gorm:"precision:3;not null;index:idx_booking_resource_occupy,priority:2"`
+	OccupyEnd   time.Time `gorm:"precision:3;not null"`
+	Slots       string    `gorm:"type:text;not null"` // the slot fields whose units it takes
+	// A venue's due bookings are found from (status, venue_id, release_at), every venue's from
+	// (status, release_at).
+	Status      string     `gorm:"size:24;not null;index:idx_booking_status_release,priority:1;index:idx_booking_venue_due,priority:1"`
 	Version     int        `gorm:"not null"`
-	ReleaseAt   time.Time  `gorm:"precision:3;not null;index:idx_booking_status_release,priority:2"`
+	ReleaseAt   time.Time  `gorm:"precision:3;not null;index:idx_booking_status_release,priority:2;index:idx_booking_venue_due,priority:3;index:idx_booking_queue,priority:3"`
 	ConfirmedAt time.Time  `gorm:"precision:3;not null"`
 	CheckedInAt *time.Time `gorm:"precision:3"`
 	ReleasedAt  *time.Time `gorm:"precision:3"`
@@ -115,7 +117,8 @@ type Booking struct {
 	AmountCents int64      `gorm:"not null"`
 	// QueueAt is the release_at of a booking whose release task is not in the queue yet, and NULL once
 	// it is (or once the booking no longer needs one): the loader's index holds only what is newly due.
-	QueueAt *time.Time `gorm:"precision:3;index"`
+	// The index covers the loader's query (queue_at, and the venue and release_at it reads).
+	QueueAt *time.Time `gorm:"precision:3;index:idx_booking_queue,priority:1"`
 	// RemindAt is when the owner is reminded, NULL once reminded or when no reminder is due.
 	RemindAt  *time.Time `gorm:"precision:3;index"`
 	CreatedAt time.Time  `gorm:"precision:3"`

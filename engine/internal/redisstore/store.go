@@ -160,14 +160,14 @@ func (s *Store) MarkConfirming(ctx context.Context, r *HoldRecord, now time.Time
 	return st, nil
 }
 
-// Settle is the last step of a confirm: the hold's units become the booking's (taken again if Redis
-// lost them) and the hold record goes. It is idempotent.
-func (s *Store) Settle(ctx context.Context, r *HoldRecord, bookingID uint64) (string, error) {
+// Settle is the last step of a confirm: the hold's units become those of the booking at version
+// (taken again if Redis lost them) and the hold record goes. It is idempotent.
+func (s *Store) Settle(ctx context.Context, r *HoldRecord, bookingID uint64, version int) (string, error) {
 	vk := s.keys.Venue(r.VenueID)
 	out, err := s.scripts.settleHold.Run(ctx, s.rdb,
 		[]string{vk.Owners(), vk.Used(), vk.Hold(r.ID), vk.Wheel(), vk.Gone(), vk.Confirming(), vk.Ended(),
 			vk.UserHolds(r.UserID), vk.UserLive(r.UserID)},
-		r.ID, bookingID, r.Quantity, strings.Join(r.Fields, listSep)).Text()
+		r.ID, bookingID, r.Quantity, strings.Join(r.Fields, listSep), version).Text()
 	return out, unavailable("settle hold", err)
 }
 
@@ -189,31 +189,49 @@ func (s *Store) CancelHold(ctx context.Context, r *HoldRecord, now time.Time) (s
 	return out, unavailable("cancel hold", err)
 }
 
+// Freed is an owner whose units are to come back: a booking whose change at Version stopped it
+// occupying (its units stay if a later change took them again), or a hold (Version 0).
+type Freed struct {
+	Owner   Owner
+	Version int
+}
+
 // GiveBack returns the units of owners of one venue that no longer occupy, each exactly once, and
-// tombstones the bookings among them. It answers how many still held units.
-func (s *Store) GiveBack(ctx context.Context, venueID uint64, owners []Owner, now time.Time) (int, error) {
-	if len(owners) == 0 {
+// tombstones the bookings among them. It answers how many gave units back.
+func (s *Store) GiveBack(ctx context.Context, venueID uint64, freed []Freed, now time.Time) (int, error) {
+	if len(freed) == 0 {
 		return 0, nil
 	}
 	vk := s.keys.Venue(venueID)
-	args := make([]any, 0, 2+len(owners))
-	args = append(args, ms(now), (2 * Keep).Milliseconds())
-	for _, o := range owners {
-		args = append(args, string(o))
+	total := 0
+	for len(freed) > 0 {
+		n := min(len(freed), 1000) // one script call per thousand: a batch release is a few calls
+		args := make([]any, 0, 2+2*n)
+		args = append(args, ms(now), (2 * Keep).Milliseconds())
+		for _, f := range freed[:n] {
+			args = append(args, string(f.Owner), f.Version)
+		}
+		got, err := s.scripts.giveBack.Run(ctx, s.rdb, []string{vk.Owners(), vk.Used(), vk.Gone()}, args...).Int()
+		if err != nil {
+			return total, unavailable("give back units", err)
+		}
+		total += got
+		freed = freed[n:]
 	}
-	n, err := s.scripts.giveBack.Run(ctx, s.rdb, []string{vk.Owners(), vk.Used(), vk.Gone()}, args...).Int()
-	return n, unavailable("give back units", err)
+	return total, nil
 }
 
-// BookingUnits are an occupying booking's units as SQL knows them.
+// BookingUnits are an occupying booking's units as SQL knows them, held by its change at Version.
 type BookingUnits struct {
 	BookingID uint64
 	HoldID    string
 	Qty       int
 	Fields    []string
+	Version   int
 }
 
-// Restore takes an occupying booking's units again for a restore: they must be free. It answers
+// Restore takes a booking's units again for a restore or a late check-in, for its change at
+// b.Version: they must be free. It answers
 // "present", "moved", "added", or "full"/"closed" when they are not free.
 func (s *Store) Restore(ctx context.Context, venueID uint64, b BookingUnits) (string, error) {
 	out, err := s.ensureOwners(ctx, venueID, "restore", []BookingUnits{b})
@@ -246,10 +264,10 @@ func (s *Store) EnsureCounted(ctx context.Context, venueID uint64, bs []BookingU
 
 func (s *Store) ensureOwners(ctx context.Context, venueID uint64, mode string, bs []BookingUnits) ([]string, error) {
 	vk := s.keys.Venue(venueID)
-	args := make([]any, 0, 1+4*len(bs))
+	args := make([]any, 0, 1+5*len(bs))
 	args = append(args, mode)
 	for _, b := range bs {
-		args = append(args, b.BookingID, b.HoldID, b.Qty, strings.Join(b.Fields, listSep))
+		args = append(args, b.BookingID, b.HoldID, b.Qty, strings.Join(b.Fields, listSep), b.Version)
 	}
 	out, err := replyStrings(s.scripts.ensureOwners.Run(ctx, s.rdb, []string{vk.Capacity(), vk.Used(), vk.Owners(), vk.Gone()}, args...).Result())
 	return out, unavailable("ensure owners", err)
@@ -265,13 +283,13 @@ type FieldCapacity struct {
 // step. A day already loaded is left as it is.
 func (s *Store) LoadDay(ctx context.Context, venueID uint64, dayField string, caps []FieldCapacity, bookings []BookingUnits) error {
 	vk := s.keys.Venue(venueID)
-	args := make([]any, 0, 2+2*len(caps)+3*len(bookings))
+	args := make([]any, 0, 2+2*len(caps)+4*len(bookings))
 	args = append(args, dayField, len(caps))
 	for _, c := range caps {
 		args = append(args, c.Field, c.Capacity)
 	}
 	for _, b := range bookings {
-		args = append(args, b.BookingID, b.Qty, strings.Join(b.Fields, listSep))
+		args = append(args, b.BookingID, b.Qty, strings.Join(b.Fields, listSep), b.Version)
 	}
 	err := s.scripts.loadDay.Run(ctx, s.rdb, []string{vk.Capacity(), vk.Used(), vk.Owners(), vk.Gone(), vk.Days()}, args...).Err()
 	return unavailable("load day", err)
@@ -490,4 +508,29 @@ func DeleteMatching(ctx context.Context, rdb redis.UniversalClient, pattern stri
 		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return del(ctx, c) })
 	}
 	return del(ctx, rdb)
+}
+
+// ReadHolds loads the records of some holds of one venue in one round trip (their keys share the
+// venue's hash tag, so the pipeline goes to one node); a missing record is left out.
+func (s *Store) ReadHolds(ctx context.Context, venueID uint64, ids []string) (map[string]HoldRecord, error) {
+	vk := s.keys.Venue(venueID)
+	out := make(map[string]HoldRecord, len(ids))
+	for len(ids) > 0 {
+		n := min(len(ids), 500)
+		pipe := s.rdb.Pipeline()
+		cmds := make([]*redis.MapStringStringCmd, n)
+		for i, id := range ids[:n] {
+			cmds[i] = pipe.HGetAll(ctx, vk.Hold(id))
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, unavailable("read holds", err)
+		}
+		for i, c := range cmds {
+			if r, ok := decodeHold(c.Val()); ok {
+				out[ids[i]] = r
+			}
+		}
+		ids = ids[n:]
+	}
+	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/models"
@@ -410,22 +411,33 @@ type Ref struct {
 	ReleaseAt time.Time
 }
 
-func refs(rows []models.Booking) []Ref {
+// refRow is what a ref query reads: scanning three columns into a small struct costs a fraction of
+// scanning them into a whole booking row, which matters for queries the loops run every second.
+type refRow struct {
+	ID        uint64
+	VenueID   uint64
+	ReleaseAt time.Time
+}
+
+func (s *Store) refQuery(ctx context.Context, op string, q func(db *gorm.DB) *gorm.DB, limit int) ([]Ref, error) {
+	var rows []refRow
+	if err := q(s.db.WithContext(ctx).Table("bookings").Select("id, venue_id, release_at")).Limit(limit).Scan(&rows).Error; err != nil {
+		return nil, mapErr(op, err)
+	}
 	out := make([]Ref, len(rows))
 	for i, r := range rows {
 		out[i] = Ref{BookingID: r.ID, VenueID: r.VenueID, ReleaseAt: r.ReleaseAt.UTC()}
 	}
-	return out
+	return out, nil
 }
 
 // DueForQueue lists bookings whose release task is to be queued and whose release_at is before
 // until, oldest first. It reads only the index of bookings not queued yet, so its cost does not grow
 // with the bookings already in the queue.
 func (s *Store) DueForQueue(ctx context.Context, until time.Time, limit int) ([]Ref, error) {
-	var rows []models.Booking
-	err := s.db.WithContext(ctx).Select("id, venue_id, release_at").Where("queue_at <= ?", until.UTC()).
-		Order("queue_at").Limit(limit).Find(&rows).Error
-	return refs(rows), mapErr("due for queue", err)
+	return s.refQuery(ctx, "due for queue", func(db *gorm.DB) *gorm.DB {
+		return db.Where("queue_at <= ?", until.UTC()).Order("queue_at")
+	}, limit)
 }
 
 // MarkQueued records that the release tasks of rs are in the queue. A booking whose release_at has
@@ -446,21 +458,17 @@ func (s *Store) MarkQueued(ctx context.Context, rs []Ref) error {
 // Overdue lists CONFIRMED bookings whose release_at is at or before now, oldest first, from the
 // (status, release_at) index.
 func (s *Store) Overdue(ctx context.Context, now time.Time, limit int) ([]Ref, error) {
-	var rows []models.Booking
-	err := s.db.WithContext(ctx).Select("id, venue_id, release_at").
-		Where("status = ? AND release_at <= ?", string(booking.Confirmed), now.UTC()).
-		Order("release_at").Limit(limit).Find(&rows).Error
-	return refs(rows), mapErr("overdue", err)
+	return s.refQuery(ctx, "overdue", func(db *gorm.DB) *gorm.DB {
+		return db.Where("status = ? AND release_at <= ?", string(booking.Confirmed), now.UTC()).Order("release_at")
+	}, limit)
 }
 
 // Unreleased lists CONFIRMED bookings due before until, by id after afterID (reconciliation
 // re-queues their tasks).
 func (s *Store) Unreleased(ctx context.Context, until time.Time, afterID uint64, limit int) ([]Ref, error) {
-	var rows []models.Booking
-	err := s.db.WithContext(ctx).Select("id, venue_id, release_at").
-		Where("status = ? AND release_at <= ? AND id > ?", string(booking.Confirmed), until.UTC(), afterID).
-		Order("id").Limit(limit).Find(&rows).Error
-	return refs(rows), mapErr("unreleased", err)
+	return s.refQuery(ctx, "unreleased", func(db *gorm.DB) *gorm.DB {
+		return db.Where("status = ? AND release_at <= ? AND id > ?", string(booking.Confirmed), until.UTC(), afterID).Order("id")
+	}, limit)
 }
 
 // Progressing lists checked-in bookings that have started, oldest start first.
@@ -513,7 +521,7 @@ func (s *Store) MarkReminded(ctx context.Context, due []Booking, events map[uint
 // Occupying lists the occupying bookings of a venue (reconciliation).
 func (s *Store) Occupying(ctx context.Context, venueID uint64) ([]Booking, error) {
 	var rows []models.Booking
-	if err := s.db.WithContext(ctx).Select("id, hold_id, venue_id, quantity, slots, status").
+	if err := s.db.WithContext(ctx).Select("id, hold_id, venue_id, quantity, slots, status, version").
 		Where("venue_id = ? AND status IN ?", venueID, statusStrings(booking.OccupyingStatuses())).
 		Find(&rows).Error; err != nil {
 		return nil, mapErr("occupying bookings", err)
@@ -542,19 +550,130 @@ func (s *Store) OccupyingBetween(ctx context.Context, resourceID uint64, from, t
 	return out, nil
 }
 
-// Statuses reads the statuses of bookings by id (missing ids are left out).
-func (s *Store) Statuses(ctx context.Context, ids []uint64) (map[uint64]booking.Status, error) {
-	out := make(map[uint64]booking.Status, len(ids))
+// State is a booking's status at a version.
+type State struct {
+	Status  booking.Status
+	Version int
+}
+
+// States reads the states of bookings by id (missing ids are left out).
+func (s *Store) States(ctx context.Context, ids []uint64) (map[uint64]State, error) {
+	out := make(map[uint64]State, len(ids))
 	for len(ids) > 0 {
 		n := min(len(ids), 1000)
 		var rows []models.Booking
-		if err := s.db.WithContext(ctx).Select("id, status").Where("id IN ?", ids[:n]).Find(&rows).Error; err != nil {
-			return nil, mapErr("statuses", err)
+		if err := s.db.WithContext(ctx).Select("id, status, version").Where("id IN ?", ids[:n]).Find(&rows).Error; err != nil {
+			return nil, mapErr("booking states", err)
 		}
 		for _, r := range rows {
-			out[r.ID] = booking.Status(r.Status)
+			out[r.ID] = State{Status: booking.Status(r.Status), Version: r.Version}
 		}
 		ids = ids[n:]
 	}
 	return out, nil
+}
+
+// DueVenues lists the venues that have CONFIRMED bookings whose release_at is at or before now.
+func (s *Store) DueVenues(ctx context.Context, now time.Time, limit int) ([]uint64, error) {
+	var ids []uint64
+	err := s.db.WithContext(ctx).Model(&models.Booking{}).Where("status = ? AND release_at <= ?", string(booking.Confirmed), now.UTC()).
+		Distinct().Limit(limit).Pluck("venue_id", &ids).Error
+	return ids, mapErr("due venues", err)
+}
+
+// DueQuery selects CONFIRMED bookings whose release_at has come.
+type DueQuery struct {
+	VenueID uint64 // 0: every venue
+	Now     time.Time
+	Limit   int
+}
+
+// ReleaseDue releases, in one transaction, up to q.Limit CONFIRMED bookings whose release_at is at
+// or before q.Now: decide (the domain's Release) is asked for each, and the chosen changes are
+// written with one UPDATE, their history rows and events in bulk. Rows other transactions hold are
+// skipped (SKIP LOCKED), so several releasers of one venue share a burst instead of queueing behind
+// each other; a check-in that locked its booking first wins, and one that comes after finds the
+// booking RELEASED and decides again. It answers the bookings released, with their changes.
+func (s *Store) ReleaseDue(ctx context.Context, q DueQuery, decide Decide) ([]Booking, []booking.Change, error) {
+	var out []Booking
+	var chs []booking.Change
+	err := s.tx(ctx, "release due bookings", func(tx *gorm.DB) error {
+		out, chs = out[:0], chs[:0]
+		db := tx.Where("status = ? AND release_at <= ?", string(booking.Confirmed), q.Now.UTC()).Order("release_at").Limit(q.Limit)
+		if q.VenueID != 0 {
+			db = db.Where("venue_id = ?", q.VenueID)
+		}
+		if s.mysql {
+			db = db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked})
+		}
+		var rows []models.Booking
+		if err := db.Find(&rows).Error; err != nil {
+			return err
+		}
+		out = make([]Booking, 0, len(rows)) // cs points into it: it must not grow
+		var cs []changed
+		for i := range rows {
+			b := toBooking(&rows[i])
+			version := b.Version
+			c, err := decide(&b)
+			if err != nil {
+				return err
+			}
+			if c.None() {
+				continue
+			}
+			b.Version = version + 1
+			out = append(out, b)
+			chs = append(chs, c)
+			cs = append(cs, changed{&out[len(out)-1], version, c})
+		}
+		if len(cs) == 0 {
+			return nil
+		}
+		return s.writeReleases(tx, cs)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, chs, nil
+}
+
+// writeReleases writes changes that set the same columns to the same values (a batch released at
+// one moment) with one UPDATE; anything else goes row by row.
+func (s *Store) writeReleases(tx *gorm.DB, cs []changed) error {
+	first := cs[0]
+	ids := make([]uint64, 0, len(cs))
+	for _, x := range cs {
+		if x.c.To != first.c.To || !x.c.At.Equal(first.c.At) || x.b.ReleasedAt == nil || !x.b.ReleasedAt.Equal(x.c.At) {
+			return s.writeChanges(tx, cs)
+		}
+		ids = append(ids, x.b.ID)
+	}
+	// The rows are locked by this transaction (or, on SQLite, the whole database is), so the
+	// status guard is the version check.
+	res := tx.Model(&models.Booking{}).Where("id IN ? AND status = ?", ids, string(first.c.From)).Updates(map[string]any{
+		"status": string(first.c.To), "version": gorm.Expr("version + 1"), "updated_at": first.c.At,
+		"released_at": first.c.At, "queue_at": nil, "remind_at": nil,
+	})
+	if res.Error != nil {
+		return res.Error
+	}
+	if int(res.RowsAffected) != len(ids) {
+		return errStale
+	}
+	hist := make([]models.BookingHistory, len(cs))
+	var events []Event
+	for i, x := range cs {
+		x.b.QueueAt, x.b.RemindAt = nil, nil
+		hist[i] = historyRow(x.b, x.c)
+		if s.render != nil {
+			if ev, ok := s.render(x.b, x.c); ok {
+				events = append(events, ev)
+			}
+		}
+	}
+	if err := tx.CreateInBatches(hist, 1000).Error; err != nil {
+		return err
+	}
+	return insertEvents(tx, events)
 }

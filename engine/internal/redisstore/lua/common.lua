@@ -9,18 +9,28 @@ local function split(s)
   return out
 end
 
--- units_of decodes an owner's units as take writes them: qty, then the fields.
+-- An owner's units are written qty|fields|version: the version of the booking change that took
+-- them (0 for a hold). units_of decodes them.
 local function units_of(v)
-  local bar = string.find(v, UNITS_SEP, 1, true)
-  return tonumber(string.sub(v, 1, bar - 1)), split(string.sub(v, bar + 1))
+  local a = string.find(v, UNITS_SEP, 1, true)
+  local b = string.find(v, UNITS_SEP, a + 1, true)
+  local ver = 0
+  if b then ver = tonumber(string.sub(v, b + 1)) else b = #v + 1 end
+  return tonumber(string.sub(v, 1, a - 1)), split(string.sub(v, a + 1, b - 1)), ver
+end
+
+local function units(qty, fields, ver)
+  return qty .. UNITS_SEP .. table.concat(fields, LIST_SEP) .. UNITS_SEP .. ver
 end
 
 -- give_back returns the units of one owner exactly once: 1 if the owner held units, 0 if it was
--- already gone.
-local function give_back(owners, used, owner)
+-- already gone. With upto, units taken by a later change than upto stay: a release that commits
+-- version 2 must not give back what a check-in that committed version 3 took again.
+local function give_back(owners, used, owner, upto)
   local v = redis.call('HGET', owners, owner)
   if not v then return 0 end
-  local qty, fields = units_of(v)
+  local qty, fields, ver = units_of(v)
+  if upto and ver > upto then return 0 end
   for _, f in ipairs(fields) do
     if redis.call('HINCRBY', used, f, -qty) <= 0 then redis.call('HDEL', used, f) end
   end
@@ -28,10 +38,19 @@ local function give_back(owners, used, owner)
   return 1
 end
 
--- take adds qty units of each field for owner (no capacity check: callers check first).
-local function take(owners, used, owner, qty, fields)
+-- take adds qty units of each field for owner, taken by change ver (no capacity check: callers
+-- check first).
+local function take(owners, used, owner, qty, fields, ver)
   for _, f in ipairs(fields) do redis.call('HINCRBY', used, f, qty) end
-  redis.call('HSET', owners, owner, qty .. UNITS_SEP .. table.concat(fields, LIST_SEP))
+  redis.call('HSET', owners, owner, units(qty, fields, ver))
+end
+
+-- retag moves an owner's units to version ver, if that is later than theirs.
+local function retag(owners, owner, ver)
+  local v = redis.call('HGET', owners, owner)
+  if not v then return end
+  local qty, fields, was = units_of(v)
+  if ver > was then redis.call('HSET', owners, owner, units(qty, fields, ver)) end
 end
 
 -- fits reports whether qty more units fit in every field: 'ok', 'closed' or 'full'.

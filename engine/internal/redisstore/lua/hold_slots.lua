@@ -24,7 +24,7 @@ end
 local fields = split(ARGV[7])
 local verdict = fits(KEYS[1], KEYS[2], qty, fields)
 if verdict ~= 'ok' then return {verdict} end
-take(KEYS[3], KEYS[2], OWNER_HOLD .. id, qty, fields)
+take(KEYS[3], KEYS[2], OWNER_HOLD .. id, qty, fields, 0)
 local rec = {}
 for i = 9, #ARGV do rec[#rec + 1] = ARGV[i] end
 redis.call('HSET', KEYS[7], F_STATUS, HOLD_HELD, F_SLOTS, ARGV[7], unpack(rec))

@@ -45,7 +45,7 @@ local qty = tonumber(redis.call('HGET', h, F_QTY))
 local fields = split(redis.call('HGET', h, F_SLOTS))
 local verdict = fits(KEYS[1], KEYS[2], qty, fields)
 if verdict ~= 'ok' then return {'gone', verdict} end
-take(KEYS[3], KEYS[2], owner, qty, fields)
+take(KEYS[3], KEYS[2], owner, qty, fields, 0)
 redis.call('HSET', h, F_STATUS, HOLD_CONFIRMING, F_SINCE, now, F_RETAKEN, '1')
 redis.call('ZADD', KEYS[8], now, id)
 redis.call('PERSIST', h)

@@ -16,9 +16,9 @@ for i = 3 + d + c, #ARGV, 3 do
   local owner, fields, hk = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
   local v = redis.call('HGET', KEYS[3], owner)
   if v then
-    local qty = units_of(v)
+    local qty, _, ver = units_of(v)
     give_back(KEYS[3], KEYS[4], owner)
-    take(KEYS[3], KEYS[4], owner, qty, split(fields))
+    take(KEYS[3], KEYS[4], owner, qty, split(fields), ver)
     moved = moved + 1
   end
   if hk > 0 and redis.call('EXISTS', KEYS[hk]) == 1 then redis.call('HSET', KEYS[hk], F_SLOTS, fields) end
