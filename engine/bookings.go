@@ -269,14 +269,15 @@ func (e *Engine) NoShows(ctx context.Context, userID string) (int, error) {
 
 // setTimers sets what a booking still needs to be timed after a change: a CONFIRMED booking needs a
 // release task (queued by the loader once within the horizon) and, unless it is too late for one,
-// a reminder; any other status needs neither.
+// a reminder, and its release is to be decided; any other status, or a booking whose release was
+// held back, needs none of them.
 func (e *Engine) setTimers(b *sqlstore.Booking, now time.Time) {
-	b.QueueAt, b.RemindAt = nil, nil
-	if b.Status != booking.Confirmed {
+	b.QueueAt, b.DueAt, b.RemindAt = nil, nil, nil
+	if b.Status != booking.Confirmed || b.ReleaseHeldAt != nil {
 		return
 	}
 	at := b.ReleaseAt
-	b.QueueAt = &at
+	b.QueueAt, b.DueAt = &at, &at
 	if r, ok := booking.ReminderAt(b.ReleaseAt, e.opts.ReminderLead, now); ok {
 		b.RemindAt = &r
 	}

@@ -238,7 +238,7 @@ func (e *Engine) CreateVenue(ctx context.Context, a Actor, in VenueInput) (Venue
 		return Venue{}, err
 	}
 	e.cat.venueIDs.forget(struct{}{})
-	return toVenue(v), nil
+	return e.toVenue(v), nil
 }
 
 func loadLocation(tz string) (*time.Location, error) {
@@ -254,12 +254,16 @@ func loadLocation(tz string) (*time.Location, error) {
 }
 
 // toVenue converts a row; its times are answered in the venue's own offset, like everything else.
-func toVenue(v models.Venue) Venue {
+func (e *Engine) toVenue(v models.Venue) Venue {
 	created := v.CreatedAt
 	if loc, err := time.LoadLocation(v.Timezone); err == nil {
 		created = created.In(loc)
 	}
-	return Venue{ID: v.ID, Name: v.Name, Timezone: v.Timezone, CreatedAt: created}
+	mode := v.ReleaseMode
+	if mode == "" {
+		mode = string(e.opts.ReleaseMode)
+	}
+	return Venue{ID: v.ID, Name: v.Name, Timezone: v.Timezone, ReleaseMode: mode, CreatedAt: created}
 }
 
 // ListVenues lists every venue. Anyone.
@@ -270,7 +274,7 @@ func (e *Engine) ListVenues(ctx context.Context) ([]Venue, error) {
 	}
 	out := make([]Venue, len(rows))
 	for i, v := range rows {
-		out[i] = toVenue(v)
+		out[i] = e.toVenue(v)
 	}
 	return out, nil
 }

@@ -33,6 +33,8 @@ type Options struct {
 	RestoreWindow  time.Duration // how long after release the owner may restore; default 30m
 	CheckinOpens   time.Duration // how long before start check-in opens; default 30m
 	ReminderLead   time.Duration // reminder this long before release_at; default 15m; negative: none
+	// ReleaseMode is the release mode of venues that set none; default on.
+	ReleaseMode booking.ReleaseMode
 	// MaxActiveHolds bounds a user's unpaid holds at one venue; 0 means no bound.
 	MaxActiveHolds int
 	// ConfirmStaleAfter is how long a hold may stay CONFIRMING before the wheel and reconciliation
@@ -41,6 +43,9 @@ type Options struct {
 	// QueueTags are the hash tags of the release queues whose loss Redis-loss detection watches;
 	// default {"release"}.
 	QueueTags []string
+
+	// Notify configures the sinks events are delivered to.
+	Notify NotifyOptions
 
 	Scheduler ReleaseScheduler // may be nil (no queue: the overdue sweep releases)
 	Logger    *slog.Logger
@@ -94,6 +99,10 @@ func New(opts Options) (*Engine, error) {
 		opts.ReminderLead = 15 * time.Minute
 	}
 	setDefault(&opts.ConfirmStaleAfter, 2*confirmTimeout)
+	setDefault(&opts.Notify.Retention, 7*24*time.Hour)
+	if opts.ReleaseMode == "" {
+		opts.ReleaseMode = booking.ReleaseOn
+	}
 	if len(opts.QueueTags) == 0 {
 		opts.QueueTags = []string{"release"}
 	}

@@ -24,6 +24,8 @@ type LoopsConfig struct {
 	// OverdueInterval is the period of the overdue release sweep, which releases every CONFIRMED
 	// booking past its release_at whatever happened to its task; default 2s.
 	OverdueInterval time.Duration
+	// RelayInterval is how often the outbox relay hands new events to their sinks; default 100ms.
+	RelayInterval time.Duration
 	// ExpiryBatch bounds the holds one script gives back per venue; default 500. A full batch is
 	// followed at once by another.
 	ExpiryBatch int
@@ -42,6 +44,7 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 	setDefault(&cfg.ExpiryInterval, 100*time.Millisecond)
 	setDefault(&cfg.SweepInterval, time.Second)
 	setDefault(&cfg.OverdueInterval, 2*time.Second)
+	setDefault(&cfg.RelayInterval, 100*time.Millisecond)
 	if cfg.ExpiryBatch <= 0 {
 		cfg.ExpiryBatch = 500
 	}
@@ -62,6 +65,16 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 		mk("progress", cfg.SweepInterval, e.completeFinished),
 		mk("reminders", cfg.SweepInterval, e.sendReminders),
 		mk("overdue_release", cfg.OverdueInterval, func(ctx context.Context) error { _, err := e.ReleaseDue(ctx, 0); return err }),
+		mk("outbox_relay", cfg.RelayInterval, func(ctx context.Context) error {
+			for {
+				n, err := e.RelayOutbox(ctx)
+				if err != nil || n < 500 {
+					return err
+				}
+			}
+		}),
+		mk("notify_prune", time.Hour, e.pruneNotifications),
+		mk("deliveries_requeue", 30*time.Second, e.requeueDeliveries),
 	}}
 }
 

@@ -34,6 +34,22 @@ var (
 	metricPromotions = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "slotwheel_waitlist_promotions_total", Help: "Waiters promoted to a hold.",
 	})
+	metricReleases = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "slotwheel_releases_total", Help: "Release decisions by outcome: released, held_dry_run (decided, announced as booking.release_skipped, units kept), held_off.",
+	}, []string{"outcome"})
+	metricReleaseMode = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "slotwheel_venue_release_mode", Help: "A venue's release mode: 1 for the mode it is in, 0 for the others (as last read by this instance).",
+	}, []string{"venue_id", "mode"})
+	metricEventsPublished = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "slotwheel_events_published_total", Help: "Outbox events handed to their sinks by the relay.",
+	})
+	metricDeliveries = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "slotwheel_deliveries_total", Help: "Delivery attempts by sink (webhook, wechat) and outcome (succeeded, pending: to be retried, failed, skipped).",
+	}, []string{"sink", "outcome"})
+	metricDeliveryDelay = promauto.NewHistogram(prometheus.HistogramOpts{
+		Name: "slotwheel_delivery_delay_seconds", Help: "Seconds from an event's transition to its successful delivery.",
+		Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 21600, 86400},
+	})
 	metricReminders = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "slotwheel_reminders_total", Help: "Reminders sent (booking.reminder events written).",
 	})
@@ -52,6 +68,14 @@ func init() {
 				metricTransitions.WithLabelValues(string(from), string(to))
 			}
 		}
+	}
+	for _, s := range []string{"webhook", "wechat"} {
+		for _, o := range []string{"succeeded", "pending", "failed", "skipped"} {
+			metricDeliveries.WithLabelValues(s, o)
+		}
+	}
+	for _, o := range []string{"released", "held_dry_run", "held_off"} {
+		metricReleases.WithLabelValues(o)
 	}
 	for _, k := range []string{"overdue_released", "owners_added", "owners_removed", "counter_drift", "holds_requeued",
 		"holds_settled", "tasks_scheduled", "confirming_resumed", "redis_lost"} {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
@@ -16,8 +17,8 @@ import (
 // what a single release does.
 const releaseBatch = 1000
 
-// ReleaseDue releases every CONFIRMED booking of venueID (0: of every venue) whose release_at has
-// come, in batches, and answers how many it released. It never releases early: a batch takes only
+// ReleaseDue decides the release of every CONFIRMED booking of venueID (0: of every venue) whose
+// release_at has come, in batches, under the venue's release mode, and answers how many it decided. It never releases early: a batch takes only
 // bookings whose release_at is at or before now. Each batch's units come back in one script per
 // venue, and the freed resources' first waiters are promoted.
 func (e *Engine) ReleaseDue(ctx context.Context, venueID uint64) (int, error) {
@@ -47,9 +48,20 @@ func (e *Engine) releaseDue(ctx context.Context, venueID uint64) ([]uint64, erro
 	}
 	var released []uint64
 	for {
+		// Read at every batch, so that a mode change takes effect at once on every instance.
+		mode, err := e.releaseMode(ctx, venueID)
+		if err != nil {
+			return released, err
+		}
 		now := e.clock.Now()
 		bs, chs, err := e.ss.ReleaseDue(ctx, sqlstore.DueQuery{VenueID: venueID, Now: now, Limit: releaseBatch},
-			func(b *sqlstore.Booking) (booking.Change, error) { return b.Release(now) })
+			func(b *sqlstore.Booking) (booking.Change, error) {
+				c, err := b.Decide(now, mode)
+				if err == nil && !c.None() {
+					e.setTimers(b, now)
+				}
+				return c, err
+			})
 		if err != nil {
 			return released, err
 		}
@@ -72,12 +84,17 @@ func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []
 	byVenue := map[uint64][]redisstore.Freed{}
 	var resources []uint64
 	for i := range bs {
-		b := &bs[i]
+		b, c := &bs[i], chs[i]
+		if c.HeldBy != "" {
+			metricReleases.WithLabelValues("held_" + string(c.HeldBy)).Inc()
+			continue
+		}
+		metricReleases.WithLabelValues("released").Inc()
 		byVenue[b.VenueID] = append(byVenue[b.VenueID], freed(b))
 		if !slices.Contains(resources, b.ResourceID) {
 			resources = append(resources, b.ResourceID)
 		}
-		metricTransitions.WithLabelValues(string(chs[i].From), string(chs[i].To)).Inc()
+		metricTransitions.WithLabelValues(string(c.From), string(c.To)).Inc()
 		metricReleaseLag.Observe(b.ReleasedAt.Sub(b.ReleaseAt).Seconds())
 	}
 	lctx, cancel := later(ctx)
@@ -110,6 +127,9 @@ func (e *Engine) Release(ctx context.Context, ref ReleaseRef) (ReleaseOutcome, e
 		if !ref.ReleaseAt.IsZero() && !b.ReleaseAt.Equal(ref.ReleaseAt) {
 			return NotApplicable, nil
 		}
+		if b.ReleaseHeldAt != nil {
+			return NotApplicable, nil // the venue's release mode held it back
+		}
 		switch b.Status {
 		case booking.Released:
 			if attempt == 0 {
@@ -132,6 +152,9 @@ func (e *Engine) Release(ctx context.Context, ref ReleaseRef) (ReleaseOutcome, e
 			return "", err
 		}
 		if slices.Contains(ids, b.ID) {
+			if after, err := e.ss.Booking(ctx, b.ID); err == nil && after.Status != booking.Released {
+				return NotApplicable, nil // held back by the venue's release mode
+			}
 			return Released, nil
 		}
 		if attempt > 0 {
@@ -163,5 +186,54 @@ func (e *Engine) NeedsRelease(ctx context.Context, ref ReleaseRef) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	return b.Status == booking.Confirmed && b.ReleaseAt.Equal(ref.ReleaseAt), nil
+	return b.DueAt != nil && b.ReleaseAt.Equal(ref.ReleaseAt), nil
+}
+
+// releaseMode is a venue's release mode, or the deployment's default.
+func (e *Engine) releaseMode(ctx context.Context, venueID uint64) (booking.ReleaseMode, error) {
+	m, err := e.ss.VenueReleaseMode(ctx, venueID)
+	if err != nil {
+		return "", err
+	}
+	mode := e.opts.ReleaseMode
+	if m != "" {
+		mode = booking.ReleaseMode(m)
+	}
+	observeMode(venueID, mode)
+	return mode, nil
+}
+
+// observeMode shows a venue's release mode in metrics: 1 for its mode, 0 for the others.
+func observeMode(venueID uint64, m booking.ReleaseMode) {
+	v := strconv.FormatUint(venueID, 10)
+	for _, x := range []booking.ReleaseMode{booking.ReleaseOn, booking.ReleaseOff, booking.ReleaseDryRun} {
+		val := 0.0
+		if x == m {
+			val = 1
+		}
+		metricReleaseMode.WithLabelValues(v, string(x)).Set(val)
+	}
+}
+
+// SetReleaseMode sets a venue's release mode; it takes effect at the venue's next release batch, on
+// every instance. Admin only.
+func (e *Engine) SetReleaseMode(ctx context.Context, a Actor, venueID uint64, mode string) (Venue, error) {
+	if err := requireAdmin(a); err != nil {
+		return Venue{}, err
+	}
+	m, err := booking.ParseReleaseMode(mode)
+	if err != nil {
+		return Venue{}, err
+	}
+	v, err := e.ss.Venue(ctx, venueID)
+	if err != nil {
+		return Venue{}, err
+	}
+	v.ReleaseMode = string(m)
+	if err := e.ss.UpdateVenue(ctx, &v, "release_mode"); err != nil {
+		return Venue{}, err
+	}
+	e.cat.venues.forget(venueID)
+	observeMode(venueID, m)
+	return e.toVenue(v), nil
 }

@@ -302,7 +302,7 @@ const DemoVenueName = "Demo Tennis Courts"
 func (e *Engine) EnsureDemo(ctx context.Context) (Venue, bool, error) {
 	existing, ok, err := e.ss.VenueByName(ctx, DemoVenueName)
 	if err != nil || ok {
-		return toVenue(existing), false, err
+		return e.toVenue(existing), false, err
 	}
 	v, err := e.CreateVenue(ctx, System, VenueInput{Name: DemoVenueName, Timezone: "Asia/Shanghai"})
 	if err != nil {

@@ -40,10 +40,11 @@ var System = booking.System
 
 // Venue is a place with an IANA time zone.
 type Venue struct {
-	ID        uint64
-	Name      string
-	Timezone  string
-	CreatedAt time.Time
+	ID          uint64
+	Name        string
+	Timezone    string
+	ReleaseMode string // on, off or dry_run
+	CreatedAt   time.Time
 }
 
 // VenueInput creates a venue.

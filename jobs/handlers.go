@@ -31,10 +31,11 @@ type reconciler interface {
 // error; Asynq retries failures with backoff and archives exhausted tasks, which reconciliation
 // picks up.
 type handlers struct {
-	rel   releaser
-	rec   reconciler
-	clock engine.Clock
-	log   *slog.Logger
+	rel    releaser
+	rec    reconciler
+	notify notifier
+	clock  engine.Clock
+	log    *slog.Logger
 }
 
 // release moves a no-show booking to RELEASED at its release_at, never before: the handler waits
@@ -114,11 +115,18 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// retryDelay backs off exponentially from 1 s to 1 min. A task that started far too early is
-// retried a second before it is due instead, as if it had been scheduled then.
-func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
+// retryDelay backs off a release exponentially from 1 s to 1 min, and a delivery along
+// deliveryBackoff (n is how often the task was retried already). A release that started far too
+// early is retried a second before it is due instead, as if it had been scheduled then.
+func retryDelay(n int, err error, t *asynq.Task) time.Duration {
 	if nd, ok := errors.AsType[*engine.NotDueError](err); ok {
+		if t.Type() == TypeDeliver {
+			return nd.Wait // an earlier event of the subject is on its way: look again soon
+		}
 		return max(nd.Wait-time.Second, 0)
+	}
+	if t.Type() == TypeDeliver {
+		return deliveryBackoff[min(max(n, 0), len(deliveryBackoff)-1)]
 	}
 	return min(time.Second<<min(max(n, 0), 6), time.Minute)
 }

@@ -99,7 +99,7 @@ func TestReleaseHandlerHandsBackFarEarlyStart(t *testing.T) {
 	require.True(t, ok, "got %v", err)
 	require.Nil(t, f.releasedAt.Load())
 	require.False(t, isFailure(err), "an early start must not use up a retry")
-	d := retryDelay(3, err, nil)
+	d := retryDelay(3, err, releaseTask(ref))
 	require.InDelta(t, (nd.Wait - time.Second).Seconds(), d.Seconds(), 0.001)
 }
 
@@ -135,6 +135,13 @@ func TestRetryDelay(t *testing.T) {
 		0: time.Second, 1: 2 * time.Second, 3: 8 * time.Second, 5: 32 * time.Second,
 		6: time.Minute, 7: time.Minute, 100: time.Minute,
 	} {
-		require.Equal(t, want, retryDelay(n, boom, nil), "n=%d", n)
+		require.Equal(t, want, retryDelay(n, boom, asynq.NewTask(TypeRelease, nil)), "n=%d", n)
 	}
+	deliver := asynq.NewTask(TypeDeliver, nil)
+	require.LessOrEqual(t, retryDelay(0, boom, deliver), 10*time.Second, "API.md: the first retry of a delivery within 10 s")
+	var total time.Duration
+	for n := range len(deliveryBackoff) {
+		total += retryDelay(n, boom, deliver)
+	}
+	require.GreaterOrEqual(t, total, 24*time.Hour, "API.md: deliveries are retried for at least 24 h")
 }

@@ -79,8 +79,11 @@ type Jobs struct {
 	stopped bool
 }
 
-// Compile-time check that Jobs is what the engine needs.
-var _ engine.ReleaseScheduler = (*Jobs)(nil)
+// Compile-time checks that Jobs is what the engine needs.
+var (
+	_ engine.ReleaseScheduler  = (*Jobs)(nil)
+	_ engine.DeliveryScheduler = (*Jobs)(nil)
+)
 
 // New builds Jobs. It opens Redis connections lazily and starts nothing; call Start to run the
 // worker, or use it only as the engine's ReleaseScheduler (an API-only instance). Stop releases it.
@@ -121,7 +124,7 @@ func New(opts Options) (*Jobs, error) {
 		client:    asynq.NewClient(opts.Redis),
 		inspector: asynq.NewInspector(opts.Redis),
 		rdb:       rdb,
-		handlers:  &handlers{rel: opts.Engine, rec: opts.Engine, clock: opts.Engine.Clock(), log: log},
+		handlers:  &handlers{rel: opts.Engine, rec: opts.Engine, notify: opts.Engine, clock: opts.Engine.Clock(), log: log},
 	}
 	ld := &loader{horizon: opts.Horizon, src: opts.Engine, sched: j, clock: opts.Engine.Clock(), batch: 500, maxBatches: 20}
 	lc := withLease(opts.Lease, loop.Config{Name: "release_loader", Interval: opts.LoaderInterval, Timeout: 30 * time.Second, Logger: log})
@@ -162,7 +165,7 @@ func (j *Jobs) ReleaseQueues() []string {
 }
 
 // Queues lists every queue of these Jobs; the engine watches them for data loss.
-func (j *Jobs) Queues() []string { return append(j.ReleaseQueues(), j.MaintQueue()) }
+func (j *Jobs) Queues() []string { return append(j.ReleaseQueues(), j.MaintQueue(), j.NotifyQueue()) }
 
 // queueOf is the release queue of a booking.
 func (j *Jobs) queueOf(bookingID uint64) string {
@@ -179,7 +182,7 @@ func (j *Jobs) MaintQueue() string { return j.opts.Queue + "_maint" }
 // and idle workers look for work every 50 ms, so a release task starts within ~150 ms of its
 // (whole-second) scheduled time.
 func (j *Jobs) serverConfig() asynq.Config {
-	queues := map[string]int{j.MaintQueue(): 1}
+	queues := map[string]int{j.MaintQueue(): 1, j.NotifyQueue(): 5}
 	for _, q := range j.ReleaseQueues() {
 		queues[q] = 10
 	}
@@ -217,6 +220,7 @@ func (j *Jobs) mux() *asynq.ServeMux {
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(TypeRelease, h.release)
 	mux.HandleFunc(TypeReconcile, h.reconcile)
+	mux.HandleFunc(TypeDeliver, h.deliver)
 	return mux
 }
 

@@ -145,5 +145,11 @@ func Migrate(ctx context.Context, db *gorm.DB) error {
 	if err := db.AutoMigrate(All()...); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
+	// Rows from before due_at existed (and any a fault left without it) get it back: an undecided
+	// CONFIRMED booking must be in the overdue sweep's index.
+	if err := db.Model(&Booking{}).Where("status = ? AND due_at IS NULL AND release_held_at IS NULL", "CONFIRMED").
+		Update("due_at", gorm.Expr("release_at")).Error; err != nil {
+		return fmt.Errorf("migrate: due_at: %w", err)
+	}
 	return nil
 }

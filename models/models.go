@@ -9,10 +9,12 @@ import (
 
 // Venue is a place with its own IANA time zone; slot grids are laid out in venue-local time.
 type Venue struct {
-	ID        uint64    `gorm:"primaryKey"`
-	Name      string    `gorm:"size:200;not null"`
-	Timezone  string    `gorm:"size:64;not null"`
-	CreatedAt time.Time `gorm:"precision:3"`
+	ID       uint64 `gorm:"primaryKey"`
+	Name     string `gorm:"size:200;not null"`
+	Timezone string `gorm:"size:64;not null"`
+	// ReleaseMode is on, off or dry_run; empty means the deployment's default.
+	ReleaseMode string    `gorm:"size:16;not null;default:''"`
+	CreatedAt   time.Time `gorm:"precision:3"`
 }
 
 // Resource statuses.
@@ -91,23 +93,21 @@ type GracePolicy struct {
 // window (buffers included) whose units it takes while its status occupies capacity. Status holds
 // an engine/booking status; the rules about it live there.
 type Booking struct {
-	ID          uint64    `gorm:"primaryKey"`
-	HoldID      string    `gorm:"size:40;not null;uniqueIndex"`
-	UserID      string    `gorm:"size:64;not null;index"`
-	VenueID     uint64    `gorm:"not null;index:idx_booking_venue_due,priority:2"`
-	ResourceID  uint64    `gorm:"not null;index:idx_booking_resource_occupy,priority:1"`
-	ServiceID   *uint64   ``
-	Quantity    int       `gorm:"not null"`
-	Start       time.Time `gorm:"precision:3;not null"`
-	End         time.Time `gorm:"precision:3;not null"`
-	OccupyStart time.Time `gorm:"precision:3;not null;index:idx_booking_resource_occupy,priority:2"`
-	OccupyEnd   time.Time `gorm:"precision:3;not null"`
-	Slots       string    `gorm:"type:text;not null"` // the slot fields whose units it takes
-	// A venue's due bookings are found from (status, venue_id, release_at), every venue's from
-	// (status, release_at).
-	Status      string     `gorm:"size:24;not null;index:idx_booking_status_release,priority:1;index:idx_booking_venue_due,priority:1"`
+	ID          uint64     `gorm:"primaryKey"`
+	HoldID      string     `gorm:"size:40;not null;uniqueIndex"`
+	UserID      string     `gorm:"size:64;not null;index"`
+	VenueID     uint64     `gorm:"not null;index:idx_booking_due,priority:1;index:idx_booking_queue,priority:2"`
+	ResourceID  uint64     `gorm:"not null;index:idx_booking_resource_occupy,priority:1"`
+	ServiceID   *uint64    ``
+	Quantity    int        `gorm:"not null"`
+	Start       time.Time  `gorm:"precision:3;not null"`
+	End         time.Time  `gorm:"precision:3;not null"`
+	OccupyStart time.Time  `gorm:"precision:3;not null;index:idx_booking_resource_occupy,priority:2"`
+	OccupyEnd   time.Time  `gorm:"precision:3;not null"`
+	Slots       string     `gorm:"type:text;not null"` // the slot fields whose units it takes
+	Status      string     `gorm:"size:24;not null;index:idx_booking_status_release,priority:1"`
 	Version     int        `gorm:"not null"`
-	ReleaseAt   time.Time  `gorm:"precision:3;not null;index:idx_booking_status_release,priority:2;index:idx_booking_venue_due,priority:3;index:idx_booking_queue,priority:3"`
+	ReleaseAt   time.Time  `gorm:"precision:3;not null;index:idx_booking_status_release,priority:2;index:idx_booking_queue,priority:3"`
 	ConfirmedAt time.Time  `gorm:"precision:3;not null"`
 	CheckedInAt *time.Time `gorm:"precision:3"`
 	ReleasedAt  *time.Time `gorm:"precision:3"`
@@ -119,6 +119,13 @@ type Booking struct {
 	// it is (or once the booking no longer needs one): the loader's index holds only what is newly due.
 	// The index covers the loader's query (queue_at, and the venue and release_at it reads).
 	QueueAt *time.Time `gorm:"precision:3;index:idx_booking_queue,priority:1"`
+	// DueAt is the release_at of a CONFIRMED booking whose release is still to be decided, NULL once
+	// it was (released, or held back by the venue's release mode) or when it no longer can be: the
+	// overdue sweep's index holds only undecided bookings.
+	DueAt *time.Time `gorm:"precision:3;index:idx_booking_due,priority:2;index:idx_booking_due_any"`
+	// ReleaseHeldAt is when the venue's release mode (off or dry_run) held the booking's release back;
+	// such a booking stays CONFIRMED and is not released later.
+	ReleaseHeldAt *time.Time `gorm:"precision:3"`
 	// RemindAt is when the owner is reminded, NULL once reminded or when no reminder is due.
 	RemindAt  *time.Time `gorm:"precision:3;index"`
 	CreatedAt time.Time  `gorm:"precision:3"`
@@ -173,6 +180,54 @@ type OutboxEvent struct {
 	PublishedAt *time.Time `gorm:"precision:3;index"`
 }
 
+// WebhookEndpoint is a receiver of events: every event of its types (all when EventTypes is "[]")
+// at its venue (all when VenueID is 0) is delivered to URL, signed with Secret.
+type WebhookEndpoint struct {
+	ID         uint64     `gorm:"primaryKey"`
+	URL        string     `gorm:"size:2048;not null"`
+	Secret     string     `gorm:"size:128;not null"`
+	EventTypes string     `gorm:"type:text;not null"` // JSON array
+	VenueID    uint64     `gorm:"not null;default:0"`
+	CreatedAt  time.Time  `gorm:"precision:3;not null"`
+	DeletedAt  *time.Time `gorm:"precision:3"`
+}
+
+// Delivery statuses.
+const (
+	DeliveryPending   = "pending"
+	DeliverySucceeded = "succeeded"
+	DeliveryFailed    = "failed"
+	DeliverySkipped   = "skipped" // the sink will never take it (a WeChat user who did not subscribe)
+)
+
+// Delivery is one event on its way to one sink: a webhook endpoint ("webhook:<id>") or WeChat
+// ("wechat"). The relay creates it once per event and sink (the unique index makes a repeat after a
+// crash a no-op); its task delivers it, in event order per subject and sink.
+type Delivery struct {
+	ID         uint64     `gorm:"primaryKey"`
+	Sink       string     `gorm:"size:32;not null;uniqueIndex:idx_delivery_event,priority:1;index:idx_delivery_order,priority:1"`
+	EndpointID uint64     `gorm:"not null;index"`
+	EventID    uint64     `gorm:"not null;uniqueIndex:idx_delivery_event,priority:2"`
+	Subject    string     `gorm:"size:64;not null;index:idx_delivery_order,priority:2"`
+	Status     string     `gorm:"size:16;not null;index:idx_delivery_order,priority:3;index:idx_delivery_status,priority:1"`
+	Attempts   int        `gorm:"not null;default:0"`
+	LastStatus int        `gorm:"not null;default:0"`
+	LastError  string     `gorm:"size:512;not null;default:''"`
+	CreatedAt  time.Time  `gorm:"precision:3;not null;index"`
+	UpdatedAt  time.Time  `gorm:"precision:3;not null;index:idx_delivery_status,priority:2"`
+	DoneAt     *time.Time `gorm:"precision:3"`
+}
+
+// WechatTemplate maps one event type to a WeChat subscribe-message template: Data maps template
+// keys (thing1, time2, …) to booking fields (venue_name, start, …), as JSON.
+type WechatTemplate struct {
+	EventType  string    `gorm:"primaryKey;size:40"`
+	TemplateID string    `gorm:"size:128;not null"`
+	Page       string    `gorm:"size:512;not null;default:''"`
+	Data       string    `gorm:"type:text;not null"`
+	UpdatedAt  time.Time `gorm:"precision:3;not null"`
+}
+
 // IdempotencyKey remembers the answer to a POST made with an Idempotency-Key header, scoped to the
 // caller, method and path, for at least 24 hours.
 type IdempotencyKey struct {
@@ -212,6 +267,6 @@ func All() []any {
 	return []any{
 		&Venue{}, &Resource{}, &Schedule{}, &SlotInventory{}, &Service{}, &ServiceResource{},
 		&GracePolicy{}, &Booking{}, &BookingHistory{}, &Payment{}, &OutboxEvent{},
-		&IdempotencyKey{}, &WaitlistEntry{},
+		&IdempotencyKey{}, &WaitlistEntry{}, &WebhookEndpoint{}, &Delivery{}, &WechatTemplate{},
 	}
 }

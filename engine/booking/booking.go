@@ -28,6 +28,28 @@ type Booking struct {
 	CheckinCode            string
 	PaymentID              string
 	AmountCents            int64
+	// ReleaseHeldAt is when the venue's release mode held the no-show release back: the booking
+	// stays CONFIRMED, is not released later, and may still be checked in until its end.
+	ReleaseHeldAt *time.Time
+}
+
+// ReleaseMode is how a venue treats its no-shows at release_at.
+type ReleaseMode string
+
+// The release modes.
+const (
+	ReleaseOn     ReleaseMode = "on"      // release, give the units back
+	ReleaseOff    ReleaseMode = "off"     // decide nothing: the booking keeps its units
+	ReleaseDryRun ReleaseMode = "dry_run" // decide, announce (booking.release_skipped), keep the units
+)
+
+// ParseReleaseMode reads a release mode.
+func ParseReleaseMode(s string) (ReleaseMode, error) {
+	switch m := ReleaseMode(s); m {
+	case ReleaseOn, ReleaseOff, ReleaseDryRun:
+		return m, nil
+	}
+	return "", Invalid("invalid_release_mode", "mode must be on, off or dry_run").WithField("mode")
 }
 
 // Rules are the deployment-wide settings the transitions depend on.
@@ -56,6 +78,8 @@ type Change struct {
 	DropTimers bool
 	// NewReleaseAt: after the commit, the booking has a new release_at that needs a release task.
 	NewReleaseAt bool
+	// HeldBy is the release mode that held a due release back (To == From == CONFIRMED).
+	HeldBy ReleaseMode
 }
 
 // None reports whether c is the zero change.
@@ -64,6 +88,12 @@ func (c Change) None() bool { return c.To == "" }
 // Event is the event type API.md gives the change, or "" for a change that is not announced
 // (ARRIVED → IN_PROGRESS happens to every checked-in booking at its start and tells nobody anything).
 func (c Change) Event() string {
+	if c.HeldBy != "" {
+		if c.HeldBy == ReleaseDryRun {
+			return EventReleaseSkipped
+		}
+		return "" // off: nothing is decided, nothing is said
+	}
 	switch c.To {
 	case Arrived:
 		return EventCheckedIn
@@ -152,8 +182,8 @@ func (b *Booking) CheckIn(received time.Time, actor string, r Rules) (Change, er
 		if opens := b.CheckinOpensAt(r); received.Before(opens) {
 			return Change{}, ErrTooEarly.WithDetail("opens_at", opens)
 		}
-		if received.Before(b.ReleaseAt) {
-			break
+		if received.Before(b.ReleaseAt) || (b.ReleaseHeldAt != nil && received.Before(b.End)) {
+			break // before release_at, or the venue held the release back: until the end
 		}
 		if from, to := b.RestoreWindow(r); !InWindow(received, from, to) {
 			return Change{}, ErrTooLate
@@ -185,7 +215,7 @@ func (b *Booking) CheckIn(received time.Time, actor string, r Rules) (Change, er
 // *NotDueError with the time left. A booking that is no longer CONFIRMED is not released (zero
 // Change); callers tell "already released" from b.Status.
 func (b *Booking) Release(now time.Time) (Change, error) {
-	if b.Status != Confirmed {
+	if b.Status != Confirmed || b.ReleaseHeldAt != nil {
 		return Change{}, nil
 	}
 	if now.Before(b.ReleaseAt) {
@@ -199,6 +229,24 @@ func (b *Booking) Release(now time.Time) (Change, error) {
 	b.ReleasedAt = &at
 	c.FreeUnits = true
 	return c, nil
+}
+
+// Decide is the release at now under a venue's mode: on releases (see Release); off and dry_run
+// hold the release back, once — the booking stays CONFIRMED with its units and is not released
+// later. It is never early.
+func (b *Booking) Decide(now time.Time, mode ReleaseMode) (Change, error) {
+	if mode == ReleaseOn || mode == "" {
+		return b.Release(now)
+	}
+	if b.Status != Confirmed || b.ReleaseHeldAt != nil {
+		return Change{}, nil
+	}
+	if now.Before(b.ReleaseAt) {
+		return Change{}, &NotDueError{Wait: b.ReleaseAt.Sub(now)}
+	}
+	at := now
+	b.ReleaseHeldAt = &at
+	return Change{From: Confirmed, To: Confirmed, At: now, Actor: ActorSystem, Reason: "release held: " + string(mode), HeldBy: mode}, nil
 }
 
 // Restore decides the owner's restore at now, within the restore window: the booking is CONFIRMED

@@ -409,3 +409,36 @@ func TestReminderTime(t *testing.T) {
 	_, ok = ReminderAt(rel, 0, t0.Add(-time.Hour))
 	require.False(t, ok, "no lead, no reminder")
 }
+
+func TestReleaseModes(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []ReleaseMode{ReleaseOff, ReleaseDryRun} {
+		b := confirmed()
+		_, err := b.Decide(b.ReleaseAt.Add(-ms), mode)
+		var nd *NotDueError
+		require.ErrorAs(t, err, &nd, "never early, whatever the mode")
+		c, err := b.Decide(b.ReleaseAt, mode)
+		require.NoError(t, err)
+		require.Equal(t, Confirmed, b.Status, "%s keeps the booking CONFIRMED", mode)
+		require.False(t, c.FreeUnits)
+		require.Equal(t, mode, c.HeldBy)
+		if mode == ReleaseDryRun {
+			require.Equal(t, EventReleaseSkipped, c.Event())
+		} else {
+			require.Equal(t, "", c.Event(), "off decides nothing and says nothing")
+		}
+		again, err := b.Decide(b.ReleaseAt.Add(time.Minute), ReleaseOn)
+		require.NoError(t, err)
+		require.True(t, again.None(), "a release held back is not released later, even once the mode is on")
+		// The guest may still arrive until the end of the slot.
+		_, err = b.CheckIn(b.End.Add(-ms), "staff:desk", rules)
+		require.NoError(t, err)
+	}
+	b := confirmed()
+	c, err := b.Decide(b.ReleaseAt, ReleaseOn)
+	require.NoError(t, err)
+	require.Equal(t, Released, b.Status)
+	require.True(t, c.FreeUnits)
+	_, err = ParseReleaseMode("sometimes")
+	require.ErrorIs(t, err, Invalid("invalid_release_mode", ""))
+}

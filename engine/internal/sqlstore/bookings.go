@@ -18,9 +18,11 @@ import (
 type Booking struct {
 	booking.Booking
 	Fields []string // the Redis slot fields whose units it takes
-	// QueueAt is set while the booking's release task still has to be queued; RemindAt while its
-	// reminder is due. The engine decides both; the store keeps them indexed.
+	// QueueAt is set while the booking's release task still has to be queued, DueAt while its
+	// release is to be decided, RemindAt while its reminder is due. The engine decides them; the
+	// store keeps them indexed.
 	QueueAt  *time.Time
+	DueAt    *time.Time
 	RemindAt *time.Time
 }
 
@@ -44,8 +46,8 @@ func toBooking(r *models.Booking) Booking {
 		Start: r.Start.UTC(), End: r.End.UTC(), OccupyStart: r.OccupyStart.UTC(), OccupyEnd: r.OccupyEnd.UTC(),
 		ReleaseAt: r.ReleaseAt.UTC(), ConfirmedAt: r.ConfirmedAt.UTC(), CheckedInAt: utc(r.CheckedInAt),
 		ReleasedAt: utc(r.ReleasedAt), CancelledAt: utc(r.CancelledAt), CheckinCode: r.CheckinCode,
-		AmountCents: r.AmountCents},
-		Fields: splitFields(r.Slots), QueueAt: utc(r.QueueAt), RemindAt: utc(r.RemindAt)}
+		AmountCents: r.AmountCents, ReleaseHeldAt: utc(r.ReleaseHeldAt)},
+		Fields: splitFields(r.Slots), QueueAt: utc(r.QueueAt), DueAt: utc(r.DueAt), RemindAt: utc(r.RemindAt)}
 	if r.ServiceID != nil {
 		b.ServiceID = *r.ServiceID
 	}
@@ -60,8 +62,9 @@ func fromBooking(b *Booking) models.Booking {
 		Quantity: b.Quantity, Start: b.Start, End: b.End, OccupyStart: b.OccupyStart, OccupyEnd: b.OccupyEnd,
 		Slots: strings.Join(b.Fields, ","), Status: string(b.Status), Version: b.Version, ReleaseAt: b.ReleaseAt,
 		ConfirmedAt: b.ConfirmedAt, CheckedInAt: b.CheckedInAt, ReleasedAt: b.ReleasedAt, CancelledAt: b.CancelledAt,
-		CheckinCode: b.CheckinCode, AmountCents: b.AmountCents, QueueAt: b.QueueAt, RemindAt: b.RemindAt,
-		CreatedAt: b.ConfirmedAt, UpdatedAt: b.ConfirmedAt}
+		CheckinCode: b.CheckinCode, AmountCents: b.AmountCents, QueueAt: b.QueueAt, DueAt: b.DueAt, RemindAt: b.RemindAt,
+		ReleaseHeldAt: b.ReleaseHeldAt,
+		CreatedAt:     b.ConfirmedAt, UpdatedAt: b.ConfirmedAt}
 	if b.ServiceID != 0 {
 		sid := b.ServiceID
 		r.ServiceID = &sid
@@ -265,7 +268,8 @@ func (s *Store) writeChanges(tx *gorm.DB, cs []changed) error {
 		res := tx.Model(&models.Booking{}).Where("id = ? AND version = ?", b.ID, x.version).Updates(map[string]any{
 			"status": string(b.Status), "version": b.Version, "updated_at": x.c.At, "release_at": b.ReleaseAt,
 			"checked_in_at": b.CheckedInAt, "released_at": b.ReleasedAt, "cancelled_at": b.CancelledAt,
-			"queue_at": b.QueueAt, "remind_at": b.RemindAt, "slots": strings.Join(b.Fields, ","),
+			"queue_at": b.QueueAt, "due_at": b.DueAt, "remind_at": b.RemindAt, "release_held_at": b.ReleaseHeldAt,
+			"slots": strings.Join(b.Fields, ","),
 			"start": b.Start, "end": b.End, "occupy_start": b.OccupyStart, "occupy_end": b.OccupyEnd,
 			"resource_id": b.ResourceID,
 		})
@@ -455,19 +459,19 @@ func (s *Store) MarkQueued(ctx context.Context, rs []Ref) error {
 	return mapErr("mark queued", err)
 }
 
-// Overdue lists CONFIRMED bookings whose release_at is at or before now, oldest first, from the
-// (status, release_at) index.
+// Overdue lists CONFIRMED bookings whose release is undecided past their release_at, oldest first,
+// from the due_at index.
 func (s *Store) Overdue(ctx context.Context, now time.Time, limit int) ([]Ref, error) {
 	return s.refQuery(ctx, "overdue", func(db *gorm.DB) *gorm.DB {
-		return db.Where("status = ? AND release_at <= ?", string(booking.Confirmed), now.UTC()).Order("release_at")
+		return db.Where("due_at <= ?", now.UTC()).Order("due_at")
 	}, limit)
 }
 
-// Unreleased lists CONFIRMED bookings due before until, by id after afterID (reconciliation
-// re-queues their tasks).
+// Unreleased lists CONFIRMED bookings with an undecided release due before until, by id after
+// afterID (reconciliation re-queues their tasks).
 func (s *Store) Unreleased(ctx context.Context, until time.Time, afterID uint64, limit int) ([]Ref, error) {
 	return s.refQuery(ctx, "unreleased", func(db *gorm.DB) *gorm.DB {
-		return db.Where("status = ? AND release_at <= ? AND id > ?", string(booking.Confirmed), until.UTC(), afterID).Order("id")
+		return db.Where("due_at <= ? AND id > ?", until.UTC(), afterID).Order("id")
 	}, limit)
 }
 
@@ -576,7 +580,7 @@ func (s *Store) States(ctx context.Context, ids []uint64) (map[uint64]State, err
 // DueVenues lists the venues that have CONFIRMED bookings whose release_at is at or before now.
 func (s *Store) DueVenues(ctx context.Context, now time.Time, limit int) ([]uint64, error) {
 	var ids []uint64
-	err := s.db.WithContext(ctx).Model(&models.Booking{}).Where("status = ? AND release_at <= ?", string(booking.Confirmed), now.UTC()).
+	err := s.db.WithContext(ctx).Model(&models.Booking{}).Where("due_at <= ?", now.UTC()).
 		Distinct().Limit(limit).Pluck("venue_id", &ids).Error
 	return ids, mapErr("due venues", err)
 }
@@ -588,8 +592,8 @@ type DueQuery struct {
 	Limit   int
 }
 
-// ReleaseDue releases, in one transaction, up to q.Limit CONFIRMED bookings whose release_at is at
-// or before q.Now: decide (the domain's Release) is asked for each, and the chosen changes are
+// ReleaseDue decides, in one transaction, the releases of up to q.Limit CONFIRMED bookings whose
+// release is undecided at q.Now (due_at ≤ now): decide (the domain's Decide) is asked for each, and the chosen changes are
 // written with one UPDATE, their history rows and events in bulk. Rows other transactions hold are
 // skipped (SKIP LOCKED), so several releasers of one venue share a burst instead of queueing behind
 // each other; a check-in that locked its booking first wins, and one that comes after finds the
@@ -599,7 +603,7 @@ func (s *Store) ReleaseDue(ctx context.Context, q DueQuery, decide Decide) ([]Bo
 	var chs []booking.Change
 	err := s.tx(ctx, "release due bookings", func(tx *gorm.DB) error {
 		out, chs = out[:0], chs[:0]
-		db := tx.Where("status = ? AND release_at <= ?", string(booking.Confirmed), q.Now.UTC()).Order("release_at").Limit(q.Limit)
+		db := tx.Where("due_at <= ?", q.Now.UTC()).Order("due_at").Limit(q.Limit)
 		if q.VenueID != 0 {
 			db = db.Where("venue_id = ?", q.VenueID)
 		}
@@ -644,8 +648,8 @@ func (s *Store) writeReleases(tx *gorm.DB, cs []changed) error {
 	first := cs[0]
 	ids := make([]uint64, 0, len(cs))
 	for _, x := range cs {
-		if x.c.To != first.c.To || !x.c.At.Equal(first.c.At) || x.b.ReleasedAt == nil || !x.b.ReleasedAt.Equal(x.c.At) {
-			return s.writeChanges(tx, cs)
+		if x.c.To != booking.Released || !x.c.At.Equal(first.c.At) || x.b.ReleasedAt == nil || !x.b.ReleasedAt.Equal(x.c.At) {
+			return s.writeChanges(tx, cs) // held back by a release mode, or not one moment: row by row
 		}
 		ids = append(ids, x.b.ID)
 	}
@@ -653,7 +657,7 @@ func (s *Store) writeReleases(tx *gorm.DB, cs []changed) error {
 	// status guard is the version check.
 	res := tx.Model(&models.Booking{}).Where("id IN ? AND status = ?", ids, string(first.c.From)).Updates(map[string]any{
 		"status": string(first.c.To), "version": gorm.Expr("version + 1"), "updated_at": first.c.At,
-		"released_at": first.c.At, "queue_at": nil, "remind_at": nil,
+		"released_at": first.c.At, "queue_at": nil, "due_at": nil, "remind_at": nil,
 	})
 	if res.Error != nil {
 		return res.Error
@@ -664,7 +668,7 @@ func (s *Store) writeReleases(tx *gorm.DB, cs []changed) error {
 	hist := make([]models.BookingHistory, len(cs))
 	var events []Event
 	for i, x := range cs {
-		x.b.QueueAt, x.b.RemindAt = nil, nil
+		x.b.QueueAt, x.b.DueAt, x.b.RemindAt = nil, nil, nil
 		hist[i] = historyRow(x.b, x.c)
 		if s.render != nil {
 			if ev, ok := s.render(x.b, x.c); ok {

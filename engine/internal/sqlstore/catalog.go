@@ -220,3 +220,11 @@ func (s *Store) Graces(ctx context.Context) ([]models.GracePolicy, error) {
 	var rows []models.GracePolicy
 	return rows, mapErr("list grace policies", s.db.WithContext(ctx).Find(&rows).Error)
 }
+
+// VenueReleaseMode reads a venue's release mode as stored ("" for the deployment's default). It is
+// read at each release batch, so a change takes effect at once on every instance.
+func (s *Store) VenueReleaseMode(ctx context.Context, venueID uint64) (string, error) {
+	var v models.Venue
+	err := s.db.WithContext(ctx).Select("id, release_mode").First(&v, venueID).Error
+	return v.ReleaseMode, mapErr("read release mode", err)
+}

@@ -139,3 +139,18 @@ func fitCarNumber(v string) string {
 	}
 	return cut(string(out), 8)
 }
+
+// KnownKey reports whether key is a template key of a type WeChat defines: the type, then its number
+// (thing1, time2, character_string3).
+func KnownKey(key string) bool {
+	k := kind(key)
+	if k == key {
+		return false // no number
+	}
+	switch k {
+	case "thing", "name", "phrase", "character_string", "number", "letter", "symbol", "phone_number", "car_number",
+		"time", "date", "amount", "enum":
+		return true
+	}
+	return false
+}
