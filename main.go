@@ -27,8 +27,10 @@ import (
 	"github.com/slotwheel/slotwheel/config"
 	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/backend"
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/idem"
 	"github.com/slotwheel/slotwheel/engine/loop"
+	"github.com/slotwheel/slotwheel/engine/notify/wechatmsg"
 	"github.com/slotwheel/slotwheel/jobs"
 	"github.com/slotwheel/slotwheel/models"
 )
@@ -46,6 +48,9 @@ Commands:
   reconcile  repair Redis and the queue from SQL once, print what was repaired, then exit
   bench      holds per second through the engine against the bare Lua script, on the configured
              Redis (or the embedded one); catalog in a throw-away SQLite file, keys under a bench prefix
+  webhook-echo --secret whsec_…
+             a webhook receiver for trying slotwheel out: verifies each request's signature and
+             prints the event
   bench release
              a same-second burst and a steady stream of no-show releases, through slotwheel and the
              designs it is compared with (stock Asynq, a polling UPDATE), on the configured MySQL and
@@ -76,9 +81,11 @@ func main() {
 type command struct {
 	flags func(fs *flag.FlagSet) func() error // registers flags; the returned func checks them
 	run   func(ctx context.Context, cfg *config.Config, out io.Writer, log *slog.Logger) error
+	// standalone commands touch no backend and read no settings (cfg is nil).
+	standalone bool
 }
 
-func commands(bf *benchFlags, brf *benchReleaseFlags) map[string]command {
+func commands(bf *benchFlags, brf *benchReleaseFlags, wef *webhookEchoFlags) map[string]command {
 	return map[string]command{
 		"all": {run: func(ctx context.Context, c *config.Config, out io.Writer, l *slog.Logger) error {
 			return runInstance(ctx, c, out, l, true, true)
@@ -94,6 +101,7 @@ func commands(bf *benchFlags, brf *benchReleaseFlags) map[string]command {
 		"bench":     {flags: bf.register, run: bf.run},
 		// `slotwheel bench release`: the release designs side by side (bench_release.go).
 		"bench release": {flags: brf.register, run: brf.run},
+		"webhook-echo":  {flags: wef.register, run: wef.run, standalone: true},
 	}
 }
 
@@ -109,7 +117,7 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 	if name == "bench" && len(args) > 0 && args[0] == "release" {
 		name, args = "bench release", args[1:]
 	}
-	cmd, ok := commands(&benchFlags{}, &benchReleaseFlags{})[name]
+	cmd, ok := commands(&benchFlags{}, &benchReleaseFlags{}, &webhookEchoFlags{})[name]
 	if !ok {
 		return fmt.Errorf("unknown command %q (try --help)", name)
 	}
@@ -133,6 +141,9 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 	}
 	if err := check(); err != nil {
 		return err
+	}
+	if cmd.standalone {
+		return cmd.run(ctx, nil, out, log)
 	}
 	env := os.LookupEnv
 	if strings.HasPrefix(name, "bench") {
@@ -212,10 +223,15 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*wiring, e
 		sql.Close()
 		return nil, err
 	}
+	var notify engine.NotifyOptions
+	if cfg.WechatAppID != "" {
+		notify.Wechat = &wechatmsg.Client{AppID: cfg.WechatAppID, Secret: cfg.WechatSecret, APIBase: cfg.WechatAPIBase}
+	}
 	eng, err := engine.New(engine.Options{
 		DB: sql.db, Redis: rdb.Client, Prefix: cfg.RedisPrefix, Logger: log,
 		HoldTTL: cfg.HoldTTL, DefaultGrace: cfg.DefaultGrace, ReleaseHorizon: cfg.ReleaseHorizon,
 		RestoreWindow: cfg.RestoreWindow, CheckinOpens: cfg.CheckinOpens, ReminderLead: cfg.ReminderLead,
+		ReleaseMode: booking.ReleaseMode(cfg.ReleaseMode), Notify: notify,
 	})
 	if err == nil {
 		var jb *jobs.Jobs
@@ -331,12 +347,16 @@ func runInstance(ctx context.Context, cfg *config.Config, out io.Writer, log *sl
 // drains.
 func serveHTTP(ctx context.Context, w *wiring, idemSQL *idem.SQL, out io.Writer, log *slog.Logger) error {
 	cfg := w.cfg
+	origins, err := cfg.CORSOriginList()
+	if err != nil {
+		return fmt.Errorf("SLOTWHEEL_CORS_ORIGINS: %w", err)
+	}
 	handler, err := api.New(api.Options{
 		Engine: w.eng, JWTSecret: []byte(cfg.JWTSecret), PaymentSecret: []byte(cfg.PaymentSecret),
 		DevLogin: cfg.DevLogin, DevPayments: cfg.DevPayments,
 		WechatAppID: cfg.WechatAppID, WechatSecret: cfg.WechatSecret, WechatAPIBase: cfg.WechatAPIBase,
 		DashboardUser: cfg.DashboardUser, DashboardPassword: cfg.DashboardPassword,
-		Asynq: w.redis.Asynq, MetricsOnAPI: cfg.MetricsAddr == "", Logger: log,
+		Asynq: w.redis.Asynq, MetricsOnAPI: cfg.MetricsAddr == "", CORSOrigins: origins, Logger: log,
 		Idempotency:     idemSQL,
 		HoldIdempotency: idem.NewRedis(w.redis.Client, cfg.RedisPrefix, w.eng.Clock()),
 	})

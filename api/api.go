@@ -47,6 +47,9 @@ type Options struct {
 
 	MetricsOnAPI bool // serve GET /metrics on this handler too
 
+	// CORSOrigins are the origins whose browser pages may call the API ("*": any); empty: CORS off.
+	CORSOrigins []string
+
 	// Idempotency keeps the answers of requests sent with an Idempotency-Key; HoldIdempotency those
 	// of holds, which touch only Redis (default: Idempotency). Nil turns idempotency off.
 	Idempotency, HoldIdempotency IdempotencyStore
@@ -138,6 +141,9 @@ func newHandler(opts Options) (*handler, error) {
 	h := &handler{Engine: r, srv: s}
 
 	r.Use(requestID(), s.accessLog(), s.recoverPanics(), observe())
+	if len(opts.CORSOrigins) > 0 {
+		r.Use(cors(opts.CORSOrigins))
+	}
 	r.NoRoute(func(c *gin.Context) { s.fail(c, errNotFound) })
 	r.NoMethod(func(c *gin.Context) { s.fail(c, errMethodNotAllowed) })
 
@@ -177,6 +183,14 @@ func newHandler(opts Options) (*handler, error) {
 	admin.PUT("/resources/:id/schedule", s.readBody, s.setSchedule)
 	admin.POST("/services", s.readBody, idem, s.createService)
 	admin.PUT("/policies/grace", s.readBody, s.setGracePolicy)
+	admin.PUT("/venues/:id/release-mode", s.readBody, s.setReleaseMode)
+	admin.POST("/webhooks", s.readBody, idem, s.createWebhook)
+	admin.GET("/webhooks", s.listWebhooks)
+	admin.DELETE("/webhooks/:id", s.deleteWebhook)
+	admin.GET("/webhooks/:id/deliveries", s.listDeliveries)
+	admin.POST("/webhooks/:id/deliveries/:delivery_id/retry", s.readBody, idem, s.retryDelivery)
+	admin.PUT("/notifications/wechat", s.readBody, s.setWechatTemplate)
+	admin.GET("/notifications/wechat", s.listWechatTemplates)
 	// The front desk's list: staff of the venue, or admin.
 	v1.GET("/admin/bookings", s.authenticate(engine.RoleStaff, engine.RoleAdmin), s.venueBookings)
 

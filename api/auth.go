@@ -19,6 +19,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
 // claims are the Bearer token's claims. venue_id is read as a string or a number, so that tokens
@@ -309,7 +310,7 @@ type code2SessionResponse struct {
 }
 
 // wechatLogin exchanges a wx.login code for the user's openid through code2Session; the openid
-// becomes the subject "wx:<openid>".
+// becomes the subject booking.WechatUserID(openid).
 func (s *server) wechatLogin(c *gin.Context) {
 	var req wechatLoginRequest
 	if !s.bind(c, &req) {
@@ -332,7 +333,7 @@ func (s *server) wechatLogin(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	s.writeToken(c, engine.Actor{UserID: "wx:" + openID, Role: engine.RoleUser})
+	s.writeToken(c, engine.Actor{UserID: booking.WechatUserID(openID), Role: engine.RoleUser})
 }
 
 func (s *server) code2Session(c *gin.Context, code string) (string, error) {

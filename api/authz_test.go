@@ -79,6 +79,14 @@ func TestRolesAndTokens(t *testing.T) {
 		{"PUT", "/api/v1/admin/resources/" + hs.res + "/schedule"},
 		{"POST", "/api/v1/admin/services"},
 		{"PUT", "/api/v1/admin/policies/grace"},
+		{"PUT", "/api/v1/admin/venues/" + hs.venue + "/release-mode"},
+		{"POST", "/api/v1/admin/webhooks"},
+		{"GET", "/api/v1/admin/webhooks"},
+		{"DELETE", "/api/v1/admin/webhooks/1"},
+		{"GET", "/api/v1/admin/webhooks/1/deliveries"},
+		{"POST", "/api/v1/admin/webhooks/1/deliveries/1/retry"},
+		{"PUT", "/api/v1/admin/notifications/wechat"},
+		{"GET", "/api/v1/admin/notifications/wechat"},
 	}
 	authenticated := append([]struct{ method, path string }{
 		{"POST", "/api/v1/holds"},

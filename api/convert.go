@@ -28,14 +28,15 @@ func convertAll[E, R any](in []E, conv func(E) R) []R {
 }
 
 type venueResponse struct {
-	VenueID   string `json:"venue_id"`
-	Name      string `json:"name"`
-	Timezone  string `json:"timezone"`
-	CreatedAt string `json:"created_at,omitempty"`
+	VenueID     string `json:"venue_id"`
+	Name        string `json:"name"`
+	Timezone    string `json:"timezone"`
+	ReleaseMode string `json:"release_mode"`
+	CreatedAt   string `json:"created_at,omitempty"`
 }
 
 func toVenueResponse(v engine.Venue) venueResponse {
-	r := venueResponse{VenueID: formatID(v.ID), Name: v.Name, Timezone: v.Timezone}
+	r := venueResponse{VenueID: formatID(v.ID), Name: v.Name, Timezone: v.Timezone, ReleaseMode: v.ReleaseMode}
 	if !v.CreatedAt.IsZero() {
 		r.CreatedAt = formatTime(v.CreatedAt)
 	}

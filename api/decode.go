@@ -39,6 +39,23 @@ func (id *jsonID) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// optionalID is an id that may be left out, null or "" in a request body (0: none).
+type optionalID uint64
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (id *optionalID) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" || string(b) == `""` {
+		*id = 0
+		return nil
+	}
+	var v jsonID
+	if err := v.UnmarshalJSON(b); err != nil {
+		return err
+	}
+	*id = optionalID(v)
+	return nil
+}
+
 // parseID reads a positive decimal id of at most 20 digits.
 func parseID(s string) (uint64, bool) {
 	if s == "" || len(s) > 20 {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"time"
 
@@ -181,4 +182,31 @@ func (w *capturingWriter) Write(b []byte) (int, error) {
 func (w *capturingWriter) WriteString(s string) (int, error) {
 	w.buf.WriteString(s)
 	return w.ResponseWriter.WriteString(s)
+}
+
+// cors lets the browser pages of the listed origins (H5 pages, a web admin) call the API. Tokens
+// travel in the Authorization header, never in cookies, so no credentials mode is needed. A
+// preflight from a listed origin is answered 204 here, before routing; any other request only gets
+// the headers that let the page read the answer.
+func cors(origins []string) gin.HandlerFunc {
+	anyOrigin := slices.Contains(origins, "*")
+	return func(c *gin.Context) {
+		origin := c.GetHeader("Origin")
+		c.Header("Vary", "Origin")
+		if origin == "" || (!anyOrigin && !slices.Contains(origins, origin)) {
+			c.Next()
+			return
+		}
+		h := c.Writer.Header()
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Set("Access-Control-Expose-Headers", "X-Request-Id, Retry-After, Content-Language")
+		if c.Request.Method == http.MethodOptions && c.GetHeader("Access-Control-Request-Method") != "" {
+			h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Idempotency-Key, Accept-Language, X-Request-Id")
+			h.Set("Access-Control-Max-Age", "600")
+			c.AbortWithStatus(http.StatusNoContent)
+			return
+		}
+		c.Next()
+	}
 }

@@ -84,6 +84,12 @@ type Config struct {
 	// StartTimeout bounds how long the start waits for each backend to answer.
 	StartTimeout time.Duration
 
+	// ReleaseMode is the release mode of venues that set none: on, off or dry_run.
+	ReleaseMode string
+	// CORSOrigins lists the origins (comma-separated, or *) whose browser pages may call the API;
+	// empty turns CORS off.
+	CORSOrigins string
+
 	dashboardPasswordGenerated bool
 }
 
@@ -128,6 +134,8 @@ var settings = []setting{
 	{key: "redis_cluster", field: func(c *Config) any { return &c.RedisCluster }},
 	{key: "release_queues", field: func(c *Config) any { return &c.ReleaseQueues }},
 	{key: "start_timeout", field: func(c *Config) any { return &c.StartTimeout }},
+	{key: "release_mode", field: func(c *Config) any { return &c.ReleaseMode }},
+	{key: "cors_origins", field: func(c *Config) any { return &c.CORSOrigins }},
 }
 
 var settingByKey = func() map[string]setting {
@@ -156,6 +164,7 @@ func defaults(embedded, embeddedSQL bool) Config {
 		MySQLMaxIdleConns: 8,
 		ReleaseQueues:     1,
 		StartTimeout:      20 * time.Second,
+		ReleaseMode:       "on",
 	}
 	if embedded {
 		// Dev log-in hands out admin tokens to anyone who asks, so an
@@ -380,6 +389,15 @@ func (c *Config) validate(name func(key string) string) []error {
 		fail("%s: %q must not contain spaces, '{' or '}'", name("redis_prefix"), c.RedisPrefix)
 	}
 
+	switch c.ReleaseMode {
+	case "on", "off", "dry_run":
+	default:
+		fail("%s: %q is not a release mode (want on, off or dry_run)", name("release_mode"), c.ReleaseMode)
+	}
+	if _, err := c.CORSOriginList(); err != nil {
+		fail("%s %v", name("cors_origins"), err)
+	}
+
 	if u, err := url.Parse(c.WechatAPIBase); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		fail("%s: %q is not an http(s) URL", name("wechat_api_base"), c.WechatAPIBase)
 	}
@@ -409,6 +427,29 @@ func (c *Config) validate(name func(key string) string) []error {
 		}
 	}
 	return errs
+}
+
+// CORSOriginList reads CORSOrigins: nil when CORS is off, ["*"] for any origin, else each origin as
+// a browser sends it (scheme://host[:port], no path).
+func (c Config) CORSOriginList() ([]string, error) {
+	if strings.TrimSpace(c.CORSOrigins) == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, o := range strings.Split(c.CORSOrigins, ",") {
+		o = strings.TrimSpace(o)
+		if o == "*" {
+			out = append(out, o)
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") ||
+			u.RawQuery != "" || u.User != nil {
+			return nil, fmt.Errorf("%q is not an origin (want * or scheme://host[:port], comma-separated)", o)
+		}
+		out = append(out, u.Scheme+"://"+u.Host)
+	}
+	return out, nil
 }
 
 // MinSecretLen is the shortest secret accepted outside embedded mode: 256 bits, an HS256 key.

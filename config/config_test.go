@@ -70,6 +70,7 @@ func TestLoadDefaults(t *testing.T) {
 		MySQLMaxIdleConns: 8,
 		ReleaseQueues:     1,
 		StartTimeout:      20 * time.Second,
+		ReleaseMode:       "on",
 	}
 	with := func(f func(c *Config)) Config {
 		c := common
@@ -234,6 +235,16 @@ func TestLoadErrors(t *testing.T) {
 			name: "zero duration",
 			env:  map[string]string{"SLOTWHEEL_RESTORE_WINDOW": "0s"},
 			want: []string{"SLOTWHEEL_RESTORE_WINDOW must be positive"},
+		},
+		{
+			name: "unknown release mode",
+			env:  map[string]string{"SLOTWHEEL_RELEASE_MODE": "sometimes"},
+			want: []string{`SLOTWHEEL_RELEASE_MODE: "sometimes" is not a release mode`},
+		},
+		{
+			name: "CORS origin with a path",
+			env:  map[string]string{"SLOTWHEEL_CORS_ORIGINS": "https://admin.example.com, https://h5.example.com/app"},
+			want: []string{`SLOTWHEEL_CORS_ORIGINS "https://h5.example.com/app" is not an origin`},
 		},
 		{
 			name: "hold shorter than a second",
@@ -570,6 +581,7 @@ func TestEveryVariableIsDocumented(t *testing.T) {
 		"SLOTWHEEL_DEV_LOGIN", "SLOTWHEEL_DEV_PAYMENTS", "SLOTWHEEL_DASHBOARD_USER",
 		"SLOTWHEEL_DASHBOARD_PASSWORD", "SLOTWHEEL_DEMO", "SLOTWHEEL_MYSQL_MAX_OPEN_CONNS", "SLOTWHEEL_MYSQL_MAX_IDLE_CONNS",
 		"SLOTWHEEL_AUTO_MIGRATE", "SLOTWHEEL_REDIS_CLUSTER", "SLOTWHEEL_RELEASE_QUEUES", "SLOTWHEEL_START_TIMEOUT",
+		"SLOTWHEEL_RELEASE_MODE", "SLOTWHEEL_CORS_ORIGINS",
 	}
 	var got []string
 	for _, s := range settings {

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,6 +19,7 @@ import (
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
 	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
+	"github.com/slotwheel/slotwheel/engine/notify/webhook"
 )
 
 // Options configure an Engine. Zero durations take the documented defaults.
@@ -62,6 +64,9 @@ type Engine struct {
 	ss    *sqlstore.Store
 	cat   *catalog
 	hooks testHooks
+
+	senderOnce sync.Once
+	sender     *webhook.Sender // webhookSender's default
 }
 
 // testHooks let tests inject failures at the steps DESIGN.md orders; nil in production.
@@ -73,6 +78,9 @@ type testHooks struct {
 	// settled; errSimulatedCrash makes it stop as a killed process would, and an ErrCommitUnknown
 	// reports the commit's acknowledgement lost although it happened.
 	afterCommit func(holdID string) error
+	// afterPublish runs after the relay published a batch and before it sends it; errSimulatedCrash
+	// makes it stop as a killed process would, leaving the deliveries claimed.
+	afterPublish func() error
 }
 
 // errSimulatedCrash stands for a process killed mid-operation (tests only).

@@ -24,7 +24,8 @@ type LoopsConfig struct {
 	// OverdueInterval is the period of the overdue release sweep, which releases every CONFIRMED
 	// booking past its release_at whatever happened to its task; default 2s.
 	OverdueInterval time.Duration
-	// RelayInterval is how often the outbox relay hands new events to their sinks; default 100ms.
+	// RelayInterval is how often the outbox relay looks for new events; default 250ms. It also runs at
+	// once when this process commits events, so the interval matters for other instances' events.
 	RelayInterval time.Duration
 	// ExpiryBatch bounds the holds one script gives back per venue; default 500. A full batch is
 	// followed at once by another.
@@ -44,17 +45,31 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 	setDefault(&cfg.ExpiryInterval, 100*time.Millisecond)
 	setDefault(&cfg.SweepInterval, time.Second)
 	setDefault(&cfg.OverdueInterval, 2*time.Second)
-	setDefault(&cfg.RelayInterval, 100*time.Millisecond)
+	setDefault(&cfg.RelayInterval, 250*time.Millisecond)
 	if cfg.ExpiryBatch <= 0 {
 		cfg.ExpiryBatch = 500
 	}
-	mk := func(name string, every time.Duration, run loop.Func) *loop.Loop {
-		c := loop.Config{Name: name, Interval: every, Timeout: max(10*every, 2*time.Second), Logger: e.log}
+	mkTimeout := func(name string, every, timeout time.Duration, run loop.Func) *loop.Loop {
+		c := loop.Config{Name: name, Interval: every, Timeout: timeout, Logger: e.log}
 		if cfg.Lease != nil {
 			c.Lease = cfg.Lease(name)
 		}
 		return loop.New(c, run)
 	}
+	mk := func(name string, every time.Duration, run loop.Func) *loop.Loop {
+		return mkTimeout(name, every, max(10*every, 2*time.Second), run)
+	}
+	// The relay runs at its interval, and at once whenever a write committed events.
+	// A run waits for the first attempts of what it published (relayWait), so it gets more time.
+	relay := mkTimeout("outbox_relay", cfg.RelayInterval, 30*time.Second, func(ctx context.Context) error {
+		for {
+			n, err := e.RelayOutbox(ctx)
+			if err != nil || n < 500 {
+				return err
+			}
+		}
+	})
+	e.ss.OnEvents(relay.Kick)
 	return &Loops{loops: []*loop.Loop{
 		// Redis loss first: the others need the state it rebuilds.
 		mk("redis_loss", cfg.SweepInterval, e.reconcileIfRedisLost),
@@ -65,16 +80,9 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 		mk("progress", cfg.SweepInterval, e.completeFinished),
 		mk("reminders", cfg.SweepInterval, e.sendReminders),
 		mk("overdue_release", cfg.OverdueInterval, func(ctx context.Context) error { _, err := e.ReleaseDue(ctx, 0); return err }),
-		mk("outbox_relay", cfg.RelayInterval, func(ctx context.Context) error {
-			for {
-				n, err := e.RelayOutbox(ctx)
-				if err != nil || n < 500 {
-					return err
-				}
-			}
-		}),
+		relay,
 		mk("notify_prune", time.Hour, e.pruneNotifications),
-		mk("deliveries_requeue", 30*time.Second, e.requeueDeliveries),
+		mk("deliveries_requeue", 5*time.Second, e.requeueDeliveries),
 	}}
 }
 

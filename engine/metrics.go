@@ -46,6 +46,9 @@ var (
 	metricDeliveries = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "slotwheel_deliveries_total", Help: "Delivery attempts by sink (webhook, wechat) and outcome (succeeded, pending: to be retried, failed, skipped).",
 	}, []string{"sink", "outcome"})
+	metricDeliveriesRequeued = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "slotwheel_deliveries_requeued_total", Help: "Deliveries queued again because their task was lost.",
+	})
 	metricDeliveryDelay = promauto.NewHistogram(prometheus.HistogramOpts{
 		Name: "slotwheel_delivery_delay_seconds", Help: "Seconds from an event's transition to its successful delivery.",
 		Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 21600, 86400},

@@ -3,8 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,16 +16,8 @@ import (
 	"github.com/slotwheel/slotwheel/models"
 )
 
-// Events reach people through sinks: webhook endpoints, and WeChat subscribe messages for users who
-// logged in through WeChat. The relay moves outbox rows into deliveries (one per event and sink,
-// created once whatever crashes) and hands each to the queue; a delivery goes out in event order
-// per subject, retried with backoff until it succeeds, and is kept when it fails for good.
-
-// DeliveryScheduler puts delivery tasks into the durable queue (jobs/ implements it).
-type DeliveryScheduler interface {
-	// ScheduleDelivery queues delivery id; attempt makes a manual retry a task of its own.
-	ScheduleDelivery(ctx context.Context, deliveryID uint64, attempt int) error
-}
+// The admin side of events: webhook endpoints and their deliveries, WeChat subscribe-message
+// templates. How events travel is in deliver.go.
 
 // NotifyOptions configure the sinks.
 type NotifyOptions struct {
@@ -39,11 +29,6 @@ type NotifyOptions struct {
 	// (failed deliveries: four times as long, so that someone can look and retry).
 	Retention time.Duration
 }
-
-// Sinks.
-const sinkWechat = "wechat"
-
-func webhookSink(id uint64) string { return "webhook:" + strconv.FormatUint(id, 10) }
 
 // WebhookInput creates a webhook endpoint.
 type WebhookInput struct {
@@ -74,6 +59,8 @@ type Delivery struct {
 	LastError  string
 	CreatedAt  time.Time
 	DoneAt     *time.Time
+	// NextAttemptAt is when a pending delivery is tried next (nil once it is finished).
+	NextAttemptAt *time.Time
 }
 
 // WechatTemplate maps an event type to a WeChat subscribe-message template.
@@ -143,12 +130,23 @@ func (e *Engine) ListWebhooks(ctx context.Context, a Actor) ([]Webhook, error) {
 	return out, nil
 }
 
-// DeleteWebhook removes an endpoint; what still waited for it is skipped. Admin only.
-func (e *Engine) DeleteWebhook(ctx context.Context, a Actor, id uint64) error {
+// DeleteWebhook removes an endpoint and answers it as it was; what still waited for it is skipped.
+// Admin only.
+func (e *Engine) DeleteWebhook(ctx context.Context, a Actor, id uint64) (Webhook, error) {
 	if err := requireAdmin(a); err != nil {
-		return err
+		return Webhook{}, err
 	}
-	return e.ss.DeleteEndpoint(ctx, id, e.clock.Now())
+	row, err := e.ss.Endpoint(ctx, id)
+	if err != nil {
+		return Webhook{}, err
+	}
+	if row.DeletedAt != nil {
+		return Webhook{}, ErrNotFound
+	}
+	if err := e.ss.DeleteEndpoint(ctx, id, e.clock.Now()); err != nil {
+		return Webhook{}, err
+	}
+	return toWebhook(row), nil
 }
 
 // ListDeliveries lists an endpoint's deliveries, newest first, optionally of one status. Admin only.
@@ -183,18 +181,34 @@ func (e *Engine) ListDeliveries(ctx context.Context, a Actor, endpointID uint64,
 		rows = rows[:n]
 		next = strconv.FormatUint(rows[n-1].ID, 10)
 	}
+	ids := make([]uint64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.EventID
+	}
+	types, err := e.ss.EventTypes(ctx, ids)
+	if err != nil {
+		return nil, "", err
+	}
 	out := make([]Delivery, len(rows))
 	for i, r := range rows {
-		out[i] = Delivery{ID: r.ID, EventID: wire.EventID(r.EventID), Subject: r.Subject, Status: r.Status, Attempts: r.Attempts,
-			LastStatus: r.LastStatus, LastError: r.LastError, CreatedAt: r.CreatedAt.UTC(), DoneAt: r.DoneAt}
-		if ev, err := e.ss.Event(ctx, r.EventID); err == nil {
-			out[i].EventType = ev.Type
-		}
+		out[i] = toDelivery(r)
+		out[i].EventType = types[r.EventID]
 	}
 	return out, next, nil
 }
 
-// RetryDelivery sends a failed (or skipped) delivery again, at once. Admin only.
+func toDelivery(r models.Delivery) Delivery {
+	d := Delivery{ID: r.ID, EventID: wire.EventID(r.EventID), Subject: r.Subject, Status: r.Status, Attempts: r.Attempts,
+		LastStatus: r.LastStatus, LastError: r.LastError, CreatedAt: r.CreatedAt.UTC(), DoneAt: r.DoneAt}
+	if r.Status == models.DeliveryPending {
+		next := r.NextAttemptAt.UTC()
+		d.NextAttemptAt = &next
+	}
+	return d
+}
+
+// RetryDelivery sends a failed (or skipped) delivery again, at once, with a new series of retries
+// should it fail again; a delivery that succeeded is answered as it is. Admin only.
 func (e *Engine) RetryDelivery(ctx context.Context, a Actor, endpointID, deliveryID uint64) (Delivery, error) {
 	if err := requireAdmin(a); err != nil {
 		return Delivery{}, err
@@ -203,13 +217,14 @@ func (e *Engine) RetryDelivery(ctx context.Context, a Actor, endpointID, deliver
 	if err != nil {
 		return Delivery{}, err
 	}
-	if ds, ok := e.sched.(DeliveryScheduler); ok {
-		if err := ds.ScheduleDelivery(ctx, d.ID, d.Attempts); err != nil {
-			return Delivery{}, err
-		}
+	if d.Status == models.DeliveryPending {
+		e.queueDelivery(ctx, d.ID, "manual-"+strconv.Itoa(d.Attempts), d.NextAttemptAt)
 	}
-	return Delivery{ID: d.ID, EventID: wire.EventID(d.EventID), Subject: d.Subject, Status: d.Status, Attempts: d.Attempts,
-		LastStatus: d.LastStatus, LastError: d.LastError, CreatedAt: d.CreatedAt.UTC()}, nil
+	out := toDelivery(d)
+	if ev, err := e.ss.Event(ctx, d.EventID); err == nil {
+		out.EventType = ev.Type
+	}
+	return out, nil
 }
 
 // SetWechatTemplate maps an event type to a subscribe-message template. Admin only.
@@ -241,260 +256,26 @@ func (e *Engine) SetWechatTemplate(ctx context.Context, a Actor, t WechatTemplat
 	return t, e.ss.SetTemplate(ctx, row)
 }
 
-// RelayOutbox hands unpublished events to their sinks: a delivery per matching webhook endpoint and,
-// for a WeChat user with a template for the event's type, one for WeChat, each queued. A crash before
-// the events are marked published repeats all of it harmlessly: deliveries are unique per event and
-// sink, and their tasks per delivery. It answers how many events it published.
-func (e *Engine) RelayOutbox(ctx context.Context) (int, error) {
-	evs, err := e.ss.Unpublished(ctx, 500)
-	if err != nil || len(evs) == 0 {
-		return 0, err
+// WechatTemplates lists the subscribe-message templates by event type. Admin only.
+func (e *Engine) WechatTemplates(ctx context.Context, a Actor) ([]WechatTemplate, error) {
+	if err := requireAdmin(a); err != nil {
+		return nil, err
 	}
-	endpoints, err := e.ss.Endpoints(ctx)
+	rows, err := e.ss.Templates(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	var templates map[string]models.WechatTemplate
-	if e.opts.Notify.Wechat != nil {
-		if templates, err = e.ss.Templates(ctx); err != nil {
-			return 0, err
-		}
+	out := make([]WechatTemplate, 0, len(rows))
+	for _, r := range rows {
+		t := WechatTemplate{EventType: r.EventType, TemplateID: r.TemplateID, Page: r.Page, Data: map[string]string{}}
+		_ = json.Unmarshal([]byte(r.Data), &t.Data)
+		out = append(out, t)
 	}
-	now := e.clock.Now()
-	ids := make([]uint64, len(evs))
-	var ds []models.Delivery
-	for i, ev := range evs {
-		ids[i] = ev.ID
-		for _, ep := range endpoints {
-			w := toWebhook(ep)
-			if (ep.VenueID == 0 || ep.VenueID == ev.VenueID) && (len(w.EventTypes) == 0 || slices.Contains(w.EventTypes, ev.Type)) {
-				ds = append(ds, models.Delivery{Sink: webhookSink(ep.ID), EndpointID: ep.ID, EventID: ev.ID, Subject: ev.Subject,
-					Status: models.DeliveryPending, CreatedAt: now, UpdatedAt: now})
-			}
-		}
-		if _, ok := templates[ev.Type]; ok && strings.HasPrefix(ev.UserID, wechatUserPrefix) {
-			ds = append(ds, models.Delivery{Sink: sinkWechat, EventID: ev.ID, Subject: ev.Subject, Status: models.DeliveryPending,
-				CreatedAt: now, UpdatedAt: now})
-		}
-	}
-	pending, err := e.ss.Publish(ctx, ids, ds, now)
-	if err != nil {
-		return 0, err
-	}
-	if sched, ok := e.sched.(DeliveryScheduler); ok {
-		for _, d := range pending {
-			if err := sched.ScheduleDelivery(ctx, d.ID, 0); err != nil {
-				// The delivery stays pending; the relay does not see it again, so say so loudly:
-				// a retry by hand (or the next start's reconciliation of deliveries) sends it.
-				e.log.Error("queue delivery failed", "delivery_id", d.ID, "err", err)
-			}
-		}
-	}
-	metricEventsPublished.Add(float64(len(evs)))
-	return len(evs), nil
-}
-
-// wechatUserPrefix starts the user id of a user who logged in through WeChat (api/ makes it).
-const wechatUserPrefix = "wx:"
-
-// ErrDeliveryRetry says a delivery did not go out and should be tried again later (a receiver
-// refused it, or an earlier event of the subject is still on its way).
-var ErrDeliveryRetry = errors.New("delivery to be retried")
-
-// Deliver sends one delivery. It answers nil when the delivery is finished (sent, or failed or
-// skipped for good), a *NotDueError when an earlier event of its subject is still on its way to the
-// same sink, and an error wrapping ErrDeliveryRetry when this attempt failed; with last set (the
-// queue's final attempt) a failure is recorded as final instead.
-func (e *Engine) Deliver(ctx context.Context, deliveryID uint64, last bool) error {
-	d, err := e.ss.Delivery(ctx, deliveryID)
-	if sqlstore.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if d.Status != models.DeliveryPending {
-		return nil
-	}
-	earlier, err := e.ss.EarlierPending(ctx, d)
-	if err != nil {
-		return err
-	}
-	if earlier {
-		return &NotDueError{Wait: 500 * time.Millisecond}
-	}
-	ev, err := e.ss.Event(ctx, d.EventID)
-	if err != nil {
-		return err
-	}
-	var httpStatus int
-	var sendErr error
-	final := false
-	switch {
-	case d.Sink == sinkWechat:
-		final, sendErr = e.sendWechat(ctx, ev)
-	default:
-		httpStatus, sendErr = e.sendWebhook(ctx, d, ev)
-	}
-	now := e.clock.Now()
-	status := models.DeliverySucceeded
-	msg := ""
-	switch {
-	case sendErr == nil:
-	case errors.Is(sendErr, wechatmsg.ErrNotSubscribed), errors.Is(sendErr, errSinkGone):
-		status, msg = models.DeliverySkipped, sendErr.Error()
-	case final || last:
-		status, msg = models.DeliveryFailed, sendErr.Error()
-	default:
-		status, msg = models.DeliveryPending, sendErr.Error()
-	}
-	if err := e.ss.FinishDelivery(ctx, d.ID, status, httpStatus, msg, now); err != nil {
-		return err
-	}
-	metricDeliveries.WithLabelValues(sinkKind(d.Sink), status).Inc()
-	if status == models.DeliverySucceeded {
-		metricDeliveryDelay.Observe(now.Sub(ev.CreatedAt).Seconds())
-	}
-	if status == models.DeliveryPending {
-		return fmt.Errorf("%w: %w", ErrDeliveryRetry, sendErr)
-	}
-	return nil
-}
-
-// errSinkGone: the endpoint was deleted, or WeChat is no longer configured.
-var errSinkGone = errors.New("the sink is gone")
-
-func sinkKind(sink string) string {
-	if sink == sinkWechat {
-		return sinkWechat
-	}
-	return "webhook"
-}
-
-// eventBody is the document a webhook receives.
-func eventBody(ev models.OutboxEvent) []byte {
-	return mustJSON(wire.Event{ID: wire.EventID(ev.ID), Type: ev.Type, Timestamp: wire.Time(ev.CreatedAt.UTC()),
-		Data: json.RawMessage(ev.Data)})
-}
-
-func (e *Engine) sendWebhook(ctx context.Context, d models.Delivery, ev models.OutboxEvent) (int, error) {
-	ep, err := e.ss.Endpoint(ctx, d.EndpointID)
-	if err != nil {
-		return 0, err
-	}
-	if ep.DeletedAt != nil {
-		return 0, errSinkGone
-	}
-	sender := e.opts.Notify.Webhooks
-	if sender == nil {
-		sender = &webhook.Sender{}
-	}
-	res := sender.Send(ctx, webhook.Delivery{URL: ep.URL, Secret: ep.Secret, ID: wire.EventID(ev.ID), Timestamp: e.clock.Now(),
-		Body: eventBody(ev)})
-	if res.OK {
-		return res.StatusCode, nil
-	}
-	if res.Err != nil {
-		return res.StatusCode, res.Err
-	}
-	return res.StatusCode, fmt.Errorf("the receiver answered %d: %s", res.StatusCode, res.ResponseSnippet)
-}
-
-// sendWechat sends the event's subscribe message; final reports an error retrying cannot help.
-func (e *Engine) sendWechat(ctx context.Context, ev models.OutboxEvent) (final bool, err error) {
-	client := e.opts.Notify.Wechat
-	if client == nil {
-		return true, errSinkGone
-	}
-	templates, err := e.ss.Templates(ctx)
-	if err != nil {
-		return false, err
-	}
-	t, ok := templates[ev.Type]
-	if !ok {
-		return true, errSinkGone
-	}
-	var mapping map[string]string
-	if err := json.Unmarshal([]byte(t.Data), &mapping); err != nil {
-		return true, fmt.Errorf("template of %s: %w", ev.Type, err)
-	}
-	fields, err := e.messageFields(ctx, ev)
-	if err != nil {
-		return false, err
-	}
-	data := make(map[string]string, len(mapping))
-	for key, field := range mapping {
-		if v := fields[field]; v != "" {
-			data[key] = v
-		}
-	}
-	err = client.Send(ctx, wechatmsg.Message{ToUser: strings.TrimPrefix(ev.UserID, wechatUserPrefix), TemplateID: t.TemplateID,
-		Page: t.Page, Data: data})
-	return wechatmsg.Permanent(err), err
-}
-
-// messageFields are the values a template can show, from the event's data (a booking, a hold or a
-// waitlist entry): names from the catalog, times venue-local as "2006-01-02 15:04".
-func (e *Engine) messageFields(ctx context.Context, ev models.OutboxEvent) (map[string]string, error) {
-	var raw map[string]any
-	if err := json.Unmarshal([]byte(ev.Data), &raw); err != nil {
-		return nil, fmt.Errorf("event %d data: %w", ev.ID, err)
-	}
-	str := func(k string) string { s, _ := raw[k].(string); return s }
-	out := map[string]string{"status": str("status"), "checkin_code": str("checkin_code")}
-	if q, ok := raw["quantity"].(float64); ok {
-		out["quantity"] = strconv.Itoa(int(q))
-	}
-	var loc *time.Location
-	if id, err := strconv.ParseUint(str("venue_id"), 10, 64); err == nil {
-		if vi, err := e.cat.venue(ctx, id); err == nil {
-			out["venue_name"], loc = vi.venue.Name, vi.loc
-		}
-	}
-	if id, err := strconv.ParseUint(str("resource_id"), 10, 64); err == nil {
-		if ri, err := e.cat.resource(ctx, id); err == nil {
-			out["resource_name"] = ri.res.Name
-		}
-	}
-	if id, err := strconv.ParseUint(str("service_id"), 10, 64); err == nil {
-		if si, err := e.cat.service(ctx, id); err == nil {
-			out["service_name"] = si.svc.Name
-		}
-	}
-	for _, k := range []string{"start", "end", "release_at"} {
-		if t, err := time.Parse(time.RFC3339, str(k)); err == nil {
-			if loc != nil {
-				t = t.In(loc)
-			}
-			out[k] = t.Format("2006-01-02 15:04")
-		}
-	}
+	slices.SortFunc(out, func(x, y WechatTemplate) int { return strings.Compare(x.EventType, y.EventType) })
 	return out, nil
 }
 
-// requeueDeliveries queues again the deliveries pending for a while: their task may have been lost
-// (Redis lost its data, or queuing failed). A delivery still queued is not queued twice: its task id
-// is derived from it.
-func (e *Engine) requeueDeliveries(ctx context.Context) error {
-	sched, ok := e.sched.(DeliveryScheduler)
-	if !ok {
-		return nil
-	}
-	ids, err := e.ss.StalePending(ctx, e.clock.Now().Add(-time.Minute), 1000)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, id := range ids {
-		errs = append(errs, sched.ScheduleDelivery(ctx, id, 0))
-	}
-	return errors.Join(errs...)
-}
+// WechatEnabled reports whether subscribe messages can be sent (WeChat's app id and secret are
+// configured).
+func (e *Engine) WechatEnabled() bool { return e.opts.Notify.Wechat != nil }
 
-// pruneNotifications drops published events and finished deliveries past the retention.
-func (e *Engine) pruneNotifications(ctx context.Context) error {
-	keep := e.opts.Notify.Retention
-	now := e.clock.Now()
-	_, err := e.ss.Prune(ctx, now.Add(-keep), now.Add(-4*keep))
-	return err
-}

@@ -297,12 +297,21 @@ func (e *Engine) loadDay(ctx context.Context, ri *resourceInfo, day string) erro
 // DemoVenueName names the venue EnsureDemo creates.
 const DemoVenueName = "Demo Tennis Courts"
 
-// EnsureDemo creates the seeds' court venue if it is missing: four courts open 08:30–22:00 every day
-// in 90-minute slots, released 15 minutes after start when nobody turns up.
+// DemoDeskName names the demo's 24-hour desk: whatever the time of day, one of its slots is in
+// progress or starts within 15 minutes, and a booking of it is released a minute after start (or
+// after paying, for a slot already running), so a newcomer sees a check-in and a release at once.
+const DemoDeskName = "Hot desk"
+
+// EnsureDemo creates the seeds' court venue if it is missing — four courts open 08:30–22:00 every
+// day in 90-minute slots, released 15 minutes after start when nobody turns up — and its 24-hour
+// desk (added to a demo venue made before the desk existed).
 func (e *Engine) EnsureDemo(ctx context.Context) (Venue, bool, error) {
 	existing, ok, err := e.ss.VenueByName(ctx, DemoVenueName)
-	if err != nil || ok {
-		return e.toVenue(existing), false, err
+	if err != nil {
+		return Venue{}, false, err
+	}
+	if ok {
+		return e.toVenue(existing), false, e.ensureDemoDesk(ctx, existing.ID)
 	}
 	v, err := e.CreateVenue(ctx, System, VenueInput{Name: DemoVenueName, Timezone: "Asia/Shanghai"})
 	if err != nil {
@@ -312,16 +321,36 @@ func (e *Engine) EnsureDemo(ctx context.Context) (Venue, bool, error) {
 		return Venue{}, false, err
 	}
 	for _, name := range []string{"Court 1", "Court 2", "Court 3", "Court 4"} {
-		r, err := e.CreateResource(ctx, System, ResourceInput{VenueID: v.ID, Name: name, Kind: "court", Capacity: 1,
-			Category: "court", PriceCents: 8000})
-		if err != nil {
-			return Venue{}, false, err
-		}
-		_, err = e.SetSchedule(ctx, System, r.ID, ScheduleInput{SlotMinutes: 90, HorizonDays: 14,
-			Weekly: []WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "08:30", Close: "22:00"}}})
-		if err != nil {
+		if err := e.demoResource(ctx, v.ID, name, "court", 1, 8000, 90, "08:30", "22:00"); err != nil {
 			return Venue{}, false, err
 		}
 	}
-	return v, true, nil
+	return v, true, e.ensureDemoDesk(ctx, v.ID)
+}
+
+func (e *Engine) ensureDemoDesk(ctx context.Context, venueID uint64) error {
+	rs, err := e.ListResources(ctx, venueID)
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if r.Name == DemoDeskName {
+			return nil
+		}
+	}
+	if _, err := e.SetGracePolicy(ctx, System, GracePolicy{Category: "desk", GraceSeconds: 60}); err != nil {
+		return err
+	}
+	return e.demoResource(ctx, venueID, DemoDeskName, "desk", 4, 1500, 15, "00:00", "24:00")
+}
+
+func (e *Engine) demoResource(ctx context.Context, venueID uint64, name, kind string, capacity int, price int64, slot int, open, close string) error {
+	r, err := e.CreateResource(ctx, System, ResourceInput{VenueID: venueID, Name: name, Kind: kind, Capacity: capacity,
+		Category: kind, PriceCents: price})
+	if err != nil {
+		return err
+	}
+	_, err = e.SetSchedule(ctx, System, r.ID, ScheduleInput{SlotMinutes: slot, HorizonDays: 14,
+		Weekly: []WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: open, Close: close}}})
+	return err
 }

@@ -9,19 +9,16 @@ import (
 	"github.com/hibiken/asynq"
 )
 
-// TypeDeliver is the task of one event's delivery to one sink.
+// TypeDeliver is the task of one attempt of an event's delivery to one sink.
 const TypeDeliver = "event:deliver"
-
-// deliveryBackoff is the wait before each retry of a delivery: the first within 10 s (API.md), and
-// retries for over 24 hours in all (86,625 s) before the delivery is kept as failed.
-var deliveryBackoff = []time.Duration{
-	5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute,
-	10 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour,
-	8 * time.Hour, 8 * time.Hour,
-}
 
 // deliveryTimeout bounds one attempt: the receiver has 10 s, and the database some more.
 const deliveryTimeout = 30 * time.Second
+
+// deliveryMaxRetry bounds the task's own retries, which happen only when an attempt could not be
+// made or recorded (a backend away); the engine schedules the retries of a receiver's failures
+// itself, and its requeue loop picks up a task that ran out of these.
+const deliveryMaxRetry = 10
 
 // NotifyQueue is the queue of deliveries, apart from releases so that a slow receiver never delays
 // a release.
@@ -31,19 +28,21 @@ type deliveryPayload struct {
 	DeliveryID uint64 `json:"delivery_id"`
 }
 
-// DeliveryTaskID names the task of a delivery's attempt series: a manual retry starts a new one.
-func DeliveryTaskID(deliveryID uint64, attempt int) string {
-	return fmt.Sprintf("deliver:%d:%d", deliveryID, attempt)
+// DeliveryTaskID names the task of one attempt of a delivery.
+func DeliveryTaskID(deliveryID uint64, key string) string {
+	return fmt.Sprintf("deliver:%d:%s", deliveryID, key)
 }
 
-// ScheduleDelivery queues a delivery now; a task already there counts as success.
-func (j *Jobs) ScheduleDelivery(ctx context.Context, deliveryID uint64, attempt int) error {
+// ScheduleDelivery queues an attempt of a delivery at at; a task of the same delivery and key
+// already there counts as success.
+func (j *Jobs) ScheduleDelivery(ctx context.Context, deliveryID uint64, key string, at time.Time) error {
 	payload, _ := json.Marshal(deliveryPayload{DeliveryID: deliveryID})
 	err := j.enqueue(ctx, asynq.NewTask(TypeDeliver, payload),
-		asynq.TaskID(DeliveryTaskID(deliveryID, attempt)),
+		asynq.TaskID(DeliveryTaskID(deliveryID, key)),
 		asynq.Queue(j.NotifyQueue()),
-		asynq.MaxRetry(len(deliveryBackoff)),
+		asynq.MaxRetry(deliveryMaxRetry),
 		asynq.Timeout(deliveryTimeout),
+		asynq.ProcessAt(at),
 	)
 	if err != nil {
 		return fmt.Errorf("schedule delivery %d: %w", deliveryID, err)
@@ -57,14 +56,10 @@ func (h *handlers) deliver(ctx context.Context, t *asynq.Task) error {
 	if err := json.Unmarshal(t.Payload(), &p); err != nil || p.DeliveryID == 0 {
 		return fmt.Errorf("%s: bad payload %q: %w", TypeDeliver, t.Payload(), asynq.SkipRetry)
 	}
-	retried, _ := asynq.GetRetryCount(ctx)
-	maxRetry, _ := asynq.GetMaxRetry(ctx)
-	// A failed attempt (engine.ErrDeliveryRetry) is retried along deliveryBackoff; the last one is
-	// recorded as failed by the engine, which keeps it listed.
-	return h.notify.Deliver(ctx, p.DeliveryID, retried >= maxRetry)
+	return h.notify.Deliver(ctx, p.DeliveryID)
 }
 
 // notifier is what the delivery handler needs of *engine.Engine.
 type notifier interface {
-	Deliver(ctx context.Context, deliveryID uint64, last bool) error
+	Deliver(ctx context.Context, deliveryID uint64) error
 }

@@ -115,18 +115,12 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// retryDelay backs off a release exponentially from 1 s to 1 min, and a delivery along
-// deliveryBackoff (n is how often the task was retried already). A release that started far too
-// early is retried a second before it is due instead, as if it had been scheduled then.
-func retryDelay(n int, err error, t *asynq.Task) time.Duration {
+// retryDelay backs off exponentially from 1 s to 1 min (n is how often the task was retried
+// already). A release that started far too early is retried a second before it is due instead, as
+// if it had been scheduled then.
+func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	if nd, ok := errors.AsType[*engine.NotDueError](err); ok {
-		if t.Type() == TypeDeliver {
-			return nd.Wait // an earlier event of the subject is on its way: look again soon
-		}
 		return max(nd.Wait-time.Second, 0)
-	}
-	if t.Type() == TypeDeliver {
-		return deliveryBackoff[min(max(n, 0), len(deliveryBackoff)-1)]
 	}
 	return min(time.Second<<min(max(n, 0), 6), time.Minute)
 }

@@ -137,11 +137,4 @@ func TestRetryDelay(t *testing.T) {
 	} {
 		require.Equal(t, want, retryDelay(n, boom, asynq.NewTask(TypeRelease, nil)), "n=%d", n)
 	}
-	deliver := asynq.NewTask(TypeDeliver, nil)
-	require.LessOrEqual(t, retryDelay(0, boom, deliver), 10*time.Second, "API.md: the first retry of a delivery within 10 s")
-	var total time.Duration
-	for n := range len(deliveryBackoff) {
-		total += retryDelay(n, boom, deliver)
-	}
-	require.GreaterOrEqual(t, total, 24*time.Hour, "API.md: deliveries are retried for at least 24 h")
 }

@@ -55,9 +55,10 @@ func setup(t testing.TB, cfg testConfig) *testBundle {
 	require.NoError(t, err)
 	eng.SetScheduler(j)
 	t.Cleanup(func() {
-		r.DeleteQueueKeys(j.ReleaseQueue())
-		r.DeleteQueueKeys(j.MaintQueue())
-		r.Client.SRem(context.Background(), "asynq:queues", j.ReleaseQueue(), j.MaintQueue())
+		for _, q := range j.Queues() {
+			r.DeleteQueueKeys(q)
+			r.Client.SRem(context.Background(), "asynq:queues", q)
+		}
 	})
 	t.Cleanup(j.Stop) // runs first: stop the worker before its queues go
 

@@ -202,20 +202,27 @@ const (
 
 // Delivery is one event on its way to one sink: a webhook endpoint ("webhook:<id>") or WeChat
 // ("wechat"). The relay creates it once per event and sink (the unique index makes a repeat after a
-// crash a no-op); its task delivers it, in event order per subject and sink.
+// crash a no-op). Deliveries of one subject and sink go out in event order: only the earliest
+// pending one (the head) is attempted, and finishing it starts the next. NextAttemptAt is when the
+// head is due (its retry backoff); ClaimedUntil and ClaimToken mark an attempt in flight and who
+// makes it, so that two workers never send one delivery at once and only the claimant records it.
 type Delivery struct {
-	ID         uint64     `gorm:"primaryKey"`
-	Sink       string     `gorm:"size:32;not null;uniqueIndex:idx_delivery_event,priority:1;index:idx_delivery_order,priority:1"`
-	EndpointID uint64     `gorm:"not null;index"`
-	EventID    uint64     `gorm:"not null;uniqueIndex:idx_delivery_event,priority:2"`
-	Subject    string     `gorm:"size:64;not null;index:idx_delivery_order,priority:2"`
-	Status     string     `gorm:"size:16;not null;index:idx_delivery_order,priority:3;index:idx_delivery_status,priority:1"`
-	Attempts   int        `gorm:"not null;default:0"`
-	LastStatus int        `gorm:"not null;default:0"`
-	LastError  string     `gorm:"size:512;not null;default:''"`
-	CreatedAt  time.Time  `gorm:"precision:3;not null;index"`
-	UpdatedAt  time.Time  `gorm:"precision:3;not null;index:idx_delivery_status,priority:2"`
-	DoneAt     *time.Time `gorm:"precision:3"`
+	ID            uint64     `gorm:"primaryKey"`
+	Sink          string     `gorm:"size:32;not null;uniqueIndex:idx_delivery_event,priority:2;index:idx_delivery_chain,priority:2"`
+	EndpointID    uint64     `gorm:"not null;index"`
+	EventID       uint64     `gorm:"not null;uniqueIndex:idx_delivery_event,priority:1;index:idx_delivery_chain,priority:4"`
+	Subject       string     `gorm:"size:64;not null;index:idx_delivery_chain,priority:1"`
+	Status        string     `gorm:"size:16;not null;index:idx_delivery_chain,priority:3;index:idx_delivery_due,priority:1"`
+	Attempts      int        `gorm:"not null;default:0"` // every attempt, ever
+	Retries       int        `gorm:"not null;default:0"` // failed attempts since the series began (a retry by hand starts one)
+	NextAttemptAt time.Time  `gorm:"precision:3;not null;index:idx_delivery_due,priority:2"`
+	ClaimedUntil  *time.Time `gorm:"precision:3"`
+	ClaimToken    string     `gorm:"size:32;not null;default:''"`
+	LastStatus    int        `gorm:"not null;default:0"`
+	LastError     string     `gorm:"size:512;not null;default:''"`
+	CreatedAt     time.Time  `gorm:"precision:3;not null;index"`
+	UpdatedAt     time.Time  `gorm:"precision:3;not null"`
+	DoneAt        *time.Time `gorm:"precision:3;index"`
 }
 
 // WechatTemplate maps one event type to a WeChat subscribe-message template: Data maps template

@@ -1,5 +1,7 @@
 package booking
 
+import "strings"
+
 // Roles of an Actor, as carried by the JWT.
 const (
 	RoleUser  = "user"
@@ -54,3 +56,16 @@ func (a Actor) MayCheckIn(venueID uint64) bool {
 
 // MayListVenue reports whether the actor may list a venue's bookings (the front desk's list).
 func (a Actor) MayListVenue(venueID uint64) bool { return a.MayCheckIn(venueID) }
+
+// wechatPrefix starts the user id of a user who logged in through WeChat: the rest is their openid,
+// which subscribe messages and WeChat Pay orders are addressed to.
+const wechatPrefix = "wx:"
+
+// WechatUserID is the user id of the WeChat user with openid.
+func WechatUserID(openid string) string { return wechatPrefix + openid }
+
+// WechatOpenID answers the openid of a user who logged in through WeChat; ok is false for others.
+func WechatOpenID(userID string) (openid string, ok bool) {
+	openid, ok = strings.CutPrefix(userID, wechatPrefix)
+	return openid, ok && openid != ""
+}

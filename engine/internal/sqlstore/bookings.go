@@ -305,6 +305,7 @@ func insertEvents(tx *gorm.DB, evs []Event) error {
 	if len(evs) == 0 {
 		return nil
 	}
+	markEvents(tx)
 	rows := make([]models.OutboxEvent, len(evs))
 	for i, e := range evs {
 		rows[i] = models.OutboxEvent{Type: e.Type, Subject: e.Subject, VenueID: e.VenueID, UserID: e.UserID,
@@ -315,7 +316,11 @@ func insertEvents(tx *gorm.DB, evs []Event) error {
 
 // InsertEvents writes events that belong to no booking change (a hold expired, a waiter promoted).
 func (s *Store) InsertEvents(ctx context.Context, evs []Event) error {
-	return mapErr("insert events", insertEvents(s.db.WithContext(ctx), evs))
+	err := insertEvents(s.db.WithContext(ctx), evs)
+	if err == nil && len(evs) > 0 {
+		s.eventsWritten()
+	}
+	return mapErr("insert events", err)
 }
 
 // ListQuery selects bookings, newest first.

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -18,22 +19,49 @@ func (s *Store) Unpublished(ctx context.Context, limit int) ([]models.OutboxEven
 }
 
 // Publish records the deliveries of events (a repeat of one already there is left as it is) and
-// marks the events published, in one transaction. It answers the deliveries still pending.
-func (s *Store) Publish(ctx context.Context, eventIDs []uint64, ds []models.Delivery, at time.Time) ([]models.Delivery, error) {
-	var pending []models.Delivery
+// marks the events published, in one transaction. It answers, in event order, the deliveries it
+// created: those carrying token (another relay's, or one recorded before, are not its to send).
+func (s *Store) Publish(ctx context.Context, eventIDs []uint64, ds []models.Delivery, at time.Time, token string) ([]models.Delivery, error) {
+	var ours []models.Delivery
 	err := s.tx(ctx, "publish events", func(tx *gorm.DB) error {
+		ours = ours[:0]
 		if len(ds) > 0 {
 			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(ds, 500).Error; err != nil {
 				return err
 			}
-		}
-		if err := tx.Where("event_id IN ? AND status = ?", eventIDs, models.DeliveryPending).Order("event_id").
-			Find(&pending).Error; err != nil {
-			return err
+			if err := tx.Where("event_id IN ? AND claim_token = ?", eventIDs, token).Order("event_id").Order("id").
+				Find(&ours).Error; err != nil {
+				return err
+			}
 		}
 		return tx.Model(&models.OutboxEvent{}).Where("id IN ?", eventIDs).Update("published_at", at).Error
 	})
-	return pending, err
+	return ours, err
+}
+
+// Chain names the deliveries of one subject to one sink.
+type Chain struct{ Sink, Subject string }
+
+// FirstPending answers, for every chain of subjects with a pending delivery, the event id of its
+// earliest one.
+func (s *Store) FirstPending(ctx context.Context, subjects []string) (map[Chain]uint64, error) {
+	var rows []struct {
+		Sink, Subject string
+		First         uint64
+	}
+	out := map[Chain]uint64{}
+	for chunk := range slices.Chunk(subjects, 500) {
+		rows = rows[:0]
+		err := s.db.WithContext(ctx).Model(&models.Delivery{}).Select("sink, subject, MIN(event_id) AS first").
+			Where("subject IN ? AND status = ?", chunk, models.DeliveryPending).Group("sink, subject").Scan(&rows).Error
+		if err != nil {
+			return nil, mapErr("first pending deliveries", err)
+		}
+		for _, r := range rows {
+			out[Chain{r.Sink, r.Subject}] = r.First
+		}
+	}
+	return out, nil
 }
 
 // Event reads one outbox event.
@@ -42,48 +70,129 @@ func (s *Store) Event(ctx context.Context, id uint64) (models.OutboxEvent, error
 	return e, mapErr("read event", s.db.WithContext(ctx).First(&e, id).Error)
 }
 
+// EventTypes maps event ids to their types.
+func (s *Store) EventTypes(ctx context.Context, ids []uint64) (map[uint64]string, error) {
+	var rows []models.OutboxEvent
+	if err := s.db.WithContext(ctx).Select("id, type").Where("id IN ?", ids).Find(&rows).Error; err != nil {
+		return nil, mapErr("read event types", err)
+	}
+	out := make(map[uint64]string, len(rows))
+	for _, r := range rows {
+		out[r.ID] = r.Type
+	}
+	return out, nil
+}
+
 // Delivery reads one delivery.
 func (s *Store) Delivery(ctx context.Context, id uint64) (models.Delivery, error) {
 	var d models.Delivery
 	return d, mapErr("read delivery", s.db.WithContext(ctx).First(&d, id).Error)
 }
 
-// EarlierPending reports whether an earlier event of the same subject still waits for the same
-// sink: deliveries go out in event order per subject.
-func (s *Store) EarlierPending(ctx context.Context, d models.Delivery) (bool, error) {
+// ClaimDelivery claims delivery id for one attempt, under token, until until. It answers false, and
+// claims nothing, when the delivery is finished, not due yet, in flight elsewhere (claimed), or not
+// the head of its chain: an earlier event of the same subject still waits for the same sink, and
+// finishing that one starts this one.
+func (s *Store) ClaimDelivery(ctx context.Context, id uint64, token string, now, until time.Time) (models.Delivery, bool, error) {
+	d, err := s.Delivery(ctx, id)
+	if errors.Is(err, errNotFound) {
+		return d, false, nil
+	}
+	if err != nil || d.Status != models.DeliveryPending || d.NextAttemptAt.After(now) ||
+		(d.ClaimedUntil != nil && d.ClaimedUntil.After(now)) {
+		return d, false, err
+	}
 	var n int64
-	err := s.db.WithContext(ctx).Model(&models.Delivery{}).
-		Where("sink = ? AND subject = ? AND status = ? AND event_id < ?", d.Sink, d.Subject, models.DeliveryPending, d.EventID).
+	err = s.db.WithContext(ctx).Model(&models.Delivery{}).
+		Where("subject = ? AND sink = ? AND status = ? AND event_id < ?", d.Subject, d.Sink, models.DeliveryPending, d.EventID).
 		Limit(1).Count(&n).Error
-	return n > 0, mapErr("earlier deliveries", err)
+	if err != nil || n > 0 {
+		return d, false, mapErr("earlier deliveries", err)
+	}
+	res := s.db.WithContext(ctx).Model(&models.Delivery{}).
+		Where("id = ? AND status = ? AND (claimed_until IS NULL OR claimed_until < ?)", id, models.DeliveryPending, now.UTC()).
+		Updates(map[string]any{"claimed_until": until.UTC(), "claim_token": token})
+	if res.Error != nil {
+		return d, false, mapErr("claim delivery", res.Error)
+	}
+	return d, res.RowsAffected == 1, nil
 }
 
-// FinishDelivery records an attempt: its outcome (pending to retry, or a final status), the
-// answer's HTTP status and the error.
-func (s *Store) FinishDelivery(ctx context.Context, id uint64, status string, httpStatus int, lastErr string, at time.Time) error {
-	if len(lastErr) > 500 {
-		lastErr = lastErr[:500]
+// Unclaim gives up token's claims on deliveries without recording an attempt.
+func (s *Store) Unclaim(ctx context.Context, token string, ids []uint64) error {
+	return mapErr("unclaim deliveries", s.db.WithContext(ctx).Model(&models.Delivery{}).
+		Where("id IN ? AND claim_token = ?", ids, token).
+		Updates(map[string]any{"claimed_until": nil, "claim_token": ""}).Error)
+}
+
+// Attempt is the outcome of one delivery attempt.
+type Attempt struct {
+	Status     string    // pending (to be retried at Next), or a final status
+	Retries    int       // failed attempts in the series so far
+	Next       time.Time // when a pending delivery is tried again
+	HTTPStatus int
+	Err        string
+}
+
+// FinishDelivery records an attempt made under token's claim and ends the claim. A claim that ran
+// out and was taken by another worker is not overwritten (errStale).
+func (s *Store) FinishDelivery(ctx context.Context, id uint64, token string, a Attempt, at time.Time) error {
+	if len(a.Err) > 500 {
+		a.Err = a.Err[:500]
 	}
-	upd := map[string]any{"status": status, "attempts": gorm.Expr("attempts + 1"), "last_status": httpStatus,
-		"last_error": lastErr, "updated_at": at}
-	if status != models.DeliveryPending {
+	upd := map[string]any{"status": a.Status, "attempts": gorm.Expr("attempts + 1"), "retries": a.Retries,
+		"last_status": a.HTTPStatus, "last_error": a.Err, "updated_at": at, "claimed_until": nil, "claim_token": ""}
+	if a.Status == models.DeliveryPending {
+		upd["next_attempt_at"] = a.Next.UTC()
+	} else {
 		upd["done_at"] = at
 	}
-	return mapErr("finish delivery", s.db.WithContext(ctx).Model(&models.Delivery{}).Where("id = ?", id).Updates(upd).Error)
+	res := s.db.WithContext(ctx).Model(&models.Delivery{}).Where("id = ? AND claim_token = ?", id, token).Updates(upd)
+	if res.Error == nil && res.RowsAffected == 0 {
+		return errStale
+	}
+	return mapErr("finish delivery", res.Error)
 }
 
-// ReopenDelivery puts a failed (or skipped) delivery back to pending, for a retry by hand.
-func (s *Store) ReopenDelivery(ctx context.Context, id, endpointID uint64, at time.Time) (models.Delivery, error) {
-	res := s.db.WithContext(ctx).Model(&models.Delivery{}).Where("id = ? AND endpoint_id = ? AND status <> ?", id, endpointID, models.DeliverySucceeded).
-		Updates(map[string]any{"status": models.DeliveryPending, "done_at": nil, "updated_at": at})
-	if res.Error != nil {
-		return models.Delivery{}, mapErr("reopen delivery", res.Error)
+// FinishSent records the first, successful attempt of deliveries claimed by token, in one statement.
+func (s *Store) FinishSent(ctx context.Context, token string, ids []uint64, at time.Time) error {
+	return mapErr("finish deliveries", s.db.WithContext(ctx).Model(&models.Delivery{}).
+		Where("id IN ? AND claim_token = ?", ids, token).
+		Updates(map[string]any{"status": models.DeliverySucceeded, "attempts": gorm.Expr("attempts + 1"), "last_status": 200,
+			"last_error": "", "updated_at": at, "done_at": at, "claimed_until": nil, "claim_token": ""}).Error)
+}
+
+// NextInChain answers the head of a subject's deliveries to a sink: its earliest pending one.
+func (s *Store) NextInChain(ctx context.Context, sink, subject string) (models.Delivery, bool, error) {
+	var rows []models.Delivery
+	err := s.db.WithContext(ctx).Where("subject = ? AND sink = ? AND status = ?", subject, sink, models.DeliveryPending).
+		Order("event_id").Limit(1).Find(&rows).Error
+	if err != nil || len(rows) == 0 {
+		return models.Delivery{}, false, mapErr("next delivery", err)
 	}
+	return rows[0], true, nil
+}
+
+// ReopenDelivery puts a failed (or skipped) delivery back to pending, due at once, with a new
+// series of retries: a retry by hand.
+func (s *Store) ReopenDelivery(ctx context.Context, id, endpointID uint64, at time.Time) (models.Delivery, error) {
 	d, err := s.Delivery(ctx, id)
-	if err == nil && (d.EndpointID != endpointID) {
+	if err != nil {
+		return d, err
+	}
+	if d.EndpointID != endpointID {
 		return d, errNotFound
 	}
-	return d, err
+	if d.Status == models.DeliverySucceeded {
+		return d, nil
+	}
+	err = s.db.WithContext(ctx).Model(&models.Delivery{}).Where("id = ? AND status <> ?", id, models.DeliverySucceeded).
+		Updates(map[string]any{"status": models.DeliveryPending, "done_at": nil, "updated_at": at, "retries": 0,
+			"next_attempt_at": at.UTC(), "claimed_until": nil, "claim_token": ""}).Error
+	if err != nil {
+		return d, mapErr("reopen delivery", err)
+	}
+	return s.Delivery(ctx, id)
 }
 
 // DeliveryQuery selects an endpoint's deliveries, newest first.
@@ -177,9 +286,16 @@ func (s *Store) Prune(ctx context.Context, done, failed time.Time) (int64, error
 // IsNotFound reports a missing row.
 func IsNotFound(err error) bool { return errors.Is(err, errNotFound) }
 
-// StalePending lists deliveries pending since before at (their task may have been lost with Redis).
-func (s *Store) StalePending(ctx context.Context, before time.Time, limit int) ([]uint64, error) {
+// StaleHeads lists pending deliveries that are the head of their subject and sink, due before
+// before and not in flight at now: their task was lost (Redis lost its data, queuing failed, the
+// process died between publishing and queuing).
+func (s *Store) StaleHeads(ctx context.Context, before, now time.Time, limit int) ([]uint64, error) {
 	var ids []uint64
-	return ids, mapErr("stale deliveries", s.db.WithContext(ctx).Model(&models.Delivery{}).
-		Where("status = ? AND updated_at < ?", models.DeliveryPending, before.UTC()).Order("id").Limit(limit).Pluck("id", &ids).Error)
+	err := s.db.WithContext(ctx).Model(&models.Delivery{}).
+		Where("status = ? AND next_attempt_at < ? AND (claimed_until IS NULL OR claimed_until < ?)",
+			models.DeliveryPending, before.UTC(), now.UTC()).
+		Where("NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.subject = deliveries.subject AND e.sink = deliveries.sink AND e.status = ? AND e.event_id < deliveries.event_id)",
+			models.DeliveryPending).
+		Order("next_attempt_at").Limit(limit).Pluck("id", &ids).Error
+	return ids, mapErr("stale deliveries", err)
 }

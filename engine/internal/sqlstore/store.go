@@ -11,6 +11,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
@@ -20,9 +21,32 @@ import (
 
 // Store is the SQL store of one database.
 type Store struct {
-	db     *gorm.DB
-	mysql  bool
-	render Renderer
+	db       *gorm.DB
+	mysql    bool
+	render   Renderer
+	onEvents atomic.Pointer[func()]
+}
+
+// OnEvents sets f to run after every write that committed outbox events (the relay is woken to
+// deliver them at once instead of at its next tick). f must not block.
+func (s *Store) OnEvents(f func()) { s.onEvents.Store(&f) }
+
+func (s *Store) eventsWritten() {
+	if f := s.onEvents.Load(); f != nil {
+		(*f)()
+	}
+}
+
+// txState is what a transaction's statements tell tx about it.
+type txState struct{ events bool }
+
+type txStateKey struct{}
+
+// markEvents records, in tx's state, that it wrote outbox events.
+func markEvents(tx *gorm.DB) {
+	if st, ok := tx.Statement.Context.Value(txStateKey{}).(*txState); ok {
+		st.events = true
+	}
 }
 
 // New builds a Store on db. Events of booking changes are rendered by r (see Renderer).
@@ -91,7 +115,10 @@ func (s *Store) tx(ctx context.Context, op string, fn func(tx *gorm.DB) error) e
 	if s.mysql {
 		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	}
+	st := &txState{}
+	ctx = context.WithValue(ctx, txStateKey{}, st)
 	for attempt := 0; ; attempt++ {
+		st.events = false
 		tx := s.db.WithContext(ctx).Begin(opts)
 		if tx.Error != nil {
 			return mapErr(op, tx.Error)
@@ -108,6 +135,9 @@ func (s *Store) tx(ctx context.Context, op string, fn func(tx *gorm.DB) error) e
 				continue
 			}
 			return fmt.Errorf("sql %s: %w: %w", op, ErrCommitUnknown, err)
+		}
+		if st.events {
+			s.eventsWritten()
 		}
 		return nil
 	}

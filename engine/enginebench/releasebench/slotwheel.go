@@ -1,0 +1,307 @@
+package releasebench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/jobs"
+	"github.com/slotwheel/slotwheel/models"
+)
+
+const (
+	// benchGrace is release_at − confirmed_at of a measured booking (see maker). It is short so that
+	// confirmed_at is always ahead of the wall clock while bookings are made: a hold or a confirm
+	// stamped in the past could look abandoned to the instance under test.
+	benchGrace      = time.Second
+	benchCategory   = "bench-release"
+	scratchCategory = "bench-release-scratch"
+	// scratchGrace keeps the bookings made to estimate the setup rate out of the measurement: they
+	// fall due a day later.
+	scratchGrace = 24 * time.Hour
+	benchZone    = "Asia/Shanghai"
+)
+
+// maker makes bookings as another instance of the API would (hold, then a dev confirm), with a
+// clock of its own that reads release_at − benchGrace while it books. confirmed_at is then exactly
+// that, and release_at = confirmed_at + grace (a slot bought after it started keeps its grace:
+// DESIGN.md) exactly the instant the case needs — to the millisecond, which a slot grid and
+// whole-second graces could not give. The instance under test never sees that clock: it runs on the
+// wall clock, as Asynq and the backends do.
+type maker struct {
+	eng   *engine.Engine
+	clock *engine.SimulatedClock
+}
+
+// book holds and confirms one unit of the two hour slots around at, for user, confirming at at.
+func (m *maker) book(ctx context.Context, res engine.Resource, loc *time.Location, user string, at time.Time) (engine.Booking, error) {
+	m.clock.Set(at)
+	start := hourStart(at, loc)
+	h, err := m.eng.Hold(ctx, engine.HoldRequest{UserID: user, ResourceID: res.ID, Start: start, End: start.Add(2 * time.Hour), Quantity: 1})
+	if err != nil {
+		return engine.Booking{}, fmt.Errorf("hold for %s: %w", user, err)
+	}
+	b, err := m.eng.Confirm(ctx, engine.Actor{UserID: user, Role: engine.RoleUser}, h.ID)
+	if err != nil {
+		return engine.Booking{}, fmt.Errorf("confirm %s: %w", h.ID, err)
+	}
+	return b, nil
+}
+
+func hourStart(t time.Time, loc *time.Location) time.Time {
+	l := t.In(loc)
+	return time.Date(l.Year(), l.Month(), l.Day(), l.Hour(), 0, 0, 0, loc)
+}
+
+// fixture is the catalog of a slotwheel measurement: a venue with the hall whose bookings are
+// measured (capacity: one unit per booking) and a scratch resource for the rate estimate.
+type fixture struct {
+	loc     *time.Location
+	hall    engine.Resource
+	scratch engine.Resource
+}
+
+func newFixture(ctx context.Context, eng *engine.Engine, n, scratch int) (*fixture, error) {
+	loc, err := time.LoadLocation(benchZone)
+	if err != nil {
+		return nil, err
+	}
+	v, err := eng.CreateVenue(ctx, engine.System, engine.VenueInput{Name: "bench release", Timezone: benchZone})
+	if err != nil {
+		return nil, err
+	}
+	f := &fixture{loc: loc}
+	for _, r := range []struct {
+		res      *engine.Resource
+		name     string
+		capacity int
+		category string
+		grace    time.Duration
+	}{{&f.hall, "hall", n, benchCategory, benchGrace}, {&f.scratch, "scratch", scratch, scratchCategory, scratchGrace}} {
+		if _, err := eng.SetGracePolicy(ctx, engine.System, engine.GracePolicy{Category: r.category, GraceSeconds: int(r.grace / time.Second)}); err != nil {
+			return nil, err
+		}
+		if *r.res, err = eng.CreateResource(ctx, engine.System, engine.ResourceInput{VenueID: v.ID, Name: r.name, Kind: "room",
+			Capacity: r.capacity, Category: r.category}); err != nil {
+			return nil, err
+		}
+		// Hour slots: a booking takes the two around its confirm, so that its slots are still
+		// running (not past) when its units are looked at after its release.
+		if _, err := eng.SetSchedule(ctx, engine.System, r.res.ID, engine.ScheduleInput{SlotMinutes: 60, HorizonDays: 2,
+			Weekly: []engine.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "00:00", Close: "24:00"}}}); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// unitsFree reports whether every slot the bookings confirmed over [from, to] took shows all its
+// units free again in Redis, as a customer's availability query sees it.
+func (f *fixture) unitsFree(ctx context.Context, eng *engine.Engine, from, to time.Time) (bool, error) {
+	hours := map[int64]bool{}
+	days := []string{}
+	for h := hourStart(from, f.loc); !h.After(hourStart(to, f.loc).Add(time.Hour)); h = h.Add(time.Hour) {
+		hours[h.Unix()] = true
+		if d := h.Format("2006-01-02"); len(days) == 0 || days[len(days)-1] != d {
+			days = append(days, d)
+		}
+	}
+	seen := 0
+	for _, d := range days {
+		slots, err := eng.Availability(ctx, engine.AvailabilityQuery{ResourceID: f.hall.ID, Date: d})
+		if err != nil {
+			return false, err
+		}
+		for _, s := range slots {
+			if hours[s.Start.Unix()] {
+				if s.Remaining != f.hall.Capacity {
+					return false, nil
+				}
+				seen++
+			}
+		}
+	}
+	if seen != len(hours) {
+		return false, fmt.Errorf("availability shows %d of the %d slots booked", seen, len(hours))
+	}
+	return true, nil
+}
+
+// measureSlotwheel measures slotwheel's own path: an engine with its loops and jobs' worker, as
+// `slotwheel all` wires them (default settings but for reminders, which fire ReminderLead before
+// release and not at it, and so are off), on its own database, key prefix and queues.
+func measureSlotwheel(ctx context.Context, env *Env, cfg Config, s spec, p *Progress) (m *measurement, err error) {
+	m = &measurement{design: DesignSlotwheel, label: "slotwheel", c: s.c, n: s.n, observed: -1, unitsBack: -1, redisBytes: -1}
+	p.Stage("creating a database", 0)
+	cleanup := context.WithoutCancel(ctx)
+	db, err := env.newDatabase(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, db.drop(cleanup)) }()
+	log := env.logger()
+	prefix := env.prefix() + ":" + randomName("bench-release-")
+	eng, err := engine.New(engine.Options{DB: db.gorm, Redis: env.Redis, Prefix: prefix, ReminderLead: -1, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	jb, err := jobs.New(jobs.Options{Redis: env.AsynqOpt, Engine: eng, Queue: randomName("bench_release_"),
+		Concurrency: cfg.Concurrency, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	eng.SetScheduler(jb)
+	defer func() {
+		jb.Stop()
+		err = errors.Join(err, env.deleteKeys(cleanup, prefix+":*"), env.deleteQueues(cleanup, jb.Queues()...))
+	}()
+	scratch := min(max(s.n/50, 20), 200)
+	f, err := newFixture(ctx, eng, s.n, scratch)
+	if err != nil {
+		return nil, err
+	}
+	// As an instance's start does: Redis is marked as holding what SQL says.
+	if _, err := eng.Reconcile(ctx); err != nil {
+		return nil, err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	if err := jb.Start(runCtx); err != nil {
+		return nil, err
+	}
+	loops := eng.NewLoops(engine.LoopsConfig{})
+	loops.Start(runCtx)
+	defer loops.Stop()
+
+	// The makers are another instance, with a pool of their own: the instance under test keeps its
+	// connections, as it would in production. They queue no release task themselves: the instance
+	// under test's loader does, as for every booking made more than the horizon ahead. (A confirm
+	// queueing its own task marks it queued with a one-pair "(id, release_at) IN" UPDATE, which
+	// MariaDB runs as a scan of the whole bookings table, locking every row; sixteen at once stall
+	// each other into lock wait timeouts.)
+	makerDB, err := db.open(cfg.SetupWorkers + 4)
+	if err != nil {
+		return nil, err
+	}
+	makers := make([]*maker, cfg.SetupWorkers)
+	for i := range makers {
+		c := engine.NewSimulatedClock(time.Now())
+		e, err := engine.New(engine.Options{DB: makerDB, Redis: env.Redis, Prefix: prefix, Clock: c, ReminderLead: -1, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		makers[i] = &maker{eng: e, clock: c}
+	}
+
+	p.Stage("estimating the setup rate", scratch)
+	t0 := time.Now()
+	if err := parallel(ctx, scratch, len(makers), p, func(ctx context.Context, w, i int) error {
+		_, err := makers[w].book(ctx, f.scratch, f.loc, fmt.Sprintf("scratch-%d", i), time.Now())
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	first := s.plan(time.Now(), float64(scratch)/time.Since(t0).Seconds())
+	ats := s.releaseAts(first)
+	last := ats[len(ats)-1]
+
+	before := env.usedMemory(ctx)
+	p.Stage("making bookings", s.n)
+	t1 := time.Now()
+	if err := parallel(ctx, s.n, len(makers), p, func(ctx context.Context, w, i int) error {
+		b, err := makers[w].book(ctx, f.hall, f.loc, fmt.Sprintf("u%d", i), ats[i].Add(-benchGrace))
+		if err == nil && !b.ReleaseAt.Equal(ats[i]) {
+			err = fmt.Errorf("booking %d: release_at %s, want %s", b.ID, b.ReleaseAt, ats[i])
+		}
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	obs, err := db.observer()
+	if err != nil {
+		return nil, err
+	}
+	p.Stage("waiting for the loader to queue the release tasks", 0)
+	for {
+		var left int
+		if err := obs.QueryRowContext(ctx, "SELECT COUNT(*) FROM bookings WHERE queue_at IS NOT NULL AND resource_id = ?", f.hall.ID).Scan(&left); err != nil {
+			return nil, err
+		}
+		if left == 0 {
+			break
+		}
+		if err := checkOnTime(first); err != nil {
+			return nil, err
+		}
+		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+	m.setupPerSecond = float64(s.n) / time.Since(t1).Seconds()
+	if after := env.usedMemory(ctx); before >= 0 && after >= 0 {
+		m.redisBytes = float64(after-before) / float64(s.n)
+	}
+	if err := checkOnTime(first); err != nil {
+		return nil, err
+	}
+
+	w := &sqlWatcher{db: obs, args: []any{f.hall.ID},
+		pendingQuery: "SELECT 1 FROM bookings WHERE status = 'CONFIRMED' AND resource_id = ? LIMIT 1",
+		countQuery:   "SELECT COUNT(*) FROM bookings WHERE status = 'RELEASED' AND resource_id = ?"}
+	seen, err := waitReleased(ctx, w, first, last, s.n, cfg.Timeout, p)
+	if err != nil {
+		return nil, err
+	}
+	if !seen.IsZero() {
+		m.observed = seen.Sub(last)
+		m.perSecond = float64(s.n) / seen.Sub(first).Seconds()
+		p.Stage("waiting for the units in Redis", 0)
+		deadline := last.Add(cfg.Timeout)
+		for time.Now().Before(deadline) {
+			free, err := f.unitsFree(ctx, eng, ats[0].Add(-benchGrace), last.Add(-benchGrace))
+			if err != nil {
+				return nil, err
+			}
+			if free {
+				m.unitsBack = time.Since(last)
+				break
+			}
+			if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	var rows []struct {
+		ReleaseAt  time.Time
+		ReleasedAt *time.Time
+	}
+	if err := db.gorm.WithContext(ctx).Model(&models.Booking{}).Select("release_at", "released_at").
+		Where("resource_id = ?", f.hall.ID).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	var latest time.Time
+	for _, r := range rows {
+		if r.ReleasedAt != nil {
+			m.lags = append(m.lags, r.ReleasedAt.Sub(r.ReleaseAt))
+			latest = later(latest, *r.ReleasedAt)
+		}
+	}
+	if !latest.IsZero() {
+		m.last = latest.Sub(last)
+	}
+	if len(m.lags) < s.n {
+		m.note = fmt.Sprintf("%d bookings still CONFIRMED %s after the latest release_at", s.n-len(m.lags), cfg.Timeout)
+	}
+	m.finish()
+	return m, nil
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
