@@ -15,7 +15,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -391,3 +393,74 @@ func TestBenchCommand(t *testing.T) {
 }
 
 func slogDiscard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// TestReadmeWalkthrough replays README.md's curl walk-through, as written, against a fresh embedded
+// binary: a booking of the demo desk is paid with a signed notification, released because nobody
+// checks in, restored and checked in, and webhook-echo prints each of its events once, verified.
+func TestReadmeWalkthrough(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the walk-through, which waits a minute for a release")
+	}
+	if enginetest.RealServers() {
+		t.Skip("the walk-through is of embedded mode (go run .); the embedded pass runs it")
+	}
+	for _, tool := range []string{"bash", "curl", "jq", "openssl"} {
+		_, err := exec.LookPath(tool)
+		require.NoError(t, err, "the walk-through needs %s", tool)
+	}
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	script := walkthrough(t, string(readme))
+
+	dir := t.TempDir()
+	addr, echo := freeAddr(t), freeAddr(t)
+	env := append(os.Environ(), "SLOTWHEEL_HTTP_ADDR="+addr, "SLOTWHEEL_SQLITE_PATH="+filepath.Join(dir, "data", "slotwheel.db"),
+		"ECHO="+echo)
+	for _, k := range []string{"SLOTWHEEL_MYSQL_DSN", "SLOTWHEEL_REDIS_URL", "SLOTWHEEL_JWT_SECRET", "SLOTWHEEL_PAYMENT_SECRET"} {
+		env = append(env, k+"=")
+	}
+	srv := exec.Command(binary(t), "all")
+	srv.Env = env
+	var logs bytes.Buffer
+	srv.Stdout, srv.Stderr = &logs, &logs
+	require.NoError(t, srv.Start())
+	t.Cleanup(func() {
+		_ = srv.Process.Signal(syscall.SIGTERM)
+		_ = srv.Wait()
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
+	(&client{t: t, base: "http://" + addr}).waitReady()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	sh := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", script)
+	sh.Env = env
+	out, err := sh.CombinedOutput()
+	require.NoError(t, err, "the walk-through failed:\n%s", out)
+	text := string(out)
+	for _, typ := range []string{"booking.confirmed", "booking.released", "booking.restored", "booking.checked_in"} {
+		lines := regexpCount(`(?m)^evt_\d+ `+typ+` \{`, text)
+		require.Equal(t, 1, lines, "webhook-echo printed %s once:\n%s", typ, text)
+	}
+	require.NotContains(t, text, "refused", "every signature verified")
+	require.NotContains(t, text, "delivered again")
+	require.Contains(t, text, `"ARRIVED"`)
+}
+
+// walkthrough is the first sh block of README.md's walk-through section.
+func walkthrough(t *testing.T, readme string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(readme, "## Try it: a booking's life over curl")
+	require.True(t, ok, "README.md has no walk-through section")
+	_, rest, ok = strings.Cut(rest, "```sh\n")
+	require.True(t, ok)
+	block, _, ok := strings.Cut(rest, "```")
+	require.True(t, ok)
+	return block
+}
+
+func regexpCount(pattern, text string) int {
+	return len(regexp.MustCompile(pattern).FindAllString(text, -1))
+}
