@@ -77,6 +77,12 @@ func (e *Engine) apply(ctx context.Context, id uint64, decide func(b *sqlstore.B
 	if c.NewReleaseAt {
 		e.scheduleIfDue(ctx, &b)
 	}
+	if c.From.CountsAsNoShow() != c.To.CountsAsNoShow() {
+		// A restore or a late check-in took a no-show back.
+		if err := e.refreshFreezes(ctx, []string{b.UserID}); err != nil {
+			e.log.Warn("refresh no-show freeze failed; reconciliation will", "user_id", b.UserID, "err", err)
+		}
+	}
 	return b, c, nil
 }
 
@@ -202,7 +208,11 @@ func (e *Engine) CancelBooking(ctx context.Context, a Actor, id uint64) (Booking
 		if !a.MayChange(b.UserID) {
 			return booking.Change{}, ErrNotFound
 		}
-		return b.Cancel(a, e.clock.Now())
+		ri, err := e.cat.resource(ctx, b.ResourceID)
+		if err != nil {
+			return booking.Change{}, err
+		}
+		return b.Cancel(a, e.clock.Now(), ri.policy)
 	})
 	if err != nil {
 		return Booking{}, err

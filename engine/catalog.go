@@ -31,6 +31,10 @@ type catalog struct {
 	services  cache[uint64, *serviceInfo]
 	graces    cache[struct{}, map[string]booking.Grace]
 	venueIDs  cache[struct{}, []uint64]
+	// policies are the booking rules of a venue's resources that have some, for the release batches
+	// (which must not look anything up inside their transaction).
+	policies cache[uint64, map[uint64]booking.Policy]
+	noshow   cache[struct{}, booking.NoshowPolicy]
 }
 
 func newCatalog(ss *sqlstore.Store, clock Clock) *catalog {
@@ -43,9 +47,10 @@ type venueInfo struct {
 }
 
 type resourceInfo struct {
-	res   models.Resource
-	venue *venueInfo
-	plan  *booking.Plan // nil until a schedule is set
+	res    models.Resource
+	venue  *venueInfo
+	plan   *booking.Plan  // nil until a schedule is set
+	policy booking.Policy // the defaults until one is set
 }
 
 type serviceInfo struct {
@@ -127,7 +132,14 @@ func (c *catalog) resource(ctx context.Context, id uint64) (*resourceInfo, error
 		if err != nil {
 			return nil, err
 		}
-		ri := &resourceInfo{res: r, venue: vi}
+		ri := &resourceInfo{res: r, venue: vi, policy: booking.DefaultPolicy()}
+		p, ok, err := c.ss.Policy(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			ri.policy = policyFromRow(p)
+		}
 		if sc != nil {
 			if ri.plan, err = planFromRow(*sc); err != nil {
 				return nil, fmt.Errorf("resource %d has a bad stored schedule: %w", id, err)
@@ -169,6 +181,42 @@ func (c *catalog) grace(ctx context.Context) (map[string]booking.Grace, error) {
 	})
 }
 
+// venuePolicies answers the booking rules of a venue's resources; a resource missing from the map
+// has the defaults.
+func (c *catalog) venuePolicies(ctx context.Context, venueID uint64) (map[uint64]booking.Policy, error) {
+	return c.policies.get(c.clock.Now(), venueID, func() (map[uint64]booking.Policy, error) {
+		rs, err := c.ss.Resources(ctx, venueID)
+		if err != nil || len(rs) == 0 {
+			return map[uint64]booking.Policy{}, err
+		}
+		ids := make([]uint64, len(rs))
+		for i, r := range rs {
+			ids[i] = r.ID
+		}
+		rows, err := c.ss.Policies(ctx, ids)
+		if err != nil {
+			return nil, err
+		}
+		out := make(map[uint64]booking.Policy, len(rows))
+		for _, r := range rows {
+			out[r.ResourceID] = policyFromRow(r)
+		}
+		return out, nil
+	})
+}
+
+// noshowPolicy answers the no-show freeze rule (the zero value while it is off).
+func (c *catalog) noshowPolicy(ctx context.Context) (booking.NoshowPolicy, error) {
+	return c.noshow.get(c.clock.Now(), struct{}{}, func() (booking.NoshowPolicy, error) {
+		row, ok, err := c.ss.NoshowPolicy(ctx)
+		if err != nil || !ok {
+			return booking.NoshowPolicy{}, err
+		}
+		return booking.ParseNoshowPolicy(booking.NoshowPolicyInput{MaxNoshows: row.MaxNoshows, WithinDays: row.WithinDays,
+			FreezeDays: row.FreezeDays})
+	})
+}
+
 // venueList lists every venue id; the wheel ticks over it.
 func (c *catalog) venueList(ctx context.Context) ([]uint64, error) {
 	return c.venueIDs.get(c.clock.Now(), struct{}{}, func() ([]uint64, error) { return c.ss.VenueIDs(ctx) })
@@ -188,7 +236,7 @@ func planFromRow(s models.Schedule) (*booking.Plan, error) {
 // offer is a resource as it is sold, through a service when si is set.
 func offer(ri *resourceInfo, si *serviceInfo) booking.Offer {
 	o := booking.Offer{ResourceID: ri.res.ID, Capacity: ri.res.Capacity, PriceCents: ri.res.PriceCents,
-		Active: ri.res.Status == models.ResourceActive, Plan: ri.plan, Loc: ri.venue.loc}
+		Active: ri.res.Status == models.ResourceActive, Plan: ri.plan, Loc: ri.venue.loc, Policy: ri.policy}
 	if si != nil {
 		o.Service = &booking.ServiceTerms{ID: si.svc.ID, Duration: minutes(si.svc.DurationMinutes),
 			Prep: minutes(si.svc.PrepMinutes), Cleanup: minutes(si.svc.CleanupMinutes), PriceCents: si.svc.PriceCents}

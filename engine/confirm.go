@@ -68,6 +68,7 @@ func (e *Engine) Pay(ctx context.Context, n PaymentNotice) (PaymentResult, error
 	if err != nil {
 		return PaymentResult{}, err
 	}
+	n.user = r.UserID
 	if n.AmountCents != r.AmountCents {
 		return PaymentResult{}, ErrAmountMismatch
 	}
@@ -77,12 +78,12 @@ func (e *Engine) Pay(ctx context.Context, n PaymentNotice) (PaymentResult, error
 		// The same notification, delivered twice at once: answer as the first one will.
 		return e.awaitPayment(ctx, n)
 	case errors.Is(err, errUnitsGone):
-		return e.recordPayment(ctx, n, nil)
+		return e.recordPayment(ctx, n, nil, booking.RefundLatePayment)
 	case err != nil:
 		return PaymentResult{}, err
 	case b.PaymentID != n.PaymentID:
 		// Paid twice: the booking belongs to the first payment, this one is refunded.
-		return e.recordPayment(ctx, n, nil)
+		return e.recordPayment(ctx, n, nil, booking.RefundDuplicate)
 	}
 	return PaymentResult{Outcome: OutcomeBooked, PaymentID: n.PaymentID, HoldID: n.HoldID, Booking: &b}, nil
 }
@@ -129,7 +130,7 @@ func (e *Engine) awaitPayment(ctx context.Context, n PaymentNotice) (PaymentResu
 			if err != nil {
 				return PaymentResult{}, err
 			}
-			return e.recordPayment(ctx, n, &b)
+			return e.recordPayment(ctx, n, &b, booking.RefundDuplicate)
 		}
 		select {
 		case <-ctx.Done():
@@ -148,17 +149,22 @@ func (e *Engine) paymentForHold(ctx context.Context, n PaymentNotice) (PaymentRe
 		return PaymentResult{}, err
 	}
 	if !ok {
-		return e.recordPayment(ctx, n, nil)
+		return e.recordPayment(ctx, n, nil, booking.RefundLatePayment)
 	}
-	return e.recordPayment(ctx, n, &b)
+	return e.recordPayment(ctx, n, &b, booking.RefundDuplicate)
 }
 
-// recordPayment stores a payment that did not make a booking of its own (refund), or one for a
-// booking found afterwards; a concurrent duplicate keeps the first row.
-func (e *Engine) recordPayment(ctx context.Context, n PaymentNotice, b *sqlstore.Booking) (PaymentResult, error) {
-	p := sqlstore.Payment{PaymentID: n.PaymentID, HoldID: n.HoldID, AmountCents: n.AmountCents, PaidAt: n.PaidAt.UTC(), At: e.clock.Now()}
-	if b != nil && b.PaymentID == n.PaymentID {
-		p.Booked, p.BookingID = true, b.ID
+// recordPayment stores a payment that did not make a booking of its own — refunded in full, for
+// reason — or one for a booking found afterwards; a concurrent duplicate keeps the first row.
+func (e *Engine) recordPayment(ctx context.Context, n PaymentNotice, b *sqlstore.Booking, reason string) (PaymentResult, error) {
+	p := sqlstore.Payment{PaymentID: n.PaymentID, HoldID: n.HoldID, AmountCents: n.AmountCents, PaidAt: n.PaidAt.UTC(),
+		At: e.clock.Now(), Provider: n.Provider, RefundReason: reason, UserID: n.user}
+	p.VenueID, _ = redisstore.HoldVenue(n.HoldID)
+	if b != nil {
+		p.UserID = b.UserID
+		if b.PaymentID == n.PaymentID {
+			p.Booked, p.BookingID = true, b.ID
+		}
 	}
 	got, err := e.ss.RecordPayment(ctx, p)
 	if err != nil {
@@ -283,7 +289,8 @@ func (e *Engine) commitBooking(ctx context.Context, r *redisstore.HoldRecord, pa
 	nb := sqlstore.NewBooking{Booking: b, Code: newCheckinCode}
 	if pay != nil {
 		b.PaymentID = pay.PaymentID
-		nb.Payment = &sqlstore.Payment{PaymentID: pay.PaymentID, HoldID: r.ID, AmountCents: pay.AmountCents, PaidAt: pay.PaidAt.UTC(), At: now}
+		nb.Payment = &sqlstore.Payment{PaymentID: pay.PaymentID, HoldID: r.ID, AmountCents: pay.AmountCents, PaidAt: pay.PaidAt.UTC(), At: now,
+			Provider: pay.Provider}
 	}
 	e.setTimers(b, now)
 	if ev, ok := e.renderChange(b, booking.Change{From: booking.Status(booking.HoldHeld), To: booking.Confirmed, At: now}); ok {

@@ -39,6 +39,9 @@ type Options struct {
 	ReleaseMode booking.ReleaseMode
 	// MaxActiveHolds bounds a user's unpaid holds at one venue; 0 means no bound.
 	MaxActiveHolds int
+	// RateLimitPerIP bounds the requests of one client address per second, counted in Redis so that
+	// every instance enforces the same number; 0 means no bound.
+	RateLimitPerIP int
 	// ConfirmStaleAfter is how long a hold may stay CONFIRMING before the wheel and reconciliation
 	// assume the confirming process died; default 10s, twice the commit's timeout (confirmTimeout).
 	ConfirmStaleAfter time.Duration
@@ -48,6 +51,9 @@ type Options struct {
 
 	// Notify configures the sinks events are delivered to.
 	Notify NotifyOptions
+	// Refunds sends refunds to the payment provider that can take them (WeChat Pay); nil leaves every
+	// refund requested for manual handling.
+	Refunds RefundProvider
 
 	Scheduler ReleaseScheduler // may be nil (no queue: the overdue sweep releases)
 	Logger    *slog.Logger
@@ -81,6 +87,9 @@ type testHooks struct {
 	// afterPublish runs after the relay published a batch and before it sends it; errSimulatedCrash
 	// makes it stop as a killed process would, leaving the deliveries claimed.
 	afterPublish func() error
+	// beforeMoveCommit and afterMoveCommit run around a reschedule's commit; errSimulatedCrash makes
+	// the move stop as a killed process would, leaving it reserved.
+	beforeMoveCommit, afterMoveCommit func() error
 }
 
 // errSimulatedCrash stands for a process killed mid-operation (tests only).
@@ -126,6 +135,7 @@ func New(opts Options) (*Engine, error) {
 		rs:    redisstore.New(opts.Redis, opts.Prefix),
 	}
 	e.ss = sqlstore.New(opts.DB, e.renderChange)
+	e.ss.SetRefundRenderer(refundEvent)
 	e.cat = newCatalog(e.ss, e.clock)
 	return e, nil
 }

@@ -55,4 +55,9 @@ var (
 	ErrUnavailable         = booking.ErrBackendUnavailable
 	ErrStorageUnavailable  = booking.ErrStorageUnavailable
 	ErrTooManyHolds        = booking.ErrTooManyHolds
+	ErrRateLimited         = booking.ErrRateLimited
+	ErrAccountFrozen       = booking.ErrAccountFrozen
+	ErrRescheduleClosed    = booking.ErrRescheduleClosed
+	ErrRescheduleLimit     = booking.ErrRescheduleLimit
+	ErrPriceDiffers        = booking.ErrPriceDiffers
 )

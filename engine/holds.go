@@ -15,6 +15,9 @@ func (e *Engine) Hold(ctx context.Context, req HoldRequest) (Hold, error) {
 	if req.UserID == "" {
 		return Hold{}, ErrForbidden
 	}
+	if err := e.checkFrozen(ctx, req.UserID); err != nil {
+		return Hold{}, err
+	}
 	var err error
 	if req.Quantity, err = booking.Quantity(req.Quantity); err != nil {
 		return Hold{}, err

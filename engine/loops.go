@@ -82,6 +82,7 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 		mk("overdue_release", cfg.OverdueInterval, func(ctx context.Context) error { _, err := e.ReleaseDue(ctx, 0); return err }),
 		relay,
 		mk("notify_prune", time.Hour, e.pruneNotifications),
+		mk("refunds", 2*time.Second, e.queueRefunds),
 		mk("deliveries_requeue", 5*time.Second, e.requeueDeliveries),
 	}}
 }
@@ -204,9 +205,9 @@ func (e *Engine) finishExpiredAt(ctx context.Context, v uint64) error {
 	return nil
 }
 
-// sweepConfirming resolves holds left CONFIRMING for longer than ConfirmStaleAfter: a process died
-// between marking and settling, or a commit's outcome was lost. It is what reconciliation does for
-// them, but within seconds.
+// sweepConfirming resolves holds left CONFIRMING, and booking moves left reserved, for longer than
+// ConfirmStaleAfter: a process died between the Redis step and the SQL one, or a commit's outcome was
+// lost. It is what reconciliation does for them, but within seconds.
 func (e *Engine) sweepConfirming(ctx context.Context) error {
 	venues, err := e.cat.venueList(ctx)
 	if err != nil {
@@ -216,6 +217,9 @@ func (e *Engine) sweepConfirming(ctx context.Context) error {
 	var rep ReconcileReport
 	var errs []error
 	for _, v := range venues {
+		if err := e.sweepMoves(ctx, v, now); err != nil {
+			errs = append(errs, err)
+		}
 		ids, err := e.rs.StaleConfirming(ctx, v, now.Add(-e.opts.ConfirmStaleAfter), 100)
 		if err != nil {
 			errs = append(errs, err)

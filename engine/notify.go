@@ -278,4 +278,3 @@ func (e *Engine) WechatTemplates(ctx context.Context, a Actor) ([]WechatTemplate
 // WechatEnabled reports whether subscribe messages can be sent (WeChat's app id and secret are
 // configured).
 func (e *Engine) WechatEnabled() bool { return e.opts.Notify.Wechat != nil }
-

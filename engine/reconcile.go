@@ -85,6 +85,10 @@ func (e *Engine) completeFinished(ctx context.Context) error {
 }
 
 func (e *Engine) repairVenue(ctx context.Context, v uint64, rep *ReconcileReport) error {
+	// Moves left behind first: a move's own units are neither a hold's nor a booking's.
+	if err := e.sweepMoves(ctx, v, e.clock.Now()); err != nil {
+		return err
+	}
 	active, err := e.ss.Occupying(ctx, v)
 	if err != nil {
 		return err

@@ -53,10 +53,18 @@ func (e *Engine) releaseDue(ctx context.Context, venueID uint64) ([]uint64, erro
 		if err != nil {
 			return released, err
 		}
+		policies, err := e.cat.venuePolicies(ctx, venueID)
+		if err != nil {
+			return released, err
+		}
 		now := e.clock.Now()
 		bs, chs, err := e.ss.ReleaseDue(ctx, sqlstore.DueQuery{VenueID: venueID, Now: now, Limit: releaseBatch},
 			func(b *sqlstore.Booking) (booking.Change, error) {
-				c, err := b.Decide(now, mode)
+				p, ok := policies[b.ResourceID]
+				if !ok {
+					p = booking.DefaultPolicy()
+				}
+				c, err := b.Decide(now, mode, p)
 				if err == nil && !c.None() {
 					e.setTimers(b, now)
 				}
@@ -83,6 +91,7 @@ func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []
 	}
 	byVenue := map[uint64][]redisstore.Freed{}
 	var resources []uint64
+	var users []string
 	for i := range bs {
 		b, c := &bs[i], chs[i]
 		if c.HeldBy != "" {
@@ -91,6 +100,9 @@ func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []
 		}
 		metricReleases.WithLabelValues("released").Inc()
 		byVenue[b.VenueID] = append(byVenue[b.VenueID], freed(b))
+		if !slices.Contains(users, b.UserID) {
+			users = append(users, b.UserID)
+		}
 		if !slices.Contains(resources, b.ResourceID) {
 			resources = append(resources, b.ResourceID)
 		}
@@ -106,6 +118,9 @@ func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []
 	}
 	for _, r := range resources {
 		e.promoteAfterFree(lctx, r)
+	}
+	if err := e.refreshFreezes(lctx, users); err != nil {
+		e.log.Warn("refresh no-show freezes failed; reconciliation will", "err", err)
 	}
 }
 

@@ -179,6 +179,11 @@ type PaymentNotice struct {
 	PaymentID   string
 	AmountCents int64
 	PaidAt      time.Time
+	// Provider took the money: models.ProviderNotify (the default) or models.ProviderWechatPay, whose
+	// refunds the engine can request itself.
+	Provider string
+
+	user string // the hold's owner, when its record was read
 }
 
 // Payment outcomes.

@@ -127,9 +127,11 @@ type Booking struct {
 	// such a booking stays CONFIRMED and is not released later.
 	ReleaseHeldAt *time.Time `gorm:"precision:3"`
 	// RemindAt is when the owner is reminded, NULL once reminded or when no reminder is due.
-	RemindAt  *time.Time `gorm:"precision:3;index"`
-	CreatedAt time.Time  `gorm:"precision:3"`
-	UpdatedAt time.Time  `gorm:"precision:3"`
+	RemindAt *time.Time `gorm:"precision:3;index"`
+	// Reschedules counts the booking's moves to another window.
+	Reschedules int       `gorm:"not null;default:0"`
+	CreatedAt   time.Time `gorm:"precision:3"`
+	UpdatedAt   time.Time `gorm:"precision:3"`
 }
 
 // BookingHistory is one status transition, written in the same transaction as the change itself.
@@ -153,6 +155,12 @@ const (
 	PaymentRefund = "refund"
 )
 
+// Payment providers.
+const (
+	ProviderNotify    = "notify"    // POST /api/v1/payments/notify, any provider signing with the shared secret
+	ProviderWechatPay = "wechatpay" // WeChat Pay API v3; PaymentID is its transaction_id
+)
+
 // Payment is one provider notification, deduplicated by PaymentID, so that a retried notification is
 // answered as the first one and a payment for a hold whose units were gone is kept for refund.
 type Payment struct {
@@ -162,7 +170,75 @@ type Payment struct {
 	AmountCents int64     `gorm:"not null"`
 	PaidAt      time.Time `gorm:"precision:3;not null"`
 	Outcome     string    `gorm:"size:16;not null"`
+	Provider    string    `gorm:"size:16;not null;default:'notify'"`
 	CreatedAt   time.Time `gorm:"precision:3"`
+}
+
+// ResourcePolicy is a resource's booking rules (engine/booking.Policy); a resource without a row has
+// the defaults. MaxDaysAhead 0 means the schedule's horizon.
+type ResourcePolicy struct {
+	ResourceID              uint64    `gorm:"primaryKey;autoIncrement:false"`
+	MinNoticeMinutes        int       `gorm:"not null"`
+	MaxDaysAhead            int       `gorm:"not null"`
+	CancelCutoffMinutes     int       `gorm:"not null"`
+	CancelRefundPercent     int       `gorm:"not null"`
+	LateCancelRefundPercent int       `gorm:"not null"`
+	NoshowRefundPercent     int       `gorm:"not null"`
+	RescheduleCutoffMinutes int       `gorm:"not null"`
+	MaxReschedules          int       `gorm:"not null"`
+	UpdatedAt               time.Time `gorm:"precision:3"`
+}
+
+// NoshowPolicy is the deployment's no-show freeze rule: one row (ID 1), absent while it is off.
+type NoshowPolicy struct {
+	ID         uint64    `gorm:"primaryKey;autoIncrement:false"`
+	MaxNoshows int       `gorm:"not null"`
+	WithinDays int       `gorm:"not null"`
+	FreezeDays int       `gorm:"not null"`
+	UpdatedAt  time.Time `gorm:"precision:3"`
+}
+
+// Refund statuses.
+const (
+	RefundRequested = "requested"
+	RefundSucceeded = "succeeded"
+	RefundFailed    = "failed"
+)
+
+// Refund is money to give back of a payment: written in the transaction that decided it (a cancel, a
+// no-show, a payment that booked nothing), sent to the provider by a task when the provider can be
+// asked (WeChat Pay), settled by the provider's notification. OutRefundNo is the provider's
+// idempotency key for it, derived from the row.
+type Refund struct {
+	ID               uint64    `gorm:"primaryKey"`
+	BookingID        *uint64   `gorm:"index"`
+	HoldID           string    `gorm:"size:40;not null;index"`
+	UserID           string    `gorm:"size:64;not null;default:''"`
+	VenueID          uint64    `gorm:"not null;default:0"`
+	PaymentID        string    `gorm:"size:128;not null;index"`
+	Provider         string    `gorm:"size:16;not null"`
+	PaidCents        int64     `gorm:"not null"`
+	AmountCents      int64     `gorm:"not null"`
+	Reason           string    `gorm:"size:32;not null"`
+	Status           string    `gorm:"size:16;not null;index"`
+	OutRefundNo      string    `gorm:"size:64;not null;uniqueIndex"`
+	ProviderRefundID string    `gorm:"size:64;not null;default:''"`
+	LastError        string    `gorm:"size:512;not null;default:''"`
+	CreatedAt        time.Time `gorm:"precision:3;not null"`
+	UpdatedAt        time.Time `gorm:"precision:3;not null"`
+}
+
+// WechatOrder is the WeChat Pay JSAPI order of a hold: one per hold, reused by repeated requests, and
+// closed when the hold ends unpaid.
+type WechatOrder struct {
+	HoldID      string     `gorm:"primaryKey;size:40"`
+	OutTradeNo  string     `gorm:"size:32;not null;uniqueIndex"`
+	PrepayID    string     `gorm:"size:64;not null"`
+	OpenID      string     `gorm:"size:128;not null"`
+	AmountCents int64      `gorm:"not null"`
+	ExpiresAt   time.Time  `gorm:"precision:3;not null"`
+	CreatedAt   time.Time  `gorm:"precision:3;not null"`
+	ClosedAt    *time.Time `gorm:"precision:3"`
 }
 
 // OutboxEvent is a fact other systems should hear of (a booking released, a hold expired, ...),
@@ -275,5 +351,6 @@ func All() []any {
 		&Venue{}, &Resource{}, &Schedule{}, &SlotInventory{}, &Service{}, &ServiceResource{},
 		&GracePolicy{}, &Booking{}, &BookingHistory{}, &Payment{}, &OutboxEvent{},
 		&IdempotencyKey{}, &WaitlistEntry{}, &WebhookEndpoint{}, &Delivery{}, &WechatTemplate{},
+		&ResourcePolicy{}, &NoshowPolicy{}, &Refund{}, &WechatOrder{},
 	}
 }

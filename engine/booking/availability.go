@@ -68,10 +68,12 @@ func (o Offer) Judge(c Candidate, state func(Slot) SlotState, now time.Time) (re
 	switch {
 	case !c.End.After(now):
 		return ReasonPast, 0
-	case o.Plan == nil || !o.Plan.WithinHorizon(LocalDay(c.Start, o.Loc), now, o.Loc):
+	case o.Plan == nil || !o.Plan.WithinHorizon(LocalDay(c.Start, o.Loc), now, o.Loc), o.Policy.TooFar(LocalDay(c.Start, o.Loc), now, o.Loc):
 		return ReasonTooFar, 0
 	case !o.Active || c.Occupy == nil:
 		return ReasonClosed, 0
+	case o.Policy.TooSoon(c.Start, now):
+		return ReasonTooSoon, 0
 	}
 	remaining = -1
 	ownFull, bufferFull := false, false

@@ -31,6 +31,8 @@ type Booking struct {
 	// ReleaseHeldAt is when the venue's release mode held the no-show release back: the booking
 	// stays CONFIRMED, is not released later, and may still be checked in until its end.
 	ReleaseHeldAt *time.Time
+	// Reschedules counts the moves of the booking to another window.
+	Reschedules int
 }
 
 // ReleaseMode is how a venue treats its no-shows at release_at.
@@ -80,6 +82,11 @@ type Change struct {
 	NewReleaseAt bool
 	// HeldBy is the release mode that held a due release back (To == From == CONFIRMED).
 	HeldBy ReleaseMode
+	// Refund, when set, is what the change gives back of the booking's payment (a cancel, a no-show).
+	Refund *Refund
+	// Moved: the booking's window changed (a reschedule); its old units are given back by the same
+	// step that took the new ones.
+	Moved bool
 }
 
 // None reports whether c is the zero change.
@@ -93,6 +100,9 @@ func (c Change) Event() string {
 			return EventReleaseSkipped
 		}
 		return "" // off: nothing is decided, nothing is said
+	}
+	if c.Moved {
+		return EventRescheduled
 	}
 	switch c.To {
 	case Arrived:
@@ -211,10 +221,10 @@ func (b *Booking) CheckIn(received time.Time, actor string, r Rules) (Change, er
 	return c, nil
 }
 
-// Release decides the no-show release at now. It is never early: before release_at it answers a
-// *NotDueError with the time left. A booking that is no longer CONFIRMED is not released (zero
-// Change); callers tell "already released" from b.Status.
-func (b *Booking) Release(now time.Time) (Change, error) {
+// Release decides the no-show release at now, refunding what p gives a no-show. It is never early:
+// before release_at it answers a *NotDueError with the time left. A booking that is no longer
+// CONFIRMED is not released (zero Change); callers tell "already released" from b.Status.
+func (b *Booking) Release(now time.Time, p Policy) (Change, error) {
 	if b.Status != Confirmed || b.ReleaseHeldAt != nil {
 		return Change{}, nil
 	}
@@ -228,15 +238,18 @@ func (b *Booking) Release(now time.Time) (Change, error) {
 	at := now
 	b.ReleasedAt = &at
 	c.FreeUnits = true
+	if p.NoshowRefund > 0 {
+		c.Refund = &Refund{Percent: p.NoshowRefund, Reason: RefundNoShow}
+	}
 	return c, nil
 }
 
 // Decide is the release at now under a venue's mode: on releases (see Release); off and dry_run
 // hold the release back, once — the booking stays CONFIRMED with its units and is not released
 // later. It is never early.
-func (b *Booking) Decide(now time.Time, mode ReleaseMode) (Change, error) {
+func (b *Booking) Decide(now time.Time, mode ReleaseMode, p Policy) (Change, error) {
 	if mode == ReleaseOn || mode == "" {
-		return b.Release(now)
+		return b.Release(now, p)
 	}
 	if b.Status != Confirmed || b.ReleaseHeldAt != nil {
 		return Change{}, nil
@@ -267,15 +280,23 @@ func (b *Booking) Restore(now time.Time, grace time.Duration, actor string, r Ru
 	return c, nil
 }
 
-// Cancel decides a cancellation by actor at now: CANCELLED_BY_USER for the owner,
-// CANCELLED_BY_ADMIN for an admin. Cancelling again with the same outcome is the zero Change.
-func (b *Booking) Cancel(a Actor, now time.Time) (Change, error) {
+// Cancel decides a cancellation by actor at now under p: CANCELLED_BY_USER for the owner — before
+// start only, refunded by the cut-off — or CANCELLED_BY_ADMIN, any time and in full. Cancelling
+// again with the same outcome is the zero Change.
+func (b *Booking) Cancel(a Actor, now time.Time, p Policy) (Change, error) {
 	to := CancelledByUser
 	if a.Role == RoleAdmin {
 		to = CancelledByAdmin
 	}
 	if b.Status == to {
 		return Change{}, nil
+	}
+	if !CanMove(b.Status, to) {
+		return Change{}, ErrInvalidTransition
+	}
+	refund, err := p.cancelRefund(a, b.Start, now)
+	if err != nil {
+		return Change{}, err
 	}
 	c, err := b.move(to, now, a.Name(), "cancelled")
 	if err != nil {
@@ -284,6 +305,31 @@ func (b *Booking) Cancel(a Actor, now time.Time) (Change, error) {
 	at := now
 	b.CancelledAt = &at
 	c.FreeUnits, c.DropTimers = true, true
+	if refund.Percent > 0 {
+		c.Refund = &refund
+	}
+	return c, nil
+}
+
+// Reschedule decides a move of the booking to a new window (already placed on the grid and checked
+// against the sale rules by the caller) at now, under p: a CONFIRMED booking, before the reschedule
+// cut-off, fewer times than p allows. The booking keeps its id, status and check-in code; its
+// release_at follows the new window (start + grace, or now + grace for a window already started).
+func (b *Booking) Reschedule(to Placement, resourceID uint64, grace time.Duration, actor string, now time.Time, p Policy) (Change, error) {
+	if b.Status != Confirmed {
+		return Change{}, ErrInvalidTransition
+	}
+	if err := p.mayReschedule(b.Start, b.Reschedules, now); err != nil {
+		return Change{}, err
+	}
+	if to.AmountCents != b.AmountCents {
+		return Change{}, ErrPriceDiffers
+	}
+	c := Change{From: Confirmed, To: Confirmed, At: now, Actor: actor, Reason: "rescheduled", Moved: true, NewReleaseAt: true}
+	b.ResourceID = resourceID
+	b.Start, b.End, b.OccupyStart, b.OccupyEnd = to.Start, to.End, to.OccupyStart, to.OccupyEnd
+	b.ReleaseAt = ReleaseAt(to.Start, now, grace)
+	b.Reschedules++
 	return c, nil
 }
 

@@ -32,7 +32,7 @@ func confirmed() Booking {
 
 func released(at time.Time) Booking {
 	b := confirmed()
-	if _, err := b.Release(at); err != nil {
+	if _, err := b.Release(at, DefaultPolicy()); err != nil {
 		panic(err)
 	}
 	return b
@@ -114,7 +114,7 @@ func TestCheckInWindow(t *testing.T) {
 	require.True(t, c.None(), "scanning twice changes nothing")
 
 	cancelled := confirmed()
-	_, err = cancelled.Cancel(Actor{UserID: "alice", Role: RoleUser}, t0)
+	_, err = cancelled.Cancel(Actor{UserID: "alice", Role: RoleUser}, t0.Add(-time.Hour), DefaultPolicy())
 	require.NoError(t, err)
 	_, err = cancelled.CheckIn(t0, "staff:desk", rules)
 	require.ErrorIs(t, err, ErrInvalidTransition)
@@ -123,13 +123,13 @@ func TestCheckInWindow(t *testing.T) {
 func TestReleaseIsNeverEarlyAndOnce(t *testing.T) {
 	t.Parallel()
 	b := confirmed()
-	_, err := b.Release(b.ReleaseAt.Add(-ms))
+	_, err := b.Release(b.ReleaseAt.Add(-ms), DefaultPolicy())
 	var nd *NotDueError
 	require.ErrorAs(t, err, &nd)
 	require.Equal(t, ms, nd.Wait)
 	require.Equal(t, Confirmed, b.Status)
 
-	c, err := b.Release(b.ReleaseAt)
+	c, err := b.Release(b.ReleaseAt, DefaultPolicy())
 	require.NoError(t, err)
 	require.Equal(t, Released, b.Status)
 	require.Equal(t, b.ReleaseAt, *b.ReleasedAt)
@@ -137,14 +137,14 @@ func TestReleaseIsNeverEarlyAndOnce(t *testing.T) {
 	require.Equal(t, ActorSystem, c.Actor)
 	require.Equal(t, EventReleased, c.Event())
 
-	again, err := b.Release(b.ReleaseAt.Add(time.Second))
+	again, err := b.Release(b.ReleaseAt.Add(time.Second), DefaultPolicy())
 	require.NoError(t, err)
 	require.True(t, again.None(), "a second release does nothing")
 
 	in := confirmed()
 	_, err = in.CheckIn(t0, "staff:desk", rules)
 	require.NoError(t, err)
-	c, err = in.Release(in.ReleaseAt.Add(time.Hour))
+	c, err = in.Release(in.ReleaseAt.Add(time.Hour), DefaultPolicy())
 	require.NoError(t, err)
 	require.True(t, c.None(), "a checked-in booking is not released")
 }
@@ -186,7 +186,7 @@ func TestRestoreWindow(t *testing.T) {
 	// after the slot is over.
 	late := confirmed()
 	late.ReleaseAt = late.End.Add(-10 * time.Minute)
-	_, err := late.Release(late.ReleaseAt)
+	_, err := late.Release(late.ReleaseAt, DefaultPolicy())
 	require.NoError(t, err)
 	from, to := late.RestoreWindow(rules)
 	require.Equal(t, late.ReleaseAt, from)
@@ -209,32 +209,165 @@ func TestCancel(t *testing.T) {
 	t.Parallel()
 	user := Actor{UserID: "alice", Role: RoleUser}
 	admin := Actor{UserID: "ops", Role: RoleAdmin}
+	p := DefaultPolicy()
+	before := t0.Add(-time.Hour)
 
 	b := confirmed()
-	c, err := b.Cancel(user, t0)
+	c, err := b.Cancel(user, before, p)
 	require.NoError(t, err)
 	require.Equal(t, CancelledByUser, b.Status)
 	require.True(t, c.FreeUnits && c.DropTimers)
 	require.Equal(t, "user:alice", c.Actor)
 	require.Equal(t, EventCancelled, c.Event())
-	c, err = b.Cancel(user, t0.Add(time.Minute))
+	require.Equal(t, &Refund{Percent: 100, Reason: RefundUserCancel}, c.Refund, "the default policy refunds in full")
+	c, err = b.Cancel(user, before.Add(time.Minute), p)
 	require.NoError(t, err)
 	require.True(t, c.None(), "a repeated cancel changes nothing")
-	require.Equal(t, t0, *b.CancelledAt)
+	require.Equal(t, before, *b.CancelledAt)
 
 	a := confirmed()
 	_, err = a.CheckIn(t0, "staff:desk", rules)
 	require.NoError(t, err)
-	_, err = a.Cancel(user, t0)
+	_, err = a.Cancel(user, before, p)
 	require.ErrorIs(t, err, ErrInvalidTransition, "a checked-in guest cannot cancel")
-	_, err = a.Cancel(admin, t0)
+	c, err = a.Cancel(admin, t0, p)
 	require.NoError(t, err)
 	require.Equal(t, CancelledByAdmin, a.Status)
+	require.Equal(t, &Refund{Percent: 100, Reason: RefundAdminCancel}, c.Refund, "admin cancels are refunded in full")
 
 	r := released(t0.Add(15 * time.Minute))
-	_, err = r.Cancel(admin, t0.Add(time.Hour))
+	_, err = r.Cancel(admin, t0.Add(time.Hour), p)
 	require.ErrorIs(t, err, ErrInvalidTransition)
 }
+
+// The cancel cut-off: before it the user gets cancel_refund_percent, from it (inclusive) until start
+// late_cancel_refund_percent, from start (inclusive) no cancel at all; an admin always, in full.
+func TestCancelCutoffBoundaries(t *testing.T) {
+	t.Parallel()
+	user := Actor{UserID: "alice", Role: RoleUser}
+	p, err := DefaultPolicy().With(PolicyInput{CancelCutoffMinutes: ptr(120), CancelRefundPercent: ptr(90), LateCancelRefundPercent: ptr(30)})
+	require.NoError(t, err)
+	cutoff := t0.Add(-2 * time.Hour)
+	for _, c := range []struct {
+		at      time.Time
+		percent int
+		reason  string
+		err     error
+	}{
+		{cutoff.Add(-ms), 90, RefundUserCancel, nil},
+		{cutoff, 30, RefundLateCancel, nil},
+		{t0.Add(-ms), 30, RefundLateCancel, nil},
+		{t0, 0, "", ErrCancellationClosed},
+		{t0.Add(time.Hour), 0, "", ErrCancellationClosed},
+	} {
+		b := confirmed()
+		ch, err := b.Cancel(user, c.at, p)
+		if c.err != nil {
+			require.ErrorIs(t, err, c.err, "cancel at %s", c.at)
+			require.Equal(t, Confirmed, b.Status, "a refused cancel changes nothing")
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, &Refund{Percent: c.percent, Reason: c.reason}, ch.Refund, "cancel at %s", c.at)
+	}
+	none, err := DefaultPolicy().With(PolicyInput{CancelRefundPercent: ptr(0)})
+	require.NoError(t, err)
+	b := confirmed()
+	ch, err := b.Cancel(user, t0.Add(-time.Hour), none)
+	require.NoError(t, err)
+	require.Nil(t, ch.Refund, "nothing to give back")
+	require.Equal(t, int64(2499), Refund{Percent: 50}.Amount(4999), "rounded down to the cent")
+}
+
+// Notice and days ahead: a window starting inside the notice is too soon (its start inclusive at the
+// notice's end), a day at or past max_days_ahead is too far.
+func TestSaleWindowBoundaries(t *testing.T) {
+	t.Parallel()
+	p, err := DefaultPolicy().With(PolicyInput{MinNoticeMinutes: ptr(60), MaxDaysAhead: ptr(3)})
+	require.NoError(t, err)
+	require.True(t, p.TooSoon(t0, t0.Add(-60*time.Minute+ms)))
+	require.False(t, p.TooSoon(t0, t0.Add(-60*time.Minute)), "exactly the notice is enough")
+	require.True(t, p.TooSoon(t0, t0.Add(time.Minute)), "a slot in progress is too soon under a notice")
+	require.False(t, DefaultPolicy().TooSoon(t0, t0.Add(time.Minute)), "without a notice a slot in progress sells")
+	today := LocalDay(t0, shanghai)
+	require.False(t, p.TooFar(today.AddDate(0, 0, 2), t0, shanghai), "today and the next two days")
+	require.True(t, p.TooFar(today.AddDate(0, 0, 3), t0, shanghai))
+	require.False(t, DefaultPolicy().TooFar(today.AddDate(0, 0, 300), t0, shanghai), "0: the schedule's horizon decides")
+
+	_, err = DefaultPolicy().With(PolicyInput{CancelRefundPercent: ptr(101)})
+	require.ErrorIs(t, err, Invalid("invalid_policy", ""))
+	_, err = DefaultPolicy().With(PolicyInput{MaxDaysAhead: ptr(0)})
+	require.ErrorIs(t, err, Invalid("invalid_policy", ""))
+	kept, err := p.With(PolicyInput{NoshowRefundPercent: ptr(50)})
+	require.NoError(t, err)
+	require.Equal(t, time.Hour, kept.MinNotice, "fields left out keep their value")
+	require.Equal(t, 50, kept.NoshowRefund)
+}
+
+// A no-show under a policy that refunds part of it is refunded that part.
+func TestNoShowRefund(t *testing.T) {
+	t.Parallel()
+	half, err := DefaultPolicy().With(PolicyInput{NoshowRefundPercent: ptr(50)})
+	require.NoError(t, err)
+	b := confirmed()
+	c, err := b.Release(b.ReleaseAt, half)
+	require.NoError(t, err)
+	require.Equal(t, &Refund{Percent: 50, Reason: RefundNoShow}, c.Refund)
+	d := confirmed()
+	c, err = d.Release(d.ReleaseAt, DefaultPolicy())
+	require.NoError(t, err)
+	require.Nil(t, c.Refund, "no refund by default")
+}
+
+// A booking moves to another window of the same price until the reschedule cut-off (exclusive), at
+// most max_reschedules times; release_at follows the new window.
+func TestReschedule(t *testing.T) {
+	t.Parallel()
+	p, err := DefaultPolicy().With(PolicyInput{RescheduleCutoffMinutes: ptr(60), MaxReschedules: ptr(1)})
+	require.NoError(t, err)
+	to := Placement{Start: t0.Add(2 * time.Hour), End: t0.Add(3*time.Hour + 30*time.Minute),
+		OccupyStart: t0.Add(2 * time.Hour), OccupyEnd: t0.Add(3*time.Hour + 30*time.Minute)}
+	b := confirmed()
+	_, err = b.Reschedule(to, 2, 15*time.Minute, "user:alice", t0.Add(-time.Hour), p)
+	require.ErrorIs(t, err, ErrRescheduleClosed, "at the cut-off")
+	c, err := b.Reschedule(to, 2, 15*time.Minute, "user:alice", t0.Add(-time.Hour-ms), p)
+	require.NoError(t, err)
+	require.Equal(t, EventRescheduled, c.Event())
+	require.True(t, c.Moved && c.NewReleaseAt)
+	require.Equal(t, Confirmed, b.Status)
+	require.Equal(t, to.Start, b.Start)
+	require.Equal(t, uint64(2), b.ResourceID)
+	require.Equal(t, to.Start.Add(15*time.Minute), b.ReleaseAt)
+	_, err = b.Reschedule(to, 2, 15*time.Minute, "user:alice", t0.Add(-2*time.Hour), p)
+	require.ErrorIs(t, err, ErrRescheduleLimit)
+
+	dear := to
+	dear.AmountCents = 1
+	d := confirmed()
+	_, err = d.Reschedule(dear, 2, 0, "user:alice", t0.Add(-3*time.Hour), p)
+	require.ErrorIs(t, err, ErrPriceDiffers)
+	r := released(t0.Add(15 * time.Minute))
+	_, err = r.Reschedule(to, 2, 0, "user:alice", t0.Add(-3*time.Hour), p)
+	require.ErrorIs(t, err, ErrInvalidTransition)
+}
+
+// The no-show freeze: max_noshows within the window freeze a user for freeze_days from the latest.
+func TestNoshowFreeze(t *testing.T) {
+	t.Parallel()
+	p, err := ParseNoshowPolicy(NoshowPolicyInput{MaxNoshows: 2, WithinDays: 30, FreezeDays: 7})
+	require.NoError(t, err)
+	day := 24 * time.Hour
+	require.True(t, p.FrozenUntil([]time.Time{t0.Add(-3 * day)}, t0).IsZero(), "one is under the threshold")
+	shows := []time.Time{t0.Add(-10 * day), t0.Add(-3 * day)}
+	require.Equal(t, t0.Add(4*day), p.FrozenUntil(shows, t0), "frozen for 7 days from the latest")
+	require.True(t, p.FrozenUntil(shows, t0.Add(4*day)).IsZero(), "free at the end of the freeze")
+	require.True(t, p.FrozenUntil([]time.Time{t0.Add(-31 * day), t0.Add(-3 * day)}, t0).IsZero(), "an old one does not count")
+	require.True(t, NoshowPolicy{}.FrozenUntil(shows, t0).IsZero(), "off by default")
+	_, err = ParseNoshowPolicy(NoshowPolicyInput{MaxNoshows: 0, WithinDays: 30, FreezeDays: 7})
+	require.ErrorIs(t, err, Invalid("invalid_policy", ""))
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func TestProgress(t *testing.T) {
 	t.Parallel()
@@ -270,13 +403,13 @@ func TestProgress(t *testing.T) {
 func TestNoShowCountsOncePerBooking(t *testing.T) {
 	t.Parallel()
 	b := confirmed()
-	_, err := b.Release(b.ReleaseAt)
+	_, err := b.Release(b.ReleaseAt, DefaultPolicy())
 	require.NoError(t, err)
 	require.True(t, b.Status.CountsAsNoShow())
 	_, err = b.Restore(b.ReleaseAt.Add(time.Minute), 15*time.Minute, "user:alice", rules)
 	require.NoError(t, err)
 	require.False(t, b.Status.CountsAsNoShow(), "a restore takes the no-show back")
-	_, err = b.Release(b.ReleaseAt)
+	_, err = b.Release(b.ReleaseAt, DefaultPolicy())
 	require.NoError(t, err)
 	require.True(t, b.Status.CountsAsNoShow(), "released again: still one booking, one no-show")
 	_, err = b.CheckIn(b.ReleaseAt.Add(time.Minute), "staff:desk", rules)
@@ -414,10 +547,10 @@ func TestReleaseModes(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []ReleaseMode{ReleaseOff, ReleaseDryRun} {
 		b := confirmed()
-		_, err := b.Decide(b.ReleaseAt.Add(-ms), mode)
+		_, err := b.Decide(b.ReleaseAt.Add(-ms), mode, DefaultPolicy())
 		var nd *NotDueError
 		require.ErrorAs(t, err, &nd, "never early, whatever the mode")
-		c, err := b.Decide(b.ReleaseAt, mode)
+		c, err := b.Decide(b.ReleaseAt, mode, DefaultPolicy())
 		require.NoError(t, err)
 		require.Equal(t, Confirmed, b.Status, "%s keeps the booking CONFIRMED", mode)
 		require.False(t, c.FreeUnits)
@@ -427,7 +560,7 @@ func TestReleaseModes(t *testing.T) {
 		} else {
 			require.Equal(t, "", c.Event(), "off decides nothing and says nothing")
 		}
-		again, err := b.Decide(b.ReleaseAt.Add(time.Minute), ReleaseOn)
+		again, err := b.Decide(b.ReleaseAt.Add(time.Minute), ReleaseOn, DefaultPolicy())
 		require.NoError(t, err)
 		require.True(t, again.None(), "a release held back is not released later, even once the mode is on")
 		// The guest may still arrive until the end of the slot.
@@ -435,7 +568,7 @@ func TestReleaseModes(t *testing.T) {
 		require.NoError(t, err)
 	}
 	b := confirmed()
-	c, err := b.Decide(b.ReleaseAt, ReleaseOn)
+	c, err := b.Decide(b.ReleaseAt, ReleaseOn, DefaultPolicy())
 	require.NoError(t, err)
 	require.Equal(t, Released, b.Status)
 	require.True(t, c.FreeUnits)

@@ -101,6 +101,11 @@ var (
 	ErrAlreadyWaiting      = &Error{Kind: KindConflict, Code: "already_waiting", Message: "you are already waiting for this window"}
 	ErrConfirmInProgress   = &Error{Kind: KindConflict, Code: "confirm_in_progress", Message: "the hold is being confirmed; retry shortly"}
 	ErrTooManyHolds        = &Error{Kind: KindLimited, Code: "too_many_holds", Message: "too many unpaid holds at this venue; pay for one or give one up first"}
+	ErrRateLimited         = &Error{Kind: KindLimited, Code: "rate_limited", Message: "too many requests from this address; slow down"}
+	ErrAccountFrozen       = &Error{Kind: KindForbidden, Code: "account_frozen", Message: "too many no-shows: new holds are refused until the freeze ends"}
+	ErrRescheduleClosed    = &Error{Kind: KindConflict, Code: "reschedule_closed", Message: "the booking can no longer be moved: the reschedule cut-off has passed"}
+	ErrRescheduleLimit     = &Error{Kind: KindConflict, Code: "reschedule_limit", Message: "the booking was moved as often as its resource allows"}
+	ErrPriceDiffers        = &Error{Kind: KindConflict, Code: "price_differs", Message: "the new window costs another amount than the booking was paid for"}
 	// ErrBackendUnavailable is Redis (or the queue) being unreachable; ErrStorageUnavailable is the SQL
 	// store. API.md names them apart: holds keep working while only MySQL is away.
 	ErrBackendUnavailable = &Error{Kind: KindUnavailable, Code: "backend_unavailable", Message: "a backend is unavailable; try again"}

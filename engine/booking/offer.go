@@ -14,6 +14,7 @@ type Offer struct {
 	Plan       *Plan // nil: no schedule yet, nothing is open
 	Loc        *time.Location
 	Service    *ServiceTerms // nil for a resource hold
+	Policy     Policy        // the resource's sale rules (notice, days ahead)
 }
 
 // ServiceTerms are what a service adds to a resource: its own duration, buffers that take units but
@@ -93,8 +94,11 @@ func (o Offer) Place(start, end time.Time, quantity int, now time.Time) (Placeme
 	if !ok {
 		return Placement{}, ErrSlotClosed
 	}
-	if !o.Plan.WithinHorizon(LocalDay(own[len(own)-1].Start, o.Loc), now, o.Loc) {
+	if last := LocalDay(own[len(own)-1].Start, o.Loc); !o.Plan.WithinHorizon(last, now, o.Loc) || o.Policy.TooFar(last, now, o.Loc) {
 		return Placement{}, ErrTooFar
+	}
+	if o.Policy.TooSoon(p.Start, now) {
+		return Placement{}, ErrTooSoon.WithDetail("min_notice_minutes", int(o.Policy.MinNotice/time.Minute))
 	}
 	if o.Service == nil {
 		p.AmountCents = o.PriceCents * int64(len(own)) * int64(quantity)
@@ -104,7 +108,7 @@ func (o Offer) Place(start, end time.Time, quantity int, now time.Time) (Placeme
 }
 
 func (o Offer) closedOrFar(t, now time.Time) error {
-	if t.After(now) && !o.Plan.WithinHorizon(LocalDay(t, o.Loc), now, o.Loc) {
+	if day := LocalDay(t, o.Loc); t.After(now) && (!o.Plan.WithinHorizon(day, now, o.Loc) || o.Policy.TooFar(day, now, o.Loc)) {
 		return ErrTooFar
 	}
 	return ErrSlotClosed

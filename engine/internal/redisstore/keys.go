@@ -39,6 +39,15 @@ func (k Keys) Alive(queue string) string { return k.prefix + ":{" + queue + "}:a
 // hash tag of its own scope.
 func (k Keys) Idempotency(scope string) string { return k.prefix + ":idem:{" + scope + "}" }
 
+// Frozen is the key that says a user is frozen for no-shows, until it expires (its value is the end
+// of the freeze in unix ms). Every instance reads the same key, so all refuse the same users.
+func (k Keys) Frozen(userID string) string { return k.prefix + ":frozen:{" + userID + "}" }
+
+// RateLimit counts the requests of one client address in one second.
+func (k Keys) RateLimit(addr string, unixSecond int64) string {
+	return k.prefix + ":rate:{" + addr + "}:" + strconv.FormatInt(unixSecond, 10)
+}
+
 // Lease is the key by which one instance holds a background loop (or a share of one) at a time.
 func (k Keys) Lease(name string) string { return k.prefix + ":{lease}:" + name }
 
@@ -74,6 +83,10 @@ func (v VenueKeys) Ended() string { return v.base + "ended" }
 // the wheel finds those a dead process left behind without waiting for the hourly reconciliation.
 func (v VenueKeys) Confirming() string { return v.base + "confirming" }
 
+// Moves is a HASH of booking id → a move of the booking to another window under way
+// ("version|qty|new fields|since ms"), whose extra units its own owner (OWNER_MOVE) holds meanwhile.
+func (v VenueKeys) Moves() string { return v.base + "moves" }
+
 // Hold is the HASH of one hold (see HoldRecord).
 func (v VenueKeys) Hold(holdID string) string { return v.base + "hold:" + holdID }
 
@@ -91,6 +104,7 @@ type Owner string
 const (
 	ownerHold    = "h:"
 	ownerBooking = "b:"
+	ownerMove    = "m:" // the extra units of a booking's move under way (see Moves)
 )
 
 // HoldOwner names a hold's entry in the Owners hash.

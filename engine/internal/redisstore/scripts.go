@@ -35,6 +35,7 @@ func prelude() string {
 	}
 	def("OWNER_HOLD", ownerHold)
 	def("OWNER_BOOKING", ownerBooking)
+	def("OWNER_MOVE", ownerMove)
 	def("LIST_SEP", listSep)
 	def("UNITS_SEP", unitsSep)
 	fmt.Fprintf(&b, "local EXPIRE_BATCH = %d\n", expireBatch)
@@ -59,6 +60,9 @@ type scripts struct {
 	finishExpired  *redis.Script
 	idemBegin      *redis.Script
 	idemFinish     *redis.Script
+	rateLimit      *redis.Script
+	reserveMove    *redis.Script
+	endMove        *redis.Script
 }
 
 func loadScripts() *scripts {
@@ -78,6 +82,9 @@ func loadScripts() *scripts {
 		regrid:         s("regrid.lua"),
 		expireDue:      s("expire_due.lua"),
 		finishExpired:  s("finish_expired.lua"),
+		rateLimit:      s("rate_limit.lua"),
+		reserveMove:    s("reserve_move.lua"),
+		endMove:        s("end_move.lua"),
 		idemBegin:      s("idem_begin.lua"),
 		idemFinish:     s("idem_finish.lua"),
 	}

@@ -253,7 +253,7 @@ func (s *Store) EnsureCounted(ctx context.Context, venueID uint64, bs []BookingU
 			return added, err
 		}
 		for _, o := range out {
-			if o == "added" {
+			if o == "added" || o == "replaced" {
 				added++
 			}
 		}
@@ -269,7 +269,7 @@ func (s *Store) ensureOwners(ctx context.Context, venueID uint64, mode string, b
 	for _, b := range bs {
 		args = append(args, b.BookingID, b.HoldID, b.Qty, strings.Join(b.Fields, listSep), b.Version)
 	}
-	out, err := replyStrings(s.scripts.ensureOwners.Run(ctx, s.rdb, []string{vk.Capacity(), vk.Used(), vk.Owners(), vk.Gone()}, args...).Result())
+	out, err := replyStrings(s.scripts.ensureOwners.Run(ctx, s.rdb, []string{vk.Capacity(), vk.Used(), vk.Owners(), vk.Gone(), vk.Moves()}, args...).Result())
 	return out, unavailable("ensure owners", err)
 }
 

@@ -46,7 +46,7 @@ func toBooking(r *models.Booking) Booking {
 		Start: r.Start.UTC(), End: r.End.UTC(), OccupyStart: r.OccupyStart.UTC(), OccupyEnd: r.OccupyEnd.UTC(),
 		ReleaseAt: r.ReleaseAt.UTC(), ConfirmedAt: r.ConfirmedAt.UTC(), CheckedInAt: utc(r.CheckedInAt),
 		ReleasedAt: utc(r.ReleasedAt), CancelledAt: utc(r.CancelledAt), CheckinCode: r.CheckinCode,
-		AmountCents: r.AmountCents, ReleaseHeldAt: utc(r.ReleaseHeldAt)},
+		AmountCents: r.AmountCents, ReleaseHeldAt: utc(r.ReleaseHeldAt), Reschedules: r.Reschedules},
 		Fields: splitFields(r.Slots), QueueAt: utc(r.QueueAt), DueAt: utc(r.DueAt), RemindAt: utc(r.RemindAt)}
 	if r.ServiceID != nil {
 		b.ServiceID = *r.ServiceID
@@ -63,8 +63,8 @@ func fromBooking(b *Booking) models.Booking {
 		Slots: strings.Join(b.Fields, ","), Status: string(b.Status), Version: b.Version, ReleaseAt: b.ReleaseAt,
 		ConfirmedAt: b.ConfirmedAt, CheckedInAt: b.CheckedInAt, ReleasedAt: b.ReleasedAt, CancelledAt: b.CancelledAt,
 		CheckinCode: b.CheckinCode, AmountCents: b.AmountCents, QueueAt: b.QueueAt, DueAt: b.DueAt, RemindAt: b.RemindAt,
-		ReleaseHeldAt: b.ReleaseHeldAt,
-		CreatedAt:     b.ConfirmedAt, UpdatedAt: b.ConfirmedAt}
+		ReleaseHeldAt: b.ReleaseHeldAt, Reschedules: b.Reschedules,
+		CreatedAt: b.ConfirmedAt, UpdatedAt: b.ConfirmedAt}
 	if b.ServiceID != 0 {
 		sid := b.ServiceID
 		r.ServiceID = &sid
@@ -108,6 +108,13 @@ type Payment struct {
 	PaidAt      time.Time
 	Booked      bool
 	At          time.Time
+	Provider    string // models.ProviderNotify when empty
+	// UserID and VenueID say whose hold it paid, for the refund of a payment that booked nothing.
+	UserID  string
+	VenueID uint64
+	// RefundReason is why a payment that booked nothing is refunded (booking.RefundLatePayment when
+	// empty).
+	RefundReason string
 }
 
 // Sentinels of CreateBooking.
@@ -271,7 +278,7 @@ func (s *Store) writeChanges(tx *gorm.DB, cs []changed) error {
 			"queue_at": b.QueueAt, "due_at": b.DueAt, "remind_at": b.RemindAt, "release_held_at": b.ReleaseHeldAt,
 			"slots": strings.Join(b.Fields, ","),
 			"start": b.Start, "end": b.End, "occupy_start": b.OccupyStart, "occupy_end": b.OccupyEnd,
-			"resource_id": b.ResourceID,
+			"resource_id": b.ResourceID, "reschedules": b.Reschedules,
 		})
 		if res.Error != nil {
 			return res.Error
@@ -289,7 +296,10 @@ func (s *Store) writeChanges(tx *gorm.DB, cs []changed) error {
 	if err := tx.CreateInBatches(hist, 500).Error; err != nil {
 		return err
 	}
-	return insertEvents(tx, events)
+	if err := insertEvents(tx, events); err != nil {
+		return err
+	}
+	return s.writeRefunds(tx, cs)
 }
 
 func historyRow(b *Booking, c booking.Change) models.BookingHistory {
@@ -411,6 +421,24 @@ func (s *Store) NoShows(ctx context.Context, userID string, since time.Time) (in
 	}
 	err := db.Count(&n).Error
 	return int(n), mapErr("count no-shows", err)
+}
+
+// NoshowTimes lists when a user's no-shows (bookings still released) were released, since since.
+func (s *Store) NoshowTimes(ctx context.Context, userID string, since time.Time) ([]time.Time, error) {
+	var at []time.Time
+	err := s.db.WithContext(ctx).Model(&models.Booking{}).
+		Where("user_id = ? AND status IN ? AND released_at >= ?", userID, statusStrings(booking.NoShowStatuses()), since.UTC()).
+		Pluck("released_at", &at).Error
+	return at, mapErr("no-show times", err)
+}
+
+// UsersWithNoshows lists the users with a no-show released since since.
+func (s *Store) UsersWithNoshows(ctx context.Context, since time.Time) ([]string, error) {
+	var users []string
+	err := s.db.WithContext(ctx).Model(&models.Booking{}).Distinct().
+		Where("status IN ? AND released_at >= ?", statusStrings(booking.NoShowStatuses()), since.UTC()).
+		Pluck("user_id", &users).Error
+	return users, mapErr("users with no-shows", err)
 }
 
 // Ref names a booking and the release_at a task was (or is to be) scheduled for.
@@ -684,5 +712,8 @@ func (s *Store) writeReleases(tx *gorm.DB, cs []changed) error {
 	if err := tx.CreateInBatches(hist, 1000).Error; err != nil {
 		return err
 	}
-	return insertEvents(tx, events)
+	if err := insertEvents(tx, events); err != nil {
+		return err
+	}
+	return s.writeRefunds(tx, cs)
 }

@@ -228,3 +228,40 @@ func (s *Store) VenueReleaseMode(ctx context.Context, venueID uint64) (string, e
 	err := s.db.WithContext(ctx).Select("id, release_mode").First(&v, venueID).Error
 	return v.ReleaseMode, mapErr("read release mode", err)
 }
+
+// Policy reads a resource's booking rules; false when it has none (the defaults apply).
+func (s *Store) Policy(ctx context.Context, resourceID uint64) (models.ResourcePolicy, bool, error) {
+	var rows []models.ResourcePolicy
+	err := s.db.WithContext(ctx).Where("resource_id = ?", resourceID).Limit(1).Find(&rows).Error
+	if err != nil || len(rows) == 0 {
+		return models.ResourcePolicy{}, false, mapErr("read policy", err)
+	}
+	return rows[0], true, nil
+}
+
+// Policies reads the booking rules of resources that have some.
+func (s *Store) Policies(ctx context.Context, resourceIDs []uint64) ([]models.ResourcePolicy, error) {
+	var rows []models.ResourcePolicy
+	return rows, mapErr("read policies", s.db.WithContext(ctx).Where("resource_id IN ?", resourceIDs).Find(&rows).Error)
+}
+
+// SetPolicy stores a resource's booking rules.
+func (s *Store) SetPolicy(ctx context.Context, p models.ResourcePolicy) error {
+	return mapErr("set policy", s.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&p).Error)
+}
+
+// NoshowPolicy reads the no-show freeze rule; false while it is off.
+func (s *Store) NoshowPolicy(ctx context.Context) (models.NoshowPolicy, bool, error) {
+	var rows []models.NoshowPolicy
+	err := s.db.WithContext(ctx).Where("id = 1").Limit(1).Find(&rows).Error
+	if err != nil || len(rows) == 0 {
+		return models.NoshowPolicy{}, false, mapErr("read no-show policy", err)
+	}
+	return rows[0], true, nil
+}
+
+// SetNoshowPolicy stores the no-show freeze rule.
+func (s *Store) SetNoshowPolicy(ctx context.Context, p models.NoshowPolicy) error {
+	p.ID = 1
+	return mapErr("set no-show policy", s.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&p).Error)
+}

@@ -7,12 +7,16 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/models"
 )
 
 func paymentRow(p *Payment) *models.Payment {
 	r := &models.Payment{PaymentID: p.PaymentID, HoldID: p.HoldID, AmountCents: p.AmountCents, PaidAt: p.PaidAt.UTC(),
-		Outcome: models.PaymentRefund, CreatedAt: p.At}
+		Outcome: models.PaymentRefund, Provider: p.Provider, CreatedAt: p.At}
+	if r.Provider == "" {
+		r.Provider = models.ProviderNotify
+	}
 	if p.Booked {
 		id := p.BookingID
 		r.BookingID, r.Outcome = &id, models.PaymentBooked
@@ -22,7 +26,7 @@ func paymentRow(p *Payment) *models.Payment {
 
 func toPayment(r *models.Payment) Payment {
 	p := Payment{PaymentID: r.PaymentID, HoldID: r.HoldID, AmountCents: r.AmountCents, PaidAt: r.PaidAt.UTC(),
-		Booked: r.Outcome == models.PaymentBooked, At: r.CreatedAt.UTC()}
+		Booked: r.Outcome == models.PaymentBooked, At: r.CreatedAt.UTC(), Provider: r.Provider}
 	if r.BookingID != nil {
 		p.BookingID = *r.BookingID
 	}
@@ -42,10 +46,26 @@ func (s *Store) PaymentByID(ctx context.Context, paymentID string) (Payment, boo
 	return toPayment(&r), true, nil
 }
 
-// RecordPayment stores a payment that made no booking of its own (kept for refund), or one for a
-// booking found afterwards; a concurrent duplicate keeps the first row, which it answers.
+// RecordPayment stores a payment that made no booking of its own — with its refund of the whole
+// amount, in the same transaction — or one for a booking found afterwards; a concurrent duplicate
+// keeps the first row (and its refund), which it answers.
 func (s *Store) RecordPayment(ctx context.Context, p Payment) (Payment, error) {
-	if err := s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(paymentRow(&p)).Error; err != nil {
+	err := s.tx(ctx, "record payment", func(tx *gorm.DB) error {
+		row := paymentRow(&p)
+		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(row)
+		if res.Error != nil || res.RowsAffected == 0 || p.Booked || p.AmountCents <= 0 {
+			return res.Error
+		}
+		reason := p.RefundReason
+		if reason == "" {
+			reason = booking.RefundLatePayment
+		}
+		return s.insertRefunds(tx, []models.Refund{{HoldID: p.HoldID, UserID: p.UserID, VenueID: p.VenueID,
+			PaymentID: p.PaymentID, Provider: row.Provider,
+			PaidCents: p.AmountCents, AmountCents: p.AmountCents, Reason: reason, Status: models.RefundRequested,
+			OutRefundNo: paymentRefundNo(p.PaymentID), CreatedAt: p.At, UpdatedAt: p.At}})
+	})
+	if err != nil {
 		return Payment{}, mapErr("record payment", err)
 	}
 	got, _, err := s.PaymentByID(ctx, p.PaymentID)

@@ -21,10 +21,11 @@ import (
 
 // Store is the SQL store of one database.
 type Store struct {
-	db       *gorm.DB
-	mysql    bool
-	render   Renderer
-	onEvents atomic.Pointer[func()]
+	db           *gorm.DB
+	mysql        bool
+	render       Renderer
+	renderRefund RefundRenderer
+	onEvents     atomic.Pointer[func()]
 }
 
 // OnEvents sets f to run after every write that committed outbox events (the relay is woken to

@@ -1,0 +1,49 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// counterLife is how long a rate counter of one second lives: past its second, with a margin for
+// clocks that disagree.
+const counterLife = 2 * time.Second
+
+// FrozenUntil answers until when a user is frozen for no-shows; the zero time when they are not.
+func (s *Store) FrozenUntil(ctx context.Context, userID string) (time.Time, error) {
+	v, err := s.rdb.Get(ctx, s.keys.Frozen(userID)).Result()
+	if errors.Is(err, redis.Nil) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, unavailable("read freeze", err)
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return time.Time{}, nil // not ours to read: no freeze
+	}
+	return time.UnixMilli(n).UTC(), nil
+}
+
+// SetFrozen freezes a user until until (the key expires then, as measured from now), or unfreezes
+// them when until is not after now.
+func (s *Store) SetFrozen(ctx context.Context, userID string, until, now time.Time) error {
+	key := s.keys.Frozen(userID)
+	if !until.After(now) {
+		return unavailable("unfreeze", s.rdb.Del(ctx, key).Err())
+	}
+	return unavailable("freeze", s.rdb.Set(ctx, key, ms(until), until.Sub(now)).Err())
+}
+
+// Allow counts one request of addr at now against a limit of perSecond; false when it is over it.
+func (s *Store) Allow(ctx context.Context, addr string, now time.Time, perSecond int) (bool, error) {
+	n, err := s.scripts.rateLimit.Run(ctx, s.rdb, []string{s.keys.RateLimit(addr, now.Unix())}, counterLife.Milliseconds()).Int()
+	if err != nil {
+		return false, unavailable("rate limit", err)
+	}
+	return n <= perSecond, nil
+}

@@ -1,0 +1,171 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/models"
+)
+
+// The booking rules of API.md "Booking rules": a resource's policy (notice, days ahead, cancel
+// cut-off and refund shares, no-show refund, reschedule cut-off and count) and the deployment's
+// no-show freeze. The rules themselves are engine/booking's; this file stores and applies them.
+
+func policyFromRow(r models.ResourcePolicy) booking.Policy {
+	return booking.Policy{MinNotice: minutes(r.MinNoticeMinutes), MaxDaysAhead: r.MaxDaysAhead,
+		CancelCutoff: minutes(r.CancelCutoffMinutes), CancelRefund: r.CancelRefundPercent,
+		LateCancelRefund: r.LateCancelRefundPercent, NoshowRefund: r.NoshowRefundPercent,
+		RescheduleCutoff: minutes(r.RescheduleCutoffMinutes), MaxReschedules: r.MaxReschedules}
+}
+
+func policyRow(resourceID uint64, p booking.Policy, at time.Time) models.ResourcePolicy {
+	return models.ResourcePolicy{ResourceID: resourceID, MinNoticeMinutes: int(p.MinNotice / time.Minute),
+		MaxDaysAhead: p.MaxDaysAhead, CancelCutoffMinutes: int(p.CancelCutoff / time.Minute),
+		CancelRefundPercent: p.CancelRefund, LateCancelRefundPercent: p.LateCancelRefund,
+		NoshowRefundPercent: p.NoshowRefund, RescheduleCutoffMinutes: int(p.RescheduleCutoff / time.Minute),
+		MaxReschedules: p.MaxReschedules, UpdatedAt: at}
+}
+
+// Policy is a resource's booking rules as the API shows them.
+type Policy struct {
+	ResourceID uint64
+	booking.Policy
+}
+
+// ResourcePolicy reads a resource's booking rules (the defaults when it set none). Anyone.
+func (e *Engine) ResourcePolicy(ctx context.Context, resourceID uint64) (Policy, error) {
+	ri, err := e.cat.resource(ctx, resourceID)
+	if err != nil {
+		return Policy{}, err
+	}
+	return Policy{ResourceID: resourceID, Policy: ri.policy}, nil
+}
+
+// SetResourcePolicy changes a resource's booking rules; fields left out keep their value. Admin only.
+func (e *Engine) SetResourcePolicy(ctx context.Context, a Actor, resourceID uint64, in booking.PolicyInput) (Policy, error) {
+	if err := requireAdmin(a); err != nil {
+		return Policy{}, err
+	}
+	cur := booking.DefaultPolicy()
+	row, ok, err := e.ss.Policy(ctx, resourceID)
+	if err != nil {
+		return Policy{}, err
+	}
+	if ok {
+		cur = policyFromRow(row)
+	}
+	res, _, err := e.ss.Resource(ctx, resourceID)
+	if err != nil {
+		return Policy{}, err
+	}
+	p, err := cur.With(in)
+	if err != nil {
+		return Policy{}, err
+	}
+	if err := e.ss.SetPolicy(ctx, policyRow(resourceID, p, e.clock.Now())); err != nil {
+		return Policy{}, err
+	}
+	e.cat.resources.forget(resourceID)
+	e.cat.policies.forget(res.VenueID)
+	return Policy{ResourceID: resourceID, Policy: p}, nil
+}
+
+// NoshowPolicy is the no-show freeze rule as the API shows it; Enabled is false while it is off.
+type NoshowPolicy struct {
+	Enabled                            bool
+	MaxNoshows, WithinDays, FreezeDays int
+}
+
+// SetNoshowPolicy sets the no-show freeze rule and applies it at once to every user's recent
+// no-shows. Admin only.
+func (e *Engine) SetNoshowPolicy(ctx context.Context, a Actor, in booking.NoshowPolicyInput) (NoshowPolicy, error) {
+	if err := requireAdmin(a); err != nil {
+		return NoshowPolicy{}, err
+	}
+	p, err := booking.ParseNoshowPolicy(in)
+	if err != nil {
+		return NoshowPolicy{}, err
+	}
+	now := e.clock.Now()
+	if err := e.ss.SetNoshowPolicy(ctx, models.NoshowPolicy{MaxNoshows: in.MaxNoshows, WithinDays: in.WithinDays,
+		FreezeDays: in.FreezeDays, UpdatedAt: now}); err != nil {
+		return NoshowPolicy{}, err
+	}
+	e.cat.noshow.forget(struct{}{})
+	users, err := e.ss.UsersWithNoshows(ctx, now.Add(-p.Within))
+	if err != nil {
+		return NoshowPolicy{}, err
+	}
+	if err := e.refreshFreezes(ctx, users); err != nil {
+		return NoshowPolicy{}, err
+	}
+	return NoshowPolicy{Enabled: true, MaxNoshows: in.MaxNoshows, WithinDays: in.WithinDays, FreezeDays: in.FreezeDays}, nil
+}
+
+// NoshowPolicyView reads the no-show freeze rule. Admin only.
+func (e *Engine) NoshowPolicyView(ctx context.Context, a Actor) (NoshowPolicy, error) {
+	if err := requireAdmin(a); err != nil {
+		return NoshowPolicy{}, err
+	}
+	row, ok, err := e.ss.NoshowPolicy(ctx)
+	if err != nil || !ok {
+		return NoshowPolicy{}, err
+	}
+	return NoshowPolicy{Enabled: true, MaxNoshows: row.MaxNoshows, WithinDays: row.WithinDays, FreezeDays: row.FreezeDays}, nil
+}
+
+// refreshFreezes decides again whether users are frozen, after their no-shows changed (a release, a
+// restore, a late check-in) or the rule did, and tells Redis, where every instance's holds read it.
+func (e *Engine) refreshFreezes(ctx context.Context, users []string) error {
+	p, err := e.cat.noshowPolicy(ctx)
+	if err != nil || p.MaxNoshows == 0 {
+		return err
+	}
+	now := e.clock.Now()
+	for _, u := range users {
+		times, err := e.ss.NoshowTimes(ctx, u, now.Add(-p.Within))
+		if err != nil {
+			return err
+		}
+		if err := e.rs.SetFrozen(ctx, u, p.FrozenUntil(times, now), now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkFrozen refuses a new hold of a user frozen for no-shows. It costs a Redis read only while the
+// rule is on.
+func (e *Engine) checkFrozen(ctx context.Context, userID string) error {
+	p, err := e.cat.noshowPolicy(ctx)
+	if err != nil || p.MaxNoshows == 0 {
+		return err
+	}
+	until, err := e.rs.FrozenUntil(ctx, userID)
+	if err != nil {
+		return err
+	}
+	if until.After(e.clock.Now()) {
+		return ErrAccountFrozen.WithDetail("until", until)
+	}
+	return nil
+}
+
+// AllowRequest counts one request of a client address against RateLimitPerIP. Over it, the answer
+// is ErrRateLimited with the seconds to wait (retry_after). Without a limit, or when Redis cannot
+// count, the request passes: a limit that fails open never turns a Redis hiccup into an outage.
+func (e *Engine) AllowRequest(ctx context.Context, addr string) error {
+	if e.opts.RateLimitPerIP <= 0 {
+		return nil
+	}
+	ok, err := e.rs.Allow(ctx, addr, e.clock.Now(), e.opts.RateLimitPerIP)
+	if err != nil {
+		e.log.Warn("rate limit not counted", "err", err)
+		return nil
+	}
+	if !ok {
+		return ErrRateLimited.WithDetail("retry_after", 1)
+	}
+	return nil
+}

@@ -1,0 +1,205 @@
+package engine
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/models"
+)
+
+func iptr(v int) *int { return &v }
+
+// payFor holds start..start+1h for a and pays for it with payment id pid.
+func (tb *testBundle) payFor(t testing.TB, a Actor, res Resource, start time.Time, pid string) Booking {
+	t.Helper()
+	ctx := context.Background()
+	h, err := tb.e.Hold(ctx, HoldRequest{UserID: a.UserID, ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
+	require.NoError(t, err)
+	p, err := tb.e.Pay(ctx, PaymentNotice{HoldID: h.ID, PaymentID: pid, AmountCents: h.AmountCents, PaidAt: tb.clock.Now()})
+	require.NoError(t, err)
+	require.Equal(t, OutcomeBooked, p.Outcome)
+	return *p.Booking
+}
+
+func (tb *testBundle) refunds(t testing.TB) []models.Refund {
+	t.Helper()
+	var rows []models.Refund
+	require.NoError(t, tb.db.Gorm.Order("id").Find(&rows).Error)
+	return rows
+}
+
+// The minimum notice and the days ahead decide what is sold, in holds and in availability alike, at
+// their boundaries.
+func TestNoticeAndDaysAhead(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	res := tb.resource(t, 2, 60, "08:00", "22:00")
+	_, err := tb.e.SetResourcePolicy(ctx, alice, res.ID, booking.PolicyInput{MinNoticeMinutes: iptr(120)})
+	require.ErrorIs(t, err, ErrForbidden)
+	p, err := tb.e.SetResourcePolicy(ctx, System, res.ID, booking.PolicyInput{MinNoticeMinutes: iptr(120), MaxDaysAhead: iptr(2)})
+	require.NoError(t, err)
+	require.Equal(t, 2*time.Hour, p.MinNotice)
+	require.Equal(t, 100, p.CancelRefund, "fields left out keep their defaults")
+
+	hold := func(start time.Time) error {
+		_, err := tb.e.Hold(ctx, HoldRequest{UserID: "alice", ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
+		return err
+	}
+	// now is 10:00: 12:00 is exactly the notice, 11:00 inside it.
+	require.ErrorIs(t, hold(at("11:00")), ErrTooSoon)
+	require.Equal(t, booking.ReasonTooSoon, tb.slotOf(t, res.ID, at("11:00")).Reason)
+	require.NoError(t, hold(at("12:00")))
+	require.True(t, tb.slotOf(t, res.ID, at("13:00")).Available)
+	// Two days ahead, today included: tomorrow sells, the day after does not.
+	require.NoError(t, hold(at("12:00").AddDate(0, 0, 1)))
+	require.ErrorIs(t, hold(at("12:00").AddDate(0, 0, 2)), ErrTooFar)
+	require.Equal(t, booking.ReasonTooFar, tb.slotOf(t, res.ID, at("12:00").AddDate(0, 0, 2)).Reason)
+
+	_, err = tb.e.SetResourcePolicy(ctx, System, res.ID, booking.PolicyInput{CancelRefundPercent: iptr(101)})
+	require.ErrorIs(t, err, booking.Invalid("invalid_policy", ""))
+	_, err = tb.e.SetResourcePolicy(ctx, System, 999999, booking.PolicyInput{})
+	require.ErrorIs(t, err, ErrNotFound)
+}
+
+// A user's cancel is refunded by the cut-off — the full share before it, the late share from it
+// until start — and refused from start on; an admin's is refunded in full. Each refund is a row
+// announced by refund.requested, in the cancel's own transaction.
+func TestCancelRefundsByPolicy(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	res := tb.resource(t, 4, 60, "08:00", "22:00")
+	_, err := tb.e.SetResourcePolicy(ctx, System, res.ID, booking.PolicyInput{CancelCutoffMinutes: iptr(60),
+		CancelRefundPercent: iptr(90), LateCancelRefundPercent: iptr(30)})
+	require.NoError(t, err)
+	early := tb.payFor(t, alice, res, at("14:00"), "pay-early")
+	late := tb.payFor(t, alice, res, at("14:00"), "pay-late")
+	started := tb.payFor(t, alice, res, at("14:00"), "pay-started")
+	byAdmin := tb.payFor(t, alice, res, at("14:00"), "pay-admin")
+
+	tb.clock.Set(at("13:00").Add(-time.Millisecond))
+	_, err = tb.e.CancelBooking(ctx, alice, early.ID)
+	require.NoError(t, err)
+	tb.clock.Set(at("13:00"))
+	_, err = tb.e.CancelBooking(ctx, alice, late.ID)
+	require.NoError(t, err)
+	tb.clock.Set(at("14:00"))
+	_, err = tb.e.CancelBooking(ctx, alice, started.ID)
+	require.ErrorIs(t, err, ErrCancellationClosed)
+	got, err := tb.e.GetBooking(ctx, alice, started.ID)
+	require.NoError(t, err)
+	require.Equal(t, booking.Confirmed, got.Status, "a refused cancel changes nothing")
+	_, err = tb.e.CancelBooking(ctx, System, byAdmin.ID)
+	require.NoError(t, err)
+
+	rs := tb.refunds(t)
+	require.Len(t, rs, 3)
+	want := []struct {
+		booking uint64
+		percent int64
+		reason  string
+	}{{early.ID, 90, booking.RefundUserCancel}, {late.ID, 30, booking.RefundLateCancel}, {byAdmin.ID, 100, booking.RefundAdminCancel}}
+	for i, w := range want {
+		require.Equal(t, w.booking, *rs[i].BookingID)
+		require.Equal(t, early.AmountCents*w.percent/100, rs[i].AmountCents)
+		require.Equal(t, w.reason, rs[i].Reason)
+		require.Equal(t, models.RefundRequested, rs[i].Status, "WeChat Pay is not configured: left for manual handling")
+		require.Equal(t, models.ProviderNotify, rs[i].Provider)
+	}
+	require.Len(t, tb.events(t, booking.EventRefundReq), 3)
+	listed, next, err := tb.e.ListRefunds(ctx, System, models.RefundRequested, "", 2)
+	require.NoError(t, err)
+	require.Len(t, listed, 2)
+	require.NotEmpty(t, next)
+	require.Equal(t, strconv.FormatUint(rs[2].ID, 10), listed[0].RefundID, "newest first")
+	_, _, err = tb.e.ListRefunds(ctx, alice, "", "", 0)
+	require.ErrorIs(t, err, ErrForbidden)
+}
+
+// A no-show under a 50% policy is refunded half, in the release batch's transaction; a dev-confirmed
+// booking (nothing paid) and a policy of 0% refund nothing.
+func TestNoShowRefundInTheReleaseBatch(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(o *Options) { o.DefaultGrace = 15 * time.Minute })
+	ctx := context.Background()
+	half := tb.resource(t, 4, 60, "08:00", "22:00")
+	none := tb.resourceAt(t, half.VenueID, 4, 60, "08:00", "22:00")
+	_, err := tb.e.SetResourcePolicy(ctx, System, half.ID, booking.PolicyInput{NoshowRefundPercent: iptr(50)})
+	require.NoError(t, err)
+	paid := tb.payFor(t, alice, half, at("11:00"), "pay-1")
+	tb.book(t, alice, half, at("11:00")) // dev confirm: nothing paid
+	tb.payFor(t, alice, none, at("11:00"), "pay-2")
+	tb.clock.Set(at("11:15"))
+	n, err := tb.e.ReleaseDue(ctx, half.VenueID)
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	rs := tb.refunds(t)
+	require.Len(t, rs, 1)
+	require.Equal(t, paid.ID, *rs[0].BookingID)
+	require.Equal(t, paid.AmountCents/2, rs[0].AmountCents)
+	require.Equal(t, booking.RefundNoShow, rs[0].Reason)
+}
+
+// A payment for a hold whose units are gone books nothing and is refunded in full.
+func TestLatePaymentIsRefunded(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(o *Options) { o.HoldTTL = time.Minute })
+	ctx := context.Background()
+	res := tb.resource(t, 1, 60, "08:00", "22:00")
+	h, err := tb.e.Hold(ctx, HoldRequest{UserID: "alice", ResourceID: res.ID, Start: at("14:00"), End: at("15:00")})
+	require.NoError(t, err)
+	tb.clock.Advance(2 * time.Minute)
+	tb.book(t, Actor{UserID: "bob", Role: RoleUser}, res, at("14:00"))
+	out, err := tb.e.Pay(ctx, PaymentNotice{HoldID: h.ID, PaymentID: "late", AmountCents: h.AmountCents, PaidAt: tb.clock.Now()})
+	require.NoError(t, err)
+	require.Equal(t, OutcomeRefund, out.Outcome)
+	again, err := tb.e.Pay(ctx, PaymentNotice{HoldID: h.ID, PaymentID: "late", AmountCents: h.AmountCents, PaidAt: tb.clock.Now()})
+	require.NoError(t, err)
+	require.Equal(t, OutcomeRefund, again.Outcome)
+	rs := tb.refunds(t)
+	require.Len(t, rs, 1, "refunded once, however often the provider repeats itself")
+	require.Nil(t, rs[0].BookingID)
+	require.Equal(t, h.AmountCents, rs[0].AmountCents)
+	require.Equal(t, booking.RefundLatePayment, rs[0].Reason)
+	require.Equal(t, "alice", rs[0].UserID)
+}
+
+// The no-show freeze: two no-shows within 30 days freeze the user for 7 days from the latest (403
+// account_frozen with until); a restore takes one back and unfreezes them at once.
+func TestNoshowFreezeOnHolds(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(o *Options) { o.DefaultGrace = 15 * time.Minute })
+	ctx := context.Background()
+	res := tb.resource(t, 4, 60, "08:00", "22:00")
+	_, err := tb.e.SetNoshowPolicy(ctx, alice, booking.NoshowPolicyInput{MaxNoshows: 2, WithinDays: 30, FreezeDays: 7})
+	require.ErrorIs(t, err, ErrForbidden)
+	_, err = tb.e.SetNoshowPolicy(ctx, System, booking.NoshowPolicyInput{MaxNoshows: 2, WithinDays: 30, FreezeDays: 7})
+	require.NoError(t, err)
+	first := tb.book(t, alice, res, at("11:00"))
+	tb.book(t, alice, res, at("11:00"))
+	hold := func() error {
+		_, err := tb.e.Hold(ctx, HoldRequest{UserID: "alice", ResourceID: res.ID, Start: at("18:00"), End: at("19:00")})
+		return err
+	}
+	require.NoError(t, hold(), "no no-show yet")
+	tb.clock.Set(at("11:15"))
+	_, err = tb.e.ReleaseDue(ctx, res.VenueID)
+	require.NoError(t, err)
+	err = hold()
+	require.ErrorIs(t, err, ErrAccountFrozen)
+	e, _ := AsError(err)
+	require.Equal(t, at("11:15").Add(7*24*time.Hour).UTC(), e.Details["until"].(time.Time).UTC())
+	_, err = tb.e.Hold(ctx, HoldRequest{UserID: "bob", ResourceID: res.ID, Start: at("18:00"), End: at("19:00")})
+	require.NoError(t, err, "others are not frozen")
+
+	tb.clock.Set(at("11:20"))
+	_, err = tb.e.Restore(ctx, alice, first.ID)
+	require.NoError(t, err)
+	require.NoError(t, hold(), "one no-show left: under the threshold")
+}

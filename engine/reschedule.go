@@ -1,0 +1,216 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
+	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
+)
+
+// RescheduleRequest moves a booking to another window: Start (and End, for a resource booking) on
+// the grid, optionally on another resource of the same venue and price (ResourceID).
+type RescheduleRequest struct {
+	BookingID  uint64
+	Start, End time.Time
+	ResourceID uint64 // 0: the booking's own
+}
+
+// errMoveRaced: the booking changed between the move's reservation and its commit.
+var errMoveRaced = errors.New("the booking changed while it was being moved")
+
+// Reschedule moves a booking to another window (API.md "Reschedule"). Owner or admin. It follows the
+// order of a confirm: Redis first reserves what the new window needs beyond the booking's own units
+// (all or nothing: 409 slot_full when it is taken), MySQL then commits the move with its history row
+// and event, and Redis finally leaves the booking holding exactly the new window. When MySQL
+// certainly refused, the reservation is given back and the booking keeps its old window; when the
+// commit's outcome is unknown the move stays reserved and the sweep resolves it from MySQL. Either
+// way the booking ends with exactly one window, and no slot is ever counted over its capacity.
+func (e *Engine) Reschedule(ctx context.Context, a Actor, req RescheduleRequest) (Booking, error) {
+	b, err := e.mayRead(ctx, a, req.BookingID)
+	if err != nil {
+		return Booking{}, err
+	}
+	if !a.MayChange(b.UserID) {
+		return Booking{}, ErrNotFound
+	}
+	if req.Start.IsZero() {
+		return Booking{}, booking.Invalid("missing_start", "start is required").WithField("start")
+	}
+	cur, err := e.cat.resource(ctx, b.ResourceID)
+	if err != nil {
+		return Booking{}, err
+	}
+	ri := cur
+	if req.ResourceID != 0 && req.ResourceID != b.ResourceID {
+		if ri, err = e.cat.resource(ctx, req.ResourceID); err != nil {
+			return Booking{}, unknown(err, "unknown_resource", "resource %d does not exist", req.ResourceID)
+		}
+		if ri.res.VenueID != b.VenueID {
+			return Booking{}, booking.Invalid("unknown_resource", "resource %d is not a resource of the booking's venue", req.ResourceID).WithField("resource_id")
+		}
+	}
+	var si *serviceInfo
+	if b.ServiceID != 0 {
+		if si, err = e.cat.service(ctx, b.ServiceID); err != nil {
+			return Booking{}, err
+		}
+		if !containsID(si.resources, ri.res.ID) {
+			return Booking{}, booking.Invalid("resource_not_in_service", "resource %d does not deliver the booking's service", ri.res.ID).WithField("resource_id")
+		}
+	}
+	now := e.clock.Now()
+	p, err := offer(ri, si).Place(req.Start, req.End, b.Quantity, now)
+	if err != nil {
+		return Booking{}, err
+	}
+	grace, err := e.graceFor(ctx, ri, p.Start)
+	if err != nil {
+		return Booking{}, err
+	}
+	decide := func(x *sqlstore.Booking) (booking.Change, error) {
+		c, err := x.Reschedule(p, ri.res.ID, grace, a.Name(), now, cur.policy)
+		if err == nil {
+			x.Fields, _ = slotFields(ri.res.ID, p.Slots)
+			e.setTimers(x, now)
+		}
+		return c, err
+	}
+	// Decided once on a copy first: a move the rules refuse touches nothing.
+	probe := b
+	if _, err := decide(&probe); err != nil {
+		return Booking{}, err
+	}
+	fields, days := slotFields(ri.res.ID, p.Slots)
+	ver := b.Version + 1
+	if err := e.reserveMove(ctx, ri, redisstore.BookingUnits{BookingID: b.ID, Qty: b.Quantity, Fields: fields, Version: ver}, days); err != nil {
+		return Booking{}, err
+	}
+	old := ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt}
+	if h := e.hooks.beforeMoveCommit; h != nil {
+		if err := h(); errors.Is(err, errSimulatedCrash) {
+			return Booking{}, err
+		}
+	}
+	moved, _, err := e.ss.UpdateBooking(ctx, b.ID, func(x *sqlstore.Booking) (booking.Change, error) {
+		if x.Version != b.Version {
+			return booking.Change{}, errMoveRaced
+		}
+		// The venue's zone must be cached before the transaction renders the event.
+		if _, err := e.cat.venue(ctx, x.VenueID); err != nil {
+			return booking.Change{}, err
+		}
+		return decide(x)
+	})
+	lctx, cancel := later(ctx)
+	defer cancel()
+	switch {
+	case errors.Is(err, sqlstore.ErrCommitUnknown):
+		// Like a confirm whose acknowledgement was lost: the sweep asks MySQL and ends the move.
+		return Booking{}, errors.Join(ErrStorageUnavailable, err)
+	case err != nil:
+		if _, aerr := e.rs.AbortMove(lctx, b.VenueID, b.ID, ver); aerr != nil {
+			e.log.Warn("abort move failed; the sweep will", "booking_id", b.ID, "err", aerr)
+		}
+		if errors.Is(err, errMoveRaced) {
+			return Booking{}, ErrInvalidTransition
+		}
+		return Booking{}, err
+	}
+	if h := e.hooks.afterMoveCommit; h != nil {
+		if err := h(); errors.Is(err, errSimulatedCrash) {
+			return Booking{}, err
+		}
+	}
+	if _, err := e.rs.FinishMove(lctx, b.VenueID, b.ID, ver); err != nil {
+		e.log.Warn("finish move failed; the sweep will", "booking_id", b.ID, "err", err)
+	}
+	metricTransitions.WithLabelValues(string(booking.Confirmed), "RESCHEDULED").Inc()
+	if e.sched != nil {
+		if err := e.sched.CancelRelease(lctx, old); err != nil {
+			e.log.Warn("cancel release task failed; its handler will do nothing", "booking_id", b.ID, "err", err)
+		}
+	}
+	e.scheduleIfDue(lctx, &moved)
+	e.promoteAfterFree(lctx, cur.res.ID)
+	return e.view(ctx, &moved.Booking)
+}
+
+// reserveMove runs the move's reservation, loading the new window's cold days from SQL first.
+func (e *Engine) reserveMove(ctx context.Context, ri *resourceInfo, u redisstore.BookingUnits, days []string) error {
+	for attempt := 0; ; attempt++ {
+		out, cold, err := e.rs.ReserveMove(ctx, ri.res.VenueID, u, days, e.clock.Now())
+		if err != nil {
+			return err
+		}
+		switch out {
+		case redisstore.MoveOK:
+			return nil
+		case redisstore.MoveFull:
+			return ErrSlotFull
+		case redisstore.MoveClosed:
+			return ErrSlotClosed
+		case redisstore.MoveBusy:
+			return ErrConfirmInProgress
+		case redisstore.MoveMissing:
+			// Redis lost the booking's units: count them again from SQL, then retry once.
+			if attempt > 0 {
+				return backendFailure("reschedule: the booking's units are not counted")
+			}
+			if err := e.repairVenue(ctx, ri.res.VenueID, &ReconcileReport{}); err != nil {
+				return err
+			}
+		case redisstore.MoveCold:
+			if attempt >= 3 {
+				return backendFailure("reschedule: day would not load")
+			}
+			if err := e.loadDay(ctx, ri, redisstore.DayOf(cold)); err != nil {
+				return err
+			}
+		default:
+			return backendFailure("reserve move: unexpected answer " + string(out))
+		}
+	}
+}
+
+// sweepMoves ends the moves a process left behind (it died, or its commit's outcome was lost): a
+// move MySQL committed is finished, any other aborted. A move younger than ConfirmStaleAfter may
+// still be under way and is left alone.
+func (e *Engine) sweepMoves(ctx context.Context, venueID uint64, now time.Time) error {
+	moves, err := e.rs.PendingMoves(ctx, venueID)
+	if err != nil || len(moves) == 0 {
+		return err
+	}
+	var errs []error
+	for _, m := range moves {
+		if now.Sub(m.Since) < e.opts.ConfirmStaleAfter {
+			continue
+		}
+		b, err := e.ss.Booking(ctx, m.BookingID)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			errs = append(errs, err)
+			continue
+		}
+		if err == nil && b.Version >= m.Version && sameFields(b.Fields, m.Fields) {
+			_, err = e.rs.FinishMove(ctx, venueID, m.BookingID, m.Version)
+		} else {
+			_, err = e.rs.AbortMove(ctx, venueID, m.BookingID, m.Version)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func sameFields(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
