@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/rsa"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -31,6 +32,7 @@ import (
 	"github.com/slotwheel/slotwheel/engine/idem"
 	"github.com/slotwheel/slotwheel/engine/loop"
 	"github.com/slotwheel/slotwheel/engine/notify/wechatmsg"
+	"github.com/slotwheel/slotwheel/engine/wechatpay"
 	"github.com/slotwheel/slotwheel/jobs"
 	"github.com/slotwheel/slotwheel/models"
 )
@@ -227,11 +229,18 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*wiring, e
 	if cfg.WechatAppID != "" {
 		notify.Wechat = &wechatmsg.Client{AppID: cfg.WechatAppID, Secret: cfg.WechatSecret, APIBase: cfg.WechatAPIBase}
 	}
+	pay, err := wechatPayClient(cfg)
+	if err != nil {
+		rdb.Close()
+		sql.Close()
+		return nil, err
+	}
 	eng, err := engine.New(engine.Options{
 		DB: sql.db, Redis: rdb.Client, Prefix: cfg.RedisPrefix, Logger: log,
 		HoldTTL: cfg.HoldTTL, DefaultGrace: cfg.DefaultGrace, ReleaseHorizon: cfg.ReleaseHorizon,
 		RestoreWindow: cfg.RestoreWindow, CheckinOpens: cfg.CheckinOpens, ReminderLead: cfg.ReminderLead,
-		ReleaseMode: booking.ReleaseMode(cfg.ReleaseMode), Notify: notify,
+		ReleaseMode: booking.ReleaseMode(cfg.ReleaseMode), Notify: notify, WechatPay: pay,
+		MaxActiveHolds: cfg.MaxActiveHolds, RateLimitPerIP: cfg.RateLimitPerIP,
 	})
 	if err == nil {
 		var jb *jobs.Jobs
@@ -244,6 +253,35 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*wiring, e
 	rdb.Close()
 	sql.Close()
 	return nil, err
+}
+
+// wechatPayClient builds the WeChat Pay client the configuration names (nil when it names none),
+// reading its keys now so that a bad key stops the start with the setting named.
+func wechatPayClient(cfg *config.Config) (*wechatpay.Client, error) {
+	if !cfg.WechatPay() {
+		return nil, nil
+	}
+	key, err := wechatpay.LoadPrivateKey(cfg.WechatPayPrivateKey)
+	if err != nil {
+		return nil, fmt.Errorf("SLOTWHEEL_WECHATPAY_PRIVATE_KEY: %w", err)
+	}
+	pub, serial, err := wechatpay.LoadPublicKey(cfg.WechatPayPublicKey)
+	if err != nil {
+		return nil, fmt.Errorf("SLOTWHEEL_WECHATPAY_PUBLIC_KEY: %w", err)
+	}
+	if cfg.WechatPayPublicKeyID != "" {
+		serial = cfg.WechatPayPublicKeyID
+	}
+	if serial == "" {
+		return nil, errors.New("SLOTWHEEL_WECHATPAY_PUBLIC_KEY_ID is required: the WeChat Pay public key does not carry its id (PUB_KEY_ID_…)")
+	}
+	c, err := wechatpay.New(wechatpay.Config{MchID: cfg.WechatPayMchID, MerchantSerial: cfg.WechatPaySerial, PrivateKey: key,
+		APIv3Key: []byte(cfg.WechatPayAPIv3Key), PlatformKeys: map[string]*rsa.PublicKey{serial: pub}, AppID: cfg.WechatAppID,
+		NotifyURL: cfg.WechatPayNotifyURL, APIBase: cfg.WechatPayAPIBase})
+	if err != nil {
+		return nil, fmt.Errorf("SLOTWHEEL_WECHATPAY_*: %w", err)
+	}
+	return c, nil
 }
 
 // startupTimeout bounds the reconciliation a start waits for.

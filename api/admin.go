@@ -104,13 +104,19 @@ func (s *server) setSchedule(c *gin.Context) {
 }
 
 type serviceRequest struct {
-	VenueID         *jsonID   `json:"venue_id"`
-	Name            *string   `json:"name"`
-	DurationMinutes *int      `json:"duration_minutes"`
-	PrepMinutes     int       `json:"prep_minutes"`
-	CleanupMinutes  int       `json:"cleanup_minutes"`
-	ResourceIDs     *[]jsonID `json:"resource_ids"`
-	PriceCents      *int64    `json:"price_cents"`
+	VenueID         *jsonID              `json:"venue_id"`
+	Name            *string              `json:"name"`
+	DurationMinutes *int                 `json:"duration_minutes"`
+	PrepMinutes     int                  `json:"prep_minutes"`
+	CleanupMinutes  int                  `json:"cleanup_minutes"`
+	ResourceIDs     *[]jsonID            `json:"resource_ids"`
+	Roles           []serviceRoleRequest `json:"roles"`
+	PriceCents      *int64               `json:"price_cents"`
+}
+
+type serviceRoleRequest struct {
+	Role        string   `json:"role"`
+	ResourceIDs []jsonID `json:"resource_ids"`
 }
 
 func (s *server) createService(c *gin.Context) {
@@ -122,25 +128,37 @@ func (s *server) createService(c *gin.Context) {
 		required("venue_id", req.VenueID != nil),
 		required("name", req.Name != nil),
 		required("duration_minutes", req.DurationMinutes != nil),
-		required("resource_ids", req.ResourceIDs != nil),
+		required("resource_ids", req.ResourceIDs != nil || req.Roles != nil),
 		required("price_cents", req.PriceCents != nil),
 	); err != nil {
 		s.fail(c, err)
 		return
 	}
-	ids := make([]uint64, len(*req.ResourceIDs))
-	for i, id := range *req.ResourceIDs {
-		ids[i] = uint64(id)
+	in := engine.ServiceInput{VenueID: uint64(*req.VenueID), Name: *req.Name, DurationMinutes: *req.DurationMinutes,
+		PrepMinutes: req.PrepMinutes, CleanupMinutes: req.CleanupMinutes, PriceCents: *req.PriceCents}
+	if req.ResourceIDs != nil {
+		in.ResourceIDs = ids(*req.ResourceIDs)
 	}
-	svc, err := s.eng.CreateService(c.Request.Context(), actorOf(c), engine.ServiceInput{
-		VenueID: uint64(*req.VenueID), Name: *req.Name, DurationMinutes: *req.DurationMinutes, PrepMinutes: req.PrepMinutes,
-		CleanupMinutes: req.CleanupMinutes, ResourceIDs: ids, PriceCents: *req.PriceCents,
-	})
+	for _, r := range req.Roles {
+		in.Roles = append(in.Roles, engine.ServiceRole{Role: r.Role, ResourceIDs: ids(r.ResourceIDs)})
+	}
+	if req.Roles != nil && len(req.Roles) == 0 {
+		in.Roles = []engine.ServiceRole{{}} // an explicit empty list is refused by the engine, not taken for "none"
+	}
+	svc, err := s.eng.CreateService(c.Request.Context(), actorOf(c), in)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
 	c.JSON(http.StatusCreated, toServiceResponse(svc))
+}
+
+func ids(in []jsonID) []uint64 {
+	out := make([]uint64, len(in))
+	for i, id := range in {
+		out[i] = uint64(id)
+	}
+	return out
 }
 
 type peakRuleRequest struct {

@@ -166,7 +166,7 @@ func newHandler(opts Options) (*handler, error) {
 		r.Any("/monitoring/*any", guard, gin.WrapH(mon))
 	}
 
-	v1 := r.Group("/api/v1")
+	v1 := r.Group("/api/v1", s.rateLimit)
 
 	// Log-in. These create no state, so they take no Idempotency-Key.
 	v1.POST("/auth/dev-login", s.readBody, s.devLogin)
@@ -191,6 +191,10 @@ func newHandler(opts Options) (*handler, error) {
 	admin.POST("/webhooks/:id/deliveries/:delivery_id/retry", s.readBody, idem, s.retryDelivery)
 	admin.PUT("/notifications/wechat", s.readBody, s.setWechatTemplate)
 	admin.GET("/notifications/wechat", s.listWechatTemplates)
+	admin.PUT("/resources/:id/policy", s.readBody, s.setPolicy)
+	admin.PUT("/policies/noshow", s.readBody, s.setNoshowPolicy)
+	admin.GET("/policies/noshow", s.getNoshowPolicy)
+	admin.GET("/refunds", s.listRefunds)
 	// The front desk's list: staff of the venue, or admin.
 	v1.GET("/admin/bookings", s.authenticate(engine.RoleStaff, engine.RoleAdmin), s.venueBookings)
 
@@ -199,6 +203,7 @@ func newHandler(opts Options) (*handler, error) {
 	v1.GET("/resources", s.listResources)
 	v1.GET("/services", s.listServices)
 	v1.GET("/availability", s.availability)
+	v1.GET("/resources/:id/policy", s.getPolicy)
 
 	anyRole := s.authenticate(engine.RoleUser, engine.RoleStaff, engine.RoleAdmin)
 	v1.POST("/holds", anyRole, s.readBody, holdIdem, s.createHold)
@@ -206,15 +211,19 @@ func newHandler(opts Options) (*handler, error) {
 	v1.GET("/holds/:id", anyRole, s.getHold)
 	v1.DELETE("/holds/:id", anyRole, s.cancelHold)
 	v1.POST("/holds/:id/confirm", anyRole, s.readBody, idem, s.confirmHold)
+	v1.POST("/holds/:id/wechatpay", anyRole, s.readBody, s.wechatPayParams)
 
 	// The provider authenticates by signature; engine.Pay deduplicates by payment_id.
 	v1.POST("/payments/notify", s.readBody, s.paymentNotify)
+	// WeChat Pay signs with RSA and encrypts its resource; the engine verifies both.
+	v1.POST("/payments/wechatpay/notify", s.wechatPayNotify)
 
 	v1.GET("/bookings", anyRole, s.listBookings)
 	v1.GET("/bookings/:id", anyRole, s.getBooking)
 	v1.GET("/bookings/:id/history", anyRole, s.bookingHistory)
 	v1.POST("/bookings/:id/cancel", anyRole, s.readBody, idem, s.cancelBooking)
 	v1.POST("/bookings/:id/restore", anyRole, s.readBody, idem, s.restoreBooking)
+	v1.POST("/bookings/:id/reschedule", anyRole, s.readBody, idem, s.rescheduleBooking)
 
 	v1.POST("/checkins", s.authenticate(engine.RoleStaff, engine.RoleAdmin), s.readBody, idem, s.checkIn)
 

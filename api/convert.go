@@ -115,15 +115,21 @@ func toScheduleResponse(s engine.Schedule) scheduleResponse {
 }
 
 type serviceResponse struct {
-	ServiceID       string   `json:"service_id"`
-	VenueID         string   `json:"venue_id"`
-	Name            string   `json:"name"`
-	DurationMinutes int      `json:"duration_minutes"`
-	PrepMinutes     int      `json:"prep_minutes"`
-	CleanupMinutes  int      `json:"cleanup_minutes"`
-	ResourceIDs     []string `json:"resource_ids"`
-	PriceCents      int64    `json:"price_cents"`
-	CreatedAt       string   `json:"created_at,omitempty"`
+	ServiceID       string            `json:"service_id"`
+	VenueID         string            `json:"venue_id"`
+	Name            string            `json:"name"`
+	DurationMinutes int               `json:"duration_minutes"`
+	PrepMinutes     int               `json:"prep_minutes"`
+	CleanupMinutes  int               `json:"cleanup_minutes"`
+	ResourceIDs     []string          `json:"resource_ids"`
+	Roles           []serviceRoleJSON `json:"roles,omitempty"`
+	PriceCents      int64             `json:"price_cents"`
+	CreatedAt       string            `json:"created_at,omitempty"`
+}
+
+type serviceRoleJSON struct {
+	Role        string   `json:"role"`
+	ResourceIDs []string `json:"resource_ids"`
 }
 
 func toServiceResponse(s engine.Service) serviceResponse {
@@ -139,6 +145,9 @@ func toServiceResponse(s engine.Service) serviceResponse {
 	}
 	for _, id := range s.ResourceIDs {
 		out.ResourceIDs = append(out.ResourceIDs, formatID(id))
+	}
+	for _, r := range s.Roles {
+		out.Roles = append(out.Roles, serviceRoleJSON{Role: r.Role, ResourceIDs: convertAll(r.ResourceIDs, formatID)})
 	}
 	if !s.CreatedAt.IsZero() {
 		out.CreatedAt = formatTime(s.CreatedAt)
@@ -168,12 +177,13 @@ func toGracePolicyResponse(g engine.GracePolicy) gracePolicyResponse {
 }
 
 type slotResponse struct {
-	Start      string `json:"start"`
-	End        string `json:"end"`
-	Available  bool   `json:"available"`
-	Remaining  int    `json:"remaining"`
-	Reason     string `json:"reason,omitempty"`
-	ResourceID string `json:"resource_id"`
+	Start     string `json:"start"`
+	End       string `json:"end"`
+	Available bool   `json:"available"`
+	Remaining int    `json:"remaining"`
+	Reason    string `json:"reason,omitempty"`
+	// ResourceID is the slot's resource; a service with roles answers each start once, without one.
+	ResourceID string `json:"resource_id,omitempty"`
 }
 
 type availabilityResponse struct {
@@ -182,11 +192,13 @@ type availabilityResponse struct {
 
 func toSlotResponse(s engine.SlotAvailability) slotResponse {
 	out := slotResponse{
-		Start:      formatTime(s.Start),
-		End:        formatTime(s.End),
-		Available:  s.Available,
-		Remaining:  s.Remaining,
-		ResourceID: formatID(s.ResourceID),
+		Start:     formatTime(s.Start),
+		End:       formatTime(s.End),
+		Available: s.Available,
+		Remaining: s.Remaining,
+	}
+	if s.ResourceID != 0 {
+		out.ResourceID = formatID(s.ResourceID)
 	}
 	if !s.Available {
 		out.Reason = s.Reason
@@ -204,6 +216,7 @@ type (
 	holdResponse     = wire.Hold
 	bookingResponse  = wire.Booking
 	waitlistResponse = wire.Waitlist
+	refundResponse   = wire.Refund
 )
 
 func toHoldResponse(h engine.Hold) holdResponse                  { return wire.FromHold(h) }

@@ -9,11 +9,12 @@ import (
 )
 
 type holdRequest struct {
-	ResourceID *jsonID   `json:"resource_id"`
-	ServiceID  *jsonID   `json:"service_id"`
-	Start      *jsonTime `json:"start"`
-	End        *jsonTime `json:"end"`
-	Quantity   *int      `json:"quantity"`
+	ResourceID *jsonID           `json:"resource_id"`
+	ServiceID  *jsonID           `json:"service_id"`
+	Start      *jsonTime         `json:"start"`
+	End        *jsonTime         `json:"end"`
+	Quantity   *int              `json:"quantity"`
+	Resources  map[string]jsonID `json:"resources"`
 }
 
 func (s *server) createHold(c *gin.Context) {
@@ -42,6 +43,12 @@ func (s *server) createHold(c *gin.Context) {
 	}
 	if req.ServiceID != nil {
 		hr.ServiceID = uint64(*req.ServiceID)
+	}
+	if len(req.Resources) > 0 {
+		hr.Resources = make(map[string]uint64, len(req.Resources))
+		for role, id := range req.Resources {
+			hr.Resources[role] = uint64(id)
+		}
 	}
 	h, err := s.eng.Hold(c.Request.Context(), hr)
 	if err != nil {

@@ -90,6 +90,19 @@ type Config struct {
 	// empty turns CORS off.
 	CORSOrigins string
 
+	MaxActiveHolds int // a user's unpaid holds at one venue; 0: no bound
+	RateLimitPerIP int // requests per second from one client address; 0: off
+
+	// WeChat Pay API v3 (direct merchant, JSAPI). All of them or none; WechatAppID is the payer's app.
+	WechatPayMchID       string
+	WechatPaySerial      string // the merchant API certificate's serial
+	WechatPayPrivateKey  string // path of the merchant's private key (apiclient_key.pem)
+	WechatPayAPIv3Key    string // 32 bytes
+	WechatPayPublicKey   string // path of the WeChat Pay public key or platform certificate (PEM)
+	WechatPayPublicKeyID string // the public key's id (PUB_KEY_ID_…); a certificate names its own serial
+	WechatPayNotifyURL   string // where WeChat Pay posts payment and refund notifications
+	WechatPayAPIBase     string
+
 	dashboardPasswordGenerated bool
 }
 
@@ -136,6 +149,16 @@ var settings = []setting{
 	{key: "start_timeout", field: func(c *Config) any { return &c.StartTimeout }},
 	{key: "release_mode", field: func(c *Config) any { return &c.ReleaseMode }},
 	{key: "cors_origins", field: func(c *Config) any { return &c.CORSOrigins }},
+	{key: "max_active_holds", field: func(c *Config) any { return &c.MaxActiveHolds }},
+	{key: "rate_limit_per_ip", field: func(c *Config) any { return &c.RateLimitPerIP }},
+	{key: "wechatpay_mchid", field: func(c *Config) any { return &c.WechatPayMchID }},
+	{key: "wechatpay_serial", field: func(c *Config) any { return &c.WechatPaySerial }},
+	{key: "wechatpay_private_key", field: func(c *Config) any { return &c.WechatPayPrivateKey }},
+	{key: "wechatpay_apiv3_key", field: func(c *Config) any { return &c.WechatPayAPIv3Key }, mask: maskAll},
+	{key: "wechatpay_public_key", field: func(c *Config) any { return &c.WechatPayPublicKey }},
+	{key: "wechatpay_public_key_id", field: func(c *Config) any { return &c.WechatPayPublicKeyID }},
+	{key: "wechatpay_notify_url", field: func(c *Config) any { return &c.WechatPayNotifyURL }},
+	{key: "wechatpay_api_base", field: func(c *Config) any { return &c.WechatPayAPIBase }},
 }
 
 var settingByKey = func() map[string]setting {
@@ -165,6 +188,8 @@ func defaults(embedded, embeddedSQL bool) Config {
 		ReleaseQueues:     1,
 		StartTimeout:      20 * time.Second,
 		ReleaseMode:       "on",
+		MaxActiveHolds:    5,
+		WechatPayAPIBase:  "https://api.mch.weixin.qq.com",
 	}
 	if embedded {
 		// Dev log-in hands out admin tokens to anyone who asks, so an
@@ -397,6 +422,13 @@ func (c *Config) validate(name func(key string) string) []error {
 	if _, err := c.CORSOriginList(); err != nil {
 		fail("%s %v", name("cors_origins"), err)
 	}
+	if c.MaxActiveHolds < 0 || c.MaxActiveHolds > 1000 {
+		fail("%s must be between 0 (no bound) and 1000, not %d", name("max_active_holds"), c.MaxActiveHolds)
+	}
+	if c.RateLimitPerIP < 0 || c.RateLimitPerIP > 1_000_000 {
+		fail("%s must be between 0 (off) and 1000000, not %d", name("rate_limit_per_ip"), c.RateLimitPerIP)
+	}
+	errs = append(errs, c.validateWechatPay(name)...)
 
 	if u, err := url.Parse(c.WechatAPIBase); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		fail("%s: %q is not an http(s) URL", name("wechat_api_base"), c.WechatAPIBase)
@@ -425,6 +457,59 @@ func (c *Config) validate(name func(key string) string) []error {
 				}
 			}
 		}
+	}
+	return errs
+}
+
+// WechatPay reports whether WeChat Pay is configured.
+func (c Config) WechatPay() bool { return c.WechatPayMchID != "" }
+
+// validateWechatPay checks the WeChat Pay settings: all of them or none, keys readable, the API v3
+// key 32 bytes. Key files are read again (and parsed) when the binary wires the client.
+func (c *Config) validateWechatPay(name func(string) string) []error {
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	required := []struct{ key, v string }{
+		{"wechatpay_mchid", c.WechatPayMchID}, {"wechatpay_serial", c.WechatPaySerial},
+		{"wechatpay_private_key", c.WechatPayPrivateKey}, {"wechatpay_apiv3_key", c.WechatPayAPIv3Key},
+		{"wechatpay_public_key", c.WechatPayPublicKey}, {"wechatpay_notify_url", c.WechatPayNotifyURL},
+	}
+	set := 0
+	for _, r := range required {
+		if r.v != "" {
+			set++
+		}
+	}
+	if set == 0 && c.WechatPayPublicKeyID == "" {
+		return nil
+	}
+	for _, r := range required {
+		if r.v == "" {
+			fail("%s is required: WeChat Pay is configured (%s is set)", name(r.key), name("wechatpay_mchid"))
+		}
+	}
+	if c.WechatAppID == "" {
+		fail("%s is required with WeChat Pay: it is the app whose users pay", name("wechat_appid"))
+	}
+	if c.WechatPayAPIv3Key != "" && len(c.WechatPayAPIv3Key) != 32 {
+		fail("%s must be the 32-byte API v3 key, not %d bytes", name("wechatpay_apiv3_key"), len(c.WechatPayAPIv3Key))
+	}
+	for _, k := range []string{"wechatpay_private_key", "wechatpay_public_key"} {
+		path := *settingByKey[k].field(c).(*string)
+		if path == "" {
+			continue
+		}
+		if _, err := os.Stat(path); err != nil {
+			fail("%s: cannot read %q: %v", name(k), path, errors.Unwrap(err))
+		}
+	}
+	if c.WechatPayNotifyURL != "" {
+		if u, err := url.Parse(c.WechatPayNotifyURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" {
+			fail("%s: %q must be an absolute http(s) URL without a query", name("wechatpay_notify_url"), c.WechatPayNotifyURL)
+		}
+	}
+	if u, err := url.Parse(c.WechatPayAPIBase); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		fail("%s: %q is not an http(s) URL", name("wechatpay_api_base"), c.WechatPayAPIBase)
 	}
 	return errs
 }

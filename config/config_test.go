@@ -71,6 +71,8 @@ func TestLoadDefaults(t *testing.T) {
 		ReleaseQueues:     1,
 		StartTimeout:      20 * time.Second,
 		ReleaseMode:       "on",
+		MaxActiveHolds:    5,
+		WechatPayAPIBase:  "https://api.mch.weixin.qq.com",
 	}
 	with := func(f func(c *Config)) Config {
 		c := common
@@ -235,6 +237,26 @@ func TestLoadErrors(t *testing.T) {
 			name: "zero duration",
 			env:  map[string]string{"SLOTWHEEL_RESTORE_WINDOW": "0s"},
 			want: []string{"SLOTWHEEL_RESTORE_WINDOW must be positive"},
+		},
+		{
+			name: "WeChat Pay half configured",
+			env:  map[string]string{"SLOTWHEEL_WECHATPAY_MCHID": "1900000001", "SLOTWHEEL_WECHATPAY_APIV3_KEY": "short"},
+			want: []string{"SLOTWHEEL_WECHATPAY_SERIAL is required", "SLOTWHEEL_WECHATPAY_PRIVATE_KEY is required",
+				"SLOTWHEEL_WECHAT_APPID is required with WeChat Pay", "SLOTWHEEL_WECHATPAY_APIV3_KEY must be the 32-byte API v3 key"},
+			hide: []string{"short"},
+		},
+		{
+			name: "WeChat Pay key file missing",
+			env: map[string]string{"SLOTWHEEL_WECHATPAY_MCHID": "1900000001", "SLOTWHEEL_WECHATPAY_SERIAL": "S",
+				"SLOTWHEEL_WECHATPAY_PRIVATE_KEY": "/nonexistent/key.pem", "SLOTWHEEL_WECHATPAY_APIV3_KEY": "0123456789abcdef0123456789abcdef",
+				"SLOTWHEEL_WECHATPAY_PUBLIC_KEY": "/nonexistent/pub.pem", "SLOTWHEEL_WECHATPAY_NOTIFY_URL": "https://x.example/notify",
+				"SLOTWHEEL_WECHAT_APPID": "wxapp", "SLOTWHEEL_WECHAT_SECRET": "s"},
+			want: []string{`SLOTWHEEL_WECHATPAY_PRIVATE_KEY: cannot read "/nonexistent/key.pem"`, `SLOTWHEEL_WECHATPAY_PUBLIC_KEY: cannot read`},
+		},
+		{
+			name: "negative hold limit",
+			env:  map[string]string{"SLOTWHEEL_MAX_ACTIVE_HOLDS": "-1"},
+			want: []string{"SLOTWHEEL_MAX_ACTIVE_HOLDS must be between 0 (no bound) and 1000"},
 		},
 		{
 			name: "unknown release mode",
@@ -581,7 +603,10 @@ func TestEveryVariableIsDocumented(t *testing.T) {
 		"SLOTWHEEL_DEV_LOGIN", "SLOTWHEEL_DEV_PAYMENTS", "SLOTWHEEL_DASHBOARD_USER",
 		"SLOTWHEEL_DASHBOARD_PASSWORD", "SLOTWHEEL_DEMO", "SLOTWHEEL_MYSQL_MAX_OPEN_CONNS", "SLOTWHEEL_MYSQL_MAX_IDLE_CONNS",
 		"SLOTWHEEL_AUTO_MIGRATE", "SLOTWHEEL_REDIS_CLUSTER", "SLOTWHEEL_RELEASE_QUEUES", "SLOTWHEEL_START_TIMEOUT",
-		"SLOTWHEEL_RELEASE_MODE", "SLOTWHEEL_CORS_ORIGINS",
+		"SLOTWHEEL_RELEASE_MODE", "SLOTWHEEL_CORS_ORIGINS", "SLOTWHEEL_MAX_ACTIVE_HOLDS", "SLOTWHEEL_RATE_LIMIT_PER_IP",
+		"SLOTWHEEL_WECHATPAY_MCHID", "SLOTWHEEL_WECHATPAY_SERIAL", "SLOTWHEEL_WECHATPAY_PRIVATE_KEY",
+		"SLOTWHEEL_WECHATPAY_APIV3_KEY", "SLOTWHEEL_WECHATPAY_PUBLIC_KEY", "SLOTWHEEL_WECHATPAY_PUBLIC_KEY_ID",
+		"SLOTWHEEL_WECHATPAY_NOTIFY_URL", "SLOTWHEEL_WECHATPAY_API_BASE",
 	}
 	var got []string
 	for _, s := range settings {

@@ -26,6 +26,9 @@ func (e *Engine) Availability(ctx context.Context, q AvailabilityQuery) ([]SlotA
 	if err != nil {
 		return nil, unknown(err, "unknown_service", "service %d does not exist", q.ServiceID)
 	}
+	if len(si.roles) > 0 {
+		return e.dayOfRoles(ctx, si, q.Date)
+	}
 	ids := si.resources
 	if q.ResourceID != 0 {
 		if !containsID(ids, q.ResourceID) {
@@ -97,6 +100,62 @@ func (e *Engine) dayOf(ctx context.Context, ri *resourceInfo, si *serviceInfo, d
 		a := SlotAvailability{Start: c.Start.In(loc), End: c.End.In(loc), ResourceID: ri.res.ID}
 		a.Reason, a.Remaining = o.Judge(c, state, now)
 		a.Available = a.Reason == ""
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// dayOfRoles answers a day of a service that needs several resources at once: a start is available
+// when every role has a resource free for it, and its remaining count is how many more holds the
+// scarcest role can take (the free units of its resources, summed). An unavailable start tells why
+// its first role without room has none. The starts are those of the first role's first resource.
+func (e *Engine) dayOfRoles(ctx context.Context, si *serviceInfo, date string) ([]SlotAvailability, error) {
+	per := map[uint64]map[int64]SlotAvailability{}
+	var base []SlotAvailability
+	for _, rid := range si.resources {
+		ri, err := e.cat.resource(ctx, rid)
+		if err != nil {
+			return nil, err
+		}
+		slots, err := e.dayOf(ctx, ri, si, date)
+		if err != nil {
+			return nil, err
+		}
+		m := make(map[int64]SlotAvailability, len(slots))
+		for _, a := range slots {
+			m[a.Start.UnixMilli()] = a
+		}
+		per[rid] = m
+		if rid == si.roles[0].ResourceIDs[0] {
+			base = slots
+		}
+	}
+	out := make([]SlotAvailability, 0, len(base))
+	for _, b := range base {
+		a := SlotAvailability{Start: b.Start, End: b.End, Available: true, Remaining: -1}
+		for _, role := range si.roles {
+			free, why := 0, ""
+			for _, rid := range role.ResourceIDs {
+				x, ok := per[rid][b.Start.UnixMilli()]
+				switch {
+				case ok && x.Available:
+					free += x.Remaining
+				case ok && why == "":
+					why = x.Reason
+				case !ok && why == "":
+					why = booking.ReasonClosed // not on this resource's grid
+				}
+			}
+			if free == 0 && a.Available {
+				a.Available, a.Reason = false, why
+			}
+			if a.Remaining < 0 || free < a.Remaining {
+				a.Remaining = free
+			}
+		}
+		if !a.Available {
+			a.Remaining = 0
+		}
 		out = append(out, a)
 	}
 	return out, nil

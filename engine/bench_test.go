@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/enginebench"
 	"github.com/slotwheel/slotwheel/engine/enginetest"
 )
@@ -56,3 +59,96 @@ func run(b *testing.B, op func(context.Context, uint64) error) {
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "holds/s")
 }
+
+// BenchmarkRuleOps compares, on the same backends in the same run, the single-resource hold against
+// a hold of a two-role service (a counsellor and a room, one script) and a reschedule (a Redis
+// reservation, a MySQL commit and the move's end), with a hold and its confirm as the reference for
+// an operation that must commit to MySQL: compare the ops/s.
+func BenchmarkRuleOps(b *testing.B) {
+	setupRules := func(b *testing.B) (*engine.Engine, engine.Resource, engine.Service) {
+		r := enginetest.NewRedis(b)
+		db := enginetest.NewDB(b)
+		e, err := engine.New(engine.Options{DB: db.Gorm, Redis: r.Client, Prefix: r.Prefix, HoldTTL: time.Hour})
+		require.NoError(b, err)
+		ctx := context.Background()
+		v, err := e.CreateVenue(ctx, engine.System, engine.VenueInput{Name: "bench", Timezone: "Asia/Shanghai"})
+		require.NoError(b, err)
+		mk := func() engine.Resource {
+			res, err := e.CreateResource(ctx, engine.System, engine.ResourceInput{VenueID: v.ID, Name: "r", Kind: "room", Capacity: enginebench.Capacity})
+			require.NoError(b, err)
+			_, err = e.SetSchedule(ctx, engine.System, res.ID, engine.ScheduleInput{SlotMinutes: 60, HorizonDays: 3,
+				Weekly: []engine.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "00:00", Close: "24:00"}}})
+			require.NoError(b, err)
+			_, err = e.SetResourcePolicy(ctx, engine.System, res.ID, booking.PolicyInput{MaxReschedules: ptr(100)})
+			require.NoError(b, err)
+			return res
+		}
+		single, counsellor, room := mk(), mk(), mk()
+		svc, err := e.CreateService(ctx, engine.System, engine.ServiceInput{VenueID: v.ID, Name: "session", DurationMinutes: 60,
+			Roles: []engine.ServiceRole{{Role: "counsellor", ResourceIDs: []uint64{counsellor.ID}}, {Role: "room", ResourceIDs: []uint64{room.ID}}}})
+		require.NoError(b, err)
+		return e, single, svc
+	}
+	tomorrow := func(e *engine.Engine, h int) time.Time {
+		loc, _ := time.LoadLocation("Asia/Shanghai")
+		d := e.Clock().Now().In(loc).AddDate(0, 0, 1)
+		return time.Date(d.Year(), d.Month(), d.Day(), h, 0, 0, 0, loc)
+	}
+	b.Run("single_hold", func(b *testing.B) {
+		e, res, _ := setupRules(b)
+		start := tomorrow(e, 15)
+		run(b, func(ctx context.Context, n uint64) error {
+			_, err := e.Hold(ctx, engine.HoldRequest{UserID: "u" + strconv.FormatUint(n, 10), ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
+			return err
+		})
+	})
+	b.Run("two_role_hold", func(b *testing.B) {
+		e, _, svc := setupRules(b)
+		start := tomorrow(e, 15)
+		run(b, func(ctx context.Context, n uint64) error {
+			_, err := e.Hold(ctx, engine.HoldRequest{UserID: "u" + strconv.FormatUint(n, 10), ServiceID: svc.ID, Start: start})
+			return err
+		})
+	})
+	// The reference for a durable change: a hold and its confirm, one MySQL transaction like a move.
+	b.Run("hold_and_confirm", func(b *testing.B) {
+		e, res, _ := setupRules(b)
+		start := tomorrow(e, 15)
+		run(b, func(ctx context.Context, n uint64) error {
+			user := "c" + strconv.FormatUint(n, 10)
+			h, err := e.Hold(ctx, engine.HoldRequest{UserID: user, ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
+			if err == nil {
+				_, err = e.Confirm(ctx, engine.Actor{UserID: user, Role: engine.RoleUser}, h.ID)
+			}
+			return err
+		})
+	})
+	b.Run("reschedule", func(b *testing.B) {
+		e, res, _ := setupRules(b)
+		ctx := context.Background()
+		// One booking per goroutine slot, moved back and forth between two windows.
+		const owners = 64
+		ids := make([]uint64, owners)
+		for i := range owners {
+			user := "r" + strconv.Itoa(i)
+			h, err := e.Hold(ctx, engine.HoldRequest{UserID: user, ResourceID: res.ID, Start: tomorrow(e, 10), End: tomorrow(e, 11)})
+			require.NoError(b, err)
+			bk, err := e.Confirm(ctx, engine.Actor{UserID: user, Role: engine.RoleUser}, h.ID)
+			require.NoError(b, err)
+			ids[i] = bk.ID
+		}
+		var turn [owners]atomic.Uint64
+		run(b, func(ctx context.Context, n uint64) error {
+			i := n % owners
+			at := tomorrow(e, 12+int(turn[i].Add(1)%2))
+			_, err := e.Reschedule(ctx, engine.Actor{UserID: "r" + strconv.FormatUint(i, 10), Role: engine.RoleUser},
+				engine.RescheduleRequest{BookingID: ids[i], Start: at, End: at.Add(time.Hour)})
+			if errors.Is(err, engine.ErrConfirmInProgress) || errors.Is(err, engine.ErrInvalidTransition) {
+				return nil // two goroutines on one booking: one of them moves it
+			}
+			return err
+		})
+	})
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -55,7 +55,25 @@ type resourceInfo struct {
 
 type serviceInfo struct {
 	svc       models.Service
-	resources []uint64
+	resources []uint64      // every resource that delivers it
+	roles     []ServiceRole // a multi-resource service's roles, in order; nil otherwise
+}
+
+// serviceInfoOf builds a service's cache entry from its links.
+func serviceInfoOf(s models.Service, links []models.ServiceResource) *serviceInfo {
+	si := &serviceInfo{svc: s}
+	for _, l := range links {
+		si.resources = append(si.resources, l.ResourceID)
+		if l.Role == "" {
+			continue
+		}
+		if n := len(si.roles); n == 0 || si.roles[n-1].Role != l.Role {
+			si.roles = append(si.roles, ServiceRole{Role: l.Role})
+		}
+		last := &si.roles[len(si.roles)-1]
+		last.ResourceIDs = append(last.ResourceIDs, l.ResourceID)
+	}
+	return si
 }
 
 // cache is a map of entries loaded on demand and kept for cacheTTL.
@@ -151,11 +169,11 @@ func (c *catalog) resource(ctx context.Context, id uint64) (*resourceInfo, error
 
 func (c *catalog) service(ctx context.Context, id uint64) (*serviceInfo, error) {
 	return c.services.get(c.clock.Now(), id, func() (*serviceInfo, error) {
-		s, ids, err := c.ss.Service(ctx, id)
+		s, links, err := c.ss.Service(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		return &serviceInfo{svc: s, resources: ids}, nil
+		return serviceInfoOf(s, links), nil
 	})
 }
 
@@ -395,7 +413,8 @@ func (e *Engine) ListResources(ctx context.Context, venueID uint64) ([]Resource,
 	return out, nil
 }
 
-// CreateService adds a service deliverable on some resources of one venue. Admin only.
+// CreateService adds a service deliverable on some resources of one venue — any one of ResourceIDs,
+// or, for a service that needs several resources at once, one of every role's. Admin only.
 func (e *Engine) CreateService(ctx context.Context, a Actor, in ServiceInput) (Service, error) {
 	if err := requireAdmin(a); err != nil {
 		return Service{}, err
@@ -409,40 +428,83 @@ func (e *Engine) CreateService(ctx context.Context, a Actor, in ServiceInput) (S
 	); err != nil {
 		return Service{}, err
 	}
-	if len(in.ResourceIDs) == 0 || len(in.ResourceIDs) > 100 {
-		return Service{}, booking.Invalid("invalid_resource_ids", "a service needs 1 to 100 resources").WithField("resource_ids")
+	links, err := serviceLinks(in)
+	if err != nil {
+		return Service{}, err
 	}
 	vi, err := e.cat.venue(ctx, in.VenueID)
 	if err != nil {
 		return Service{}, unknown(err, "unknown_venue", "venue %d does not exist", in.VenueID)
 	}
-	seen := map[uint64]bool{}
-	for _, id := range in.ResourceIDs {
-		if seen[id] {
-			return Service{}, booking.Invalid("invalid_resource_ids", "resource %d is listed twice", id).WithField("resource_ids")
-		}
-		seen[id] = true
-		ri, err := e.cat.resource(ctx, id)
+	for _, l := range links {
+		ri, err := e.cat.resource(ctx, l.ResourceID)
 		if err == nil && ri.res.VenueID != in.VenueID {
 			err = booking.ErrNotFound
 		}
 		if err != nil {
-			return Service{}, unknown(err, "unknown_resource", "resource %d is not a resource of venue %d", id, in.VenueID)
+			return Service{}, unknown(err, "unknown_resource", "resource %d is not a resource of venue %d", l.ResourceID, in.VenueID)
 		}
 	}
 	s := models.Service{VenueID: in.VenueID, Name: in.Name, DurationMinutes: in.DurationMinutes, PrepMinutes: in.PrepMinutes,
 		CleanupMinutes: in.CleanupMinutes, PriceCents: in.PriceCents, CreatedAt: e.clock.Now()}
-	if err := e.ss.CreateService(ctx, &s, in.ResourceIDs); err != nil {
+	if err := e.ss.CreateService(ctx, &s, links); err != nil {
 		return Service{}, err
 	}
-	out := toService(s, in.ResourceIDs)
+	out := toService(serviceInfoOf(s, links))
 	out.CreatedAt = out.CreatedAt.In(vi.loc)
 	return out, nil
 }
 
-func toService(s models.Service, resources []uint64) Service {
+// serviceLinks checks a service's resources (or roles) and lists them in order: a resource at most
+// once in the whole service, 1 to 100 of them, roles named and unique.
+func serviceLinks(in ServiceInput) ([]models.ServiceResource, error) {
+	var links []models.ServiceResource
+	seen := map[uint64]bool{}
+	add := func(field, role string, pos int, ids []uint64) error {
+		for _, id := range ids {
+			if seen[id] {
+				return booking.Invalid("invalid_resource_ids", "resource %d is listed twice", id).WithField(field)
+			}
+			seen[id] = true
+			links = append(links, models.ServiceResource{ResourceID: id, Role: role, Position: pos})
+		}
+		return nil
+	}
+	switch {
+	case len(in.Roles) > 0 && len(in.ResourceIDs) > 0:
+		return nil, booking.Invalid("invalid_roles", "give resource_ids or roles, not both").WithField("roles")
+	case len(in.Roles) > 0:
+		if len(in.Roles) > 10 {
+			return nil, booking.Invalid("invalid_roles", "a service has at most 10 roles").WithField("roles")
+		}
+		names := map[string]bool{}
+		for i, r := range in.Roles {
+			if err := booking.CheckName("role", r.Role, booking.MaxTagLen); err != nil || names[r.Role] {
+				return nil, booking.Invalid("invalid_roles", "every role needs a name of its own, 1 to %d characters", booking.MaxTagLen).WithField("roles")
+			}
+			names[r.Role] = true
+			if len(r.ResourceIDs) == 0 {
+				return nil, booking.Invalid("invalid_roles", "role %q needs at least one resource", r.Role).WithField("roles")
+			}
+			if err := add("roles", r.Role, i, r.ResourceIDs); err != nil {
+				return nil, err
+			}
+		}
+	default:
+		if err := add("resource_ids", "", 0, in.ResourceIDs); err != nil {
+			return nil, err
+		}
+	}
+	if len(links) == 0 || len(links) > 100 {
+		return nil, booking.Invalid("invalid_resource_ids", "a service needs 1 to 100 resources").WithField("resource_ids")
+	}
+	return links, nil
+}
+
+func toService(si *serviceInfo) Service {
+	s := si.svc
 	return Service{ID: s.ID, VenueID: s.VenueID, Name: s.Name, DurationMinutes: s.DurationMinutes, PrepMinutes: s.PrepMinutes,
-		CleanupMinutes: s.CleanupMinutes, ResourceIDs: resources, PriceCents: s.PriceCents, CreatedAt: s.CreatedAt}
+		CleanupMinutes: s.CleanupMinutes, ResourceIDs: si.resources, Roles: si.roles, PriceCents: s.PriceCents, CreatedAt: s.CreatedAt}
 }
 
 // ListServices lists services, of one venue when venueID != 0. Anyone.
@@ -453,7 +515,7 @@ func (e *Engine) ListServices(ctx context.Context, venueID uint64) ([]Service, e
 	}
 	out := make([]Service, len(rows))
 	for i, s := range rows {
-		out[i] = toService(s, by[s.ID])
+		out[i] = toService(serviceInfoOf(s, by[s.ID]))
 		if vi, err := e.cat.venue(ctx, s.VenueID); err == nil {
 			out[i].CreatedAt = out[i].CreatedAt.In(vi.loc)
 		}

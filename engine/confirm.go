@@ -232,14 +232,10 @@ func (e *Engine) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *Pay
 			}
 			return Booking{}, errUnitsGone
 		case "cold":
-			ri, err := e.cat.resource(ctx, r.ResourceID)
-			if err != nil {
-				return Booking{}, err
-			}
-			if attempt >= 3 {
+			if attempt >= 10 {
 				return Booking{}, backendFailure("confirm: day would not load")
 			}
-			if err := e.loadDay(ctx, ri, redisstore.DayOf(st.Detail)); err != nil {
+			if err := e.loadDayField(ctx, st.Detail); err != nil {
 				return Booking{}, err
 			}
 		default:
@@ -285,7 +281,8 @@ func (e *Engine) commitBooking(ctx context.Context, r *redisstore.HoldRecord, pa
 	b := &sqlstore.Booking{Booking: booking.Booking{HoldID: r.ID, UserID: r.UserID, VenueID: r.VenueID,
 		ResourceID: r.ResourceID, ServiceID: r.ServiceID, Quantity: r.Quantity, Status: booking.Confirmed, Version: 1,
 		Start: r.Start, End: r.End, OccupyStart: r.OccupyStart, OccupyEnd: r.OccupyEnd,
-		ReleaseAt: booking.ReleaseAt(r.Start, now, grace), ConfirmedAt: now, AmountCents: r.AmountCents}, Fields: r.Fields}
+		ReleaseAt: booking.ReleaseAt(r.Start, now, grace), ConfirmedAt: now, AmountCents: r.AmountCents, Roles: r.Roles},
+		Fields: r.Fields}
 	nb := sqlstore.NewBooking{Booking: b, Code: newCheckinCode}
 	if pay != nil {
 		b.PaymentID = pay.PaymentID

@@ -20,6 +20,7 @@ import (
 	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
 	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
 	"github.com/slotwheel/slotwheel/engine/notify/webhook"
+	"github.com/slotwheel/slotwheel/engine/wechatpay"
 )
 
 // Options configure an Engine. Zero durations take the documented defaults.
@@ -51,9 +52,11 @@ type Options struct {
 
 	// Notify configures the sinks events are delivered to.
 	Notify NotifyOptions
-	// Refunds sends refunds to the payment provider that can take them (WeChat Pay); nil leaves every
-	// refund requested for manual handling.
+	// Refunds sends refunds to the payment provider that can take them; nil leaves every refund
+	// requested for manual handling (with WechatPay set, its refund API is used).
 	Refunds RefundProvider
+	// WechatPay is the WeChat Pay client; nil turns WeChat Pay off.
+	WechatPay *wechatpay.Client
 
 	Scheduler ReleaseScheduler // may be nil (no queue: the overdue sweep releases)
 	Logger    *slog.Logger
@@ -119,6 +122,9 @@ func New(opts Options) (*Engine, error) {
 	setDefault(&opts.Notify.Retention, 7*24*time.Hour)
 	if opts.ReleaseMode == "" {
 		opts.ReleaseMode = booking.ReleaseOn
+	}
+	if opts.Refunds == nil && opts.WechatPay != nil {
+		opts.Refunds = wechatRefunds{opts.WechatPay}
 	}
 	if len(opts.QueueTags) == 0 {
 		opts.QueueTags = []string{"release"}

@@ -60,4 +60,7 @@ var (
 	ErrRescheduleClosed    = booking.ErrRescheduleClosed
 	ErrRescheduleLimit     = booking.ErrRescheduleLimit
 	ErrPriceDiffers        = booking.ErrPriceDiffers
+	ErrWechatPayOff        = booking.ErrWechatPayOff
+	ErrWechatLoginNeeded   = booking.ErrWechatLoginNeeded
+	ErrNotificationRefuse  = booking.ErrNotificationRefused
 )

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
@@ -38,6 +39,12 @@ func (e *Engine) Hold(ctx context.Context, req HoldRequest) (Hold, error) {
 	si, err := e.cat.service(ctx, req.ServiceID)
 	if err != nil {
 		return Hold{}, unknown(err, "unknown_service", "service %d does not exist", req.ServiceID)
+	}
+	if len(si.roles) > 0 {
+		return e.holdRoles(ctx, req, si)
+	}
+	if len(req.Resources) > 0 {
+		return Hold{}, booking.Invalid("invalid_resources", "service %d has no roles: name one resource_id", si.svc.ID).WithField("resources")
 	}
 	candidates := si.resources
 	if req.ResourceID != 0 {
@@ -115,6 +122,95 @@ func (e *Engine) take(ctx context.Context, req HoldRequest, ri *resourceInfo, si
 	}
 }
 
+// holdRoles takes a hold of a service that needs several resources at once: one resource of every
+// role (the named one, or the first of the role's that has room), in one script, all or none.
+func (e *Engine) holdRoles(ctx context.Context, req HoldRequest, si *serviceInfo) (Hold, error) {
+	if req.ResourceID != 0 {
+		return Hold{}, booking.Invalid("invalid_resources", "service %d needs one resource per role: name them in resources", si.svc.ID).WithField("resource_id")
+	}
+	for role := range req.Resources {
+		if !slices.ContainsFunc(si.roles, func(r ServiceRole) bool { return r.Role == role }) {
+			return Hold{}, booking.Invalid("invalid_resources", "service %d has no role %q", si.svc.ID, role).WithField("resources")
+		}
+	}
+	now := e.clock.Now()
+	var first *booking.Placement
+	var primary *resourceInfo
+	var firstErr error
+	roles := make([]redisstore.Role, len(si.roles))
+	var allDays []string
+	for i, role := range si.roles {
+		ids := role.ResourceIDs
+		if pin, ok := req.Resources[role.Role]; ok {
+			if !containsID(ids, pin) {
+				return Hold{}, booking.Invalid("invalid_resources", "resource %d does not fill role %q", pin, role.Role).WithField("resources")
+			}
+			ids = []uint64{pin}
+		}
+		roles[i].Name = role.Role
+		for _, rid := range ids {
+			ri, err := e.cat.resource(ctx, rid)
+			var p booking.Placement
+			if err == nil {
+				p, err = offer(ri, si).Place(req.Start, req.End, req.Quantity, now)
+			}
+			if err != nil {
+				if firstErr == nil || errors.Is(firstErr, ErrSlotClosed) || errors.Is(firstErr, ErrResourceInactive) {
+					firstErr = err
+				}
+				continue
+			}
+			if first == nil {
+				first, primary = &p, ri
+			}
+			fields, days := slotFields(rid, p.Slots)
+			roles[i].Candidates = append(roles[i].Candidates, redisstore.RoleCandidate{ResourceID: rid, Fields: fields, Days: days})
+			allDays = append(allDays, days...)
+		}
+		if len(roles[i].Candidates) == 0 {
+			return Hold{}, firstErr
+		}
+	}
+	v := primary.res.VenueID
+	r := &redisstore.HoldRecord{ID: redisstore.NewHoldID(v), UserID: req.UserID, VenueID: v, ResourceID: primary.res.ID,
+		ServiceID: si.svc.ID, Quantity: req.Quantity, Status: booking.HoldHeld, Start: first.Start, End: first.End,
+		OccupyStart: first.OccupyStart, OccupyEnd: first.OccupyEnd, Deadline: booking.HoldDeadline(now, e.opts.HoldTTL),
+		Created: now, AmountCents: first.AmountCents, Days: allDays}
+	for attempt := 0; ; attempt++ {
+		out, cold, err := e.rs.HoldRoles(ctx, r, roles, now, e.opts.MaxActiveHolds)
+		if err != nil {
+			return Hold{}, err
+		}
+		metricHolds.WithLabelValues(string(out)).Inc()
+		switch out {
+		case redisstore.HoldOK:
+			return holdOf(r).In(primary.venue.loc), nil
+		case redisstore.HoldCold:
+			if attempt >= 10 {
+				return Hold{}, backendFailure("hold: day would not load")
+			}
+			if err := e.loadDayField(ctx, cold); err != nil {
+				return Hold{}, err
+			}
+		case redisstore.HoldFull:
+			return Hold{}, ErrSlotFull
+		case redisstore.HoldLimit:
+			return Hold{}, ErrTooManyHolds.WithDetail("max_active_holds", e.opts.MaxActiveHolds)
+		default:
+			return Hold{}, ErrSlotClosed
+		}
+	}
+}
+
+// loadDayField loads the resource-day a script found cold.
+func (e *Engine) loadDayField(ctx context.Context, dayField string) error {
+	ri, err := e.cat.resource(ctx, redisstore.DayResource(dayField))
+	if err != nil {
+		return err
+	}
+	return e.loadDay(ctx, ri, redisstore.DayOf(dayField))
+}
+
 // backendFailure is a Redis answer that should not happen.
 func backendFailure(msg string) error { return errors.Join(ErrUnavailable, errors.New(msg)) }
 
@@ -122,7 +218,7 @@ func backendFailure(msg string) error { return errors.Join(ErrUnavailable, error
 func holdOf(r *redisstore.HoldRecord) Hold {
 	return Hold{ID: r.ID, UserID: r.UserID, VenueID: r.VenueID, ResourceID: r.ResourceID, ServiceID: r.ServiceID,
 		Quantity: r.Quantity, Status: r.Status, Start: r.Start, End: r.End, OccupyStart: r.OccupyStart, OccupyEnd: r.OccupyEnd,
-		ExpiresAt: r.Deadline, CreatedAt: r.Created, AmountCents: r.AmountCents, BookingID: r.BookingID}
+		ExpiresAt: r.Deadline, CreatedAt: r.Created, AmountCents: r.AmountCents, BookingID: r.BookingID, Roles: r.Roles}
 }
 
 // slotFields names the Redis fields of slots, and the resource-days they lie in.
@@ -193,7 +289,8 @@ func (e *Engine) paidHold(ctx context.Context, a Actor, id string) (Hold, error)
 func (e *Engine) holdFromBooking(ctx context.Context, b *Booking) Hold {
 	h := Hold{ID: b.HoldID, UserID: b.UserID, VenueID: b.VenueID, ResourceID: b.ResourceID, ServiceID: b.ServiceID,
 		Quantity: b.Quantity, Status: HoldConfirmed, Start: b.Start, End: b.End, OccupyStart: b.OccupyStart,
-		OccupyEnd: b.OccupyEnd, ExpiresAt: b.ConfirmedAt, CreatedAt: b.ConfirmedAt, AmountCents: b.AmountCents, BookingID: b.ID}
+		OccupyEnd: b.OccupyEnd, ExpiresAt: b.ConfirmedAt, CreatedAt: b.ConfirmedAt, AmountCents: b.AmountCents, BookingID: b.ID,
+		Roles: b.Roles}
 	if vi, err := e.cat.venue(ctx, b.VenueID); err == nil {
 		h = h.In(vi.loc)
 	}
@@ -267,6 +364,7 @@ func (e *Engine) CancelHold(ctx context.Context, a Actor, id string) (Hold, erro
 		return Hold{}, ErrHoldNotActive
 	}
 	e.promoteAfterFree(ctx, r.ResourceID)
+	e.closeOrderOf(ctx, r.ID, r.OrderNo)
 	r.Status = HoldCancelled // what the script just wrote
 	return e.viewHold(ctx, r), nil
 }

@@ -199,6 +199,9 @@ func (e *Engine) finishExpiredAt(ctx context.Context, v uint64) error {
 	if err := e.rs.FinishExpired(ctx, v, ids, now); err != nil {
 		return err
 	}
+	for i := range ended {
+		e.closeOrderOf(ctx, ended[i].ID, ended[i].OrderNo)
+	}
 	for _, rid := range lapsed {
 		e.promoteAfterFree(ctx, rid)
 	}

@@ -53,6 +53,9 @@ var (
 		Name: "slotwheel_delivery_delay_seconds", Help: "Seconds from an event's transition to its successful delivery.",
 		Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 21600, 86400},
 	})
+	metricOrdersClosed = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "slotwheel_wechatpay_orders_closed_total", Help: "WeChat Pay orders closed because their hold ended unpaid.",
+	})
 	metricReminders = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "slotwheel_reminders_total", Help: "Reminders sent (booking.reminder events written).",
 	})

@@ -44,6 +44,10 @@ func (e *Engine) Reschedule(ctx context.Context, a Actor, req RescheduleRequest)
 		return Booking{}, err
 	}
 	ri := cur
+	if len(b.Roles) > 0 && req.ResourceID != 0 && req.ResourceID != b.ResourceID {
+		// A booking of several resources moves in time with the same resources.
+		return Booking{}, booking.Invalid("invalid_resources", "a booking of a service with roles keeps its resources when it moves").WithField("resource_id")
+	}
 	if req.ResourceID != 0 && req.ResourceID != b.ResourceID {
 		if ri, err = e.cat.resource(ctx, req.ResourceID); err != nil {
 			return Booking{}, unknown(err, "unknown_resource", "resource %d does not exist", req.ResourceID)
@@ -70,10 +74,23 @@ func (e *Engine) Reschedule(ctx context.Context, a Actor, req RescheduleRequest)
 	if err != nil {
 		return Booking{}, err
 	}
+	fields, days := slotFields(ri.res.ID, p.Slots)
+	for _, role := range b.Roles[min(1, len(b.Roles)):] {
+		rr, err := e.cat.resource(ctx, role.ResourceID)
+		if err != nil {
+			return Booking{}, err
+		}
+		rp, err := offer(rr, si).Place(req.Start, req.End, b.Quantity, now)
+		if err != nil {
+			return Booking{}, err
+		}
+		f, d := slotFields(rr.res.ID, rp.Slots)
+		fields, days = append(fields, f...), append(days, d...)
+	}
 	decide := func(x *sqlstore.Booking) (booking.Change, error) {
 		c, err := x.Reschedule(p, ri.res.ID, grace, a.Name(), now, cur.policy)
 		if err == nil {
-			x.Fields, _ = slotFields(ri.res.ID, p.Slots)
+			x.Fields = fields
 			e.setTimers(x, now)
 		}
 		return c, err
@@ -83,7 +100,6 @@ func (e *Engine) Reschedule(ctx context.Context, a Actor, req RescheduleRequest)
 	if _, err := decide(&probe); err != nil {
 		return Booking{}, err
 	}
-	fields, days := slotFields(ri.res.ID, p.Slots)
 	ver := b.Version + 1
 	if err := e.reserveMove(ctx, ri, redisstore.BookingUnits{BookingID: b.ID, Qty: b.Quantity, Fields: fields, Version: ver}, days); err != nil {
 		return Booking{}, err
@@ -163,10 +179,10 @@ func (e *Engine) reserveMove(ctx context.Context, ri *resourceInfo, u redisstore
 				return err
 			}
 		case redisstore.MoveCold:
-			if attempt >= 3 {
+			if attempt >= 10 {
 				return backendFailure("reschedule: day would not load")
 			}
-			if err := e.loadDay(ctx, ri, redisstore.DayOf(cold)); err != nil {
+			if err := e.loadDayField(ctx, cold); err != nil {
 				return err
 			}
 		default:

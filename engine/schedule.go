@@ -147,7 +147,9 @@ func (e *Engine) regrid(ctx context.Context, ri *resourceInfo, p *booking.Plan) 
 				overfull[f] = true
 			}
 		}
-		out.occupants = append(out.occupants, redisstore.Move{Owner: redisstore.BookingOwner(b.ID), Fields: fields})
+		// A multi-resource booking keeps its units on its other resources.
+		out.occupants = append(out.occupants, redisstore.Move{Owner: redisstore.BookingOwner(b.ID),
+			Fields: append(otherResources(b.Fields, ri.res.ID), fields...)})
 	}
 	// Live holds count too: their owners may pay for them.
 	owners, err := e.rs.Owners(ctx, ri.res.VenueID)
@@ -189,6 +191,17 @@ func (e *Engine) regrid(ctx context.Context, ri *resourceInfo, p *booking.Plan) 
 		return regridPlan{}, scheduleConflict(slices.Compact(ids))
 	}
 	return out, nil
+}
+
+// otherResources are the slot fields of resources other than resourceID among fields.
+func otherResources(fields []string, resourceID uint64) []string {
+	var out []string
+	for _, f := range fields {
+		if redisstore.FieldResource(f) != resourceID {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // applyRegrid forgets the resource's old days in Redis and moves every occupant onto the new grid in

@@ -102,9 +102,17 @@ type Service struct {
 	DurationMinutes int
 	PrepMinutes     int
 	CleanupMinutes  int
-	ResourceIDs     []uint64
+	ResourceIDs     []uint64      // every resource that delivers it
+	Roles           []ServiceRole // a service that needs several resources at once; nil otherwise
 	PriceCents      int64
 	CreatedAt       time.Time
+}
+
+// ServiceRole is one role of a service that needs several resources at once (a counsellor and a
+// room): a hold takes one of its resources.
+type ServiceRole struct {
+	Role        string
+	ResourceIDs []uint64
 }
 
 // ServiceInput creates a service.
@@ -114,7 +122,8 @@ type ServiceInput struct {
 	DurationMinutes int
 	PrepMinutes     int
 	CleanupMinutes  int
-	ResourceIDs     []uint64
+	ResourceIDs     []uint64      // any one of them delivers it, or
+	Roles           []ServiceRole // one of every role's
 	PriceCents      int64
 }
 
@@ -162,6 +171,9 @@ type HoldRequest struct {
 	Start      time.Time
 	End        time.Time
 	Quantity   int
+	// Resources names, for a service with roles, the resource to take for some roles; the others
+	// get the first of the role's resources with room.
+	Resources map[string]uint64
 }
 
 // Hold statuses; holds live in Redis only.

@@ -34,6 +34,7 @@ type handlers struct {
 	rel    releaser
 	rec    reconciler
 	notify notifier
+	pay    payer
 	clock  engine.Clock
 	log    *slog.Logger
 }

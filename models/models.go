@@ -74,10 +74,24 @@ type Service struct {
 	CreatedAt       time.Time `gorm:"precision:3"`
 }
 
-// ServiceResource links a service to a resource that can deliver it.
+// ServiceResource links a service to a resource that can deliver it. A service that needs several
+// resources at once names a Role for each link (counsellor, room): a hold takes one resource of
+// every role; a service without roles takes one of its resources.
 type ServiceResource struct {
 	ServiceID  uint64 `gorm:"primaryKey;autoIncrement:false"`
 	ResourceID uint64 `gorm:"primaryKey;autoIncrement:false;index"`
+	Role       string `gorm:"size:64;not null;default:''"`
+	Position   int    `gorm:"not null;default:0"` // the role's place in the service's order
+}
+
+// BookingResource is a resource a booking of a multi-resource service took for one of its roles,
+// written with the booking: it keeps the booking's resources whatever later happens to the
+// service's roles, and lets a resource find every booking that occupies it.
+type BookingResource struct {
+	BookingID  uint64 `gorm:"primaryKey;autoIncrement:false"`
+	ResourceID uint64 `gorm:"primaryKey;autoIncrement:false;index"`
+	Role       string `gorm:"size:64;not null"`
+	Position   int    `gorm:"not null"`
 }
 
 // GracePolicy sets how long after start a no-show keeps its slot, per resource category, with peak
@@ -351,6 +365,6 @@ func All() []any {
 		&Venue{}, &Resource{}, &Schedule{}, &SlotInventory{}, &Service{}, &ServiceResource{},
 		&GracePolicy{}, &Booking{}, &BookingHistory{}, &Payment{}, &OutboxEvent{},
 		&IdempotencyKey{}, &WaitlistEntry{}, &WebhookEndpoint{}, &Delivery{}, &WechatTemplate{},
-		&ResourcePolicy{}, &NoshowPolicy{}, &Refund{}, &WechatOrder{},
+		&ResourcePolicy{}, &NoshowPolicy{}, &Refund{}, &WechatOrder{}, &BookingResource{},
 	}
 }

@@ -33,6 +33,9 @@ type Booking struct {
 	ReleaseHeldAt *time.Time
 	// Reschedules counts the moves of the booking to another window.
 	Reschedules int
+	// Roles are the resources of a multi-resource service's booking, one per role; ResourceID is the
+	// first. Empty for a booking of one resource.
+	Roles []RoleResource
 }
 
 // ReleaseMode is how a venue treats its no-shows at release_at.

@@ -105,6 +105,9 @@ var (
 	ErrAccountFrozen       = &Error{Kind: KindForbidden, Code: "account_frozen", Message: "too many no-shows: new holds are refused until the freeze ends"}
 	ErrRescheduleClosed    = &Error{Kind: KindConflict, Code: "reschedule_closed", Message: "the booking can no longer be moved: the reschedule cut-off has passed"}
 	ErrRescheduleLimit     = &Error{Kind: KindConflict, Code: "reschedule_limit", Message: "the booking was moved as often as its resource allows"}
+	ErrWechatPayOff        = &Error{Kind: KindNotFound, Code: "wechatpay_not_configured", Message: "WeChat Pay is not configured"}
+	ErrWechatLoginNeeded   = &Error{Kind: KindForbidden, Code: "wechat_login_required", Message: "pay with WeChat after logging in through WeChat: the order's payer is your openid"}
+	ErrNotificationRefused = &Error{Kind: KindInvalid, Code: "bad_notification", Message: "the notification could not be verified or decrypted"}
 	ErrPriceDiffers        = &Error{Kind: KindConflict, Code: "price_differs", Message: "the new window costs another amount than the booking was paid for"}
 	// ErrBackendUnavailable is Redis (or the queue) being unreachable; ErrStorageUnavailable is the SQL
 	// store. API.md names them apart: holds keep working while only MySQL is away.

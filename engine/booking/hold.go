@@ -20,6 +20,14 @@ type Hold struct {
 	CreatedAt   time.Time
 	AmountCents int64
 	BookingID   uint64 // once confirmed
+	// Roles are the resources of a multi-resource service, one per role (ResourceID is the first).
+	Roles []RoleResource
+}
+
+// RoleResource is the resource that fills one role of a multi-resource service.
+type RoleResource struct {
+	Role       string
+	ResourceID uint64
 }
 
 // In returns h with its times in loc.

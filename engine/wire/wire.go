@@ -47,6 +47,8 @@ type Booking struct {
 	PaymentID   string `json:"payment_id,omitempty"`
 	AmountCents int64  `json:"amount_cents"`
 	Version     int    `json:"version"`
+	// Resources are a multi-resource service's resources by role.
+	Resources map[string]string `json:"resources,omitempty"`
 }
 
 // FromBooking converts a booking whose times are in the venue's zone.
@@ -56,10 +58,21 @@ func FromBooking(b booking.Booking) Booking {
 		ResourceID: ID(b.ResourceID), Quantity: b.Quantity, Start: Time(b.Start), End: Time(b.End),
 		ReleaseAt: Time(b.ReleaseAt), ConfirmedAt: Time(b.ConfirmedAt), CheckedInAt: TimePtr(b.CheckedInAt),
 		ReleasedAt: TimePtr(b.ReleasedAt), CancelledAt: TimePtr(b.CancelledAt), CheckinCode: b.CheckinCode,
-		PaymentID: b.PaymentID, AmountCents: b.AmountCents, Version: b.Version,
+		PaymentID: b.PaymentID, AmountCents: b.AmountCents, Version: b.Version, Resources: roles(b.Roles),
 	}
 	if b.ServiceID != 0 {
 		out.ServiceID = ID(b.ServiceID)
+	}
+	return out
+}
+
+func roles(rs []booking.RoleResource) map[string]string {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(rs))
+	for _, r := range rs {
+		out[r.Role] = ID(r.ResourceID)
 	}
 	return out
 }
@@ -78,12 +91,15 @@ type Hold struct {
 	ExpiresAt   string `json:"expires_at"`
 	AmountCents int64  `json:"amount_cents"`
 	BookingID   string `json:"booking_id,omitempty"`
+	// Resources are a multi-resource service's resources by role.
+	Resources map[string]string `json:"resources,omitempty"`
 }
 
 // FromHold converts a hold whose times are in the venue's zone.
 func FromHold(h booking.Hold) Hold {
 	out := Hold{HoldID: h.ID, Status: string(h.Status), UserID: h.UserID, VenueID: ID(h.VenueID), ResourceID: ID(h.ResourceID),
-		Quantity: h.Quantity, Start: Time(h.Start), End: Time(h.End), ExpiresAt: Time(h.ExpiresAt), AmountCents: h.AmountCents}
+		Quantity: h.Quantity, Start: Time(h.Start), End: Time(h.End), ExpiresAt: Time(h.ExpiresAt), AmountCents: h.AmountCents,
+		Resources: roles(h.Roles)}
 	if h.ServiceID != 0 {
 		out.ServiceID = ID(h.ServiceID)
 	}

@@ -48,6 +48,9 @@ func (k Keys) RateLimit(addr string, unixSecond int64) string {
 	return k.prefix + ":rate:{" + addr + "}:" + strconv.FormatInt(unixSecond, 10)
 }
 
+// Seen marks a provider notification as handled, for the replay guard.
+func (k Keys) Seen(id string) string { return k.prefix + ":seen:{" + id + "}" }
+
 // Lease is the key by which one instance holds a background loop (or a share of one) at a time.
 func (k Keys) Lease(name string) string { return k.prefix + ":{lease}:" + name }
 
@@ -134,9 +137,23 @@ func SlotField(resourceID uint64, startUnixMinute int64) string {
 	return strconv.FormatUint(resourceID, 10) + ":" + strconv.FormatInt(startUnixMinute, 10)
 }
 
+// FieldResource is the resource of a SlotField.
+func FieldResource(field string) uint64 {
+	r, _, _ := strings.Cut(field, ":")
+	id, _ := strconv.ParseUint(r, 10, 64)
+	return id
+}
+
 // DayField names one resource-day inside the Days set.
 func DayField(resourceID uint64, day string) string {
 	return strconv.FormatUint(resourceID, 10) + ":" + day
+}
+
+// DayResource is the resource of a DayField.
+func DayResource(dayField string) uint64 {
+	r, _, _ := strings.Cut(dayField, ":")
+	id, _ := strconv.ParseUint(r, 10, 64)
+	return id
 }
 
 // DayOf is the date of a DayField.

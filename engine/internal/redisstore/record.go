@@ -32,6 +32,7 @@ const (
 	hfEnded     = "ended_ms"
 	hfRetaken   = "was_retaken"
 	hfOrderNo   = "order_no" // the payment provider's order for the hold, once one was opened
+	hfRoles     = "roles"    // a multi-resource service's resource per role: "role=id,role=id"
 	listSep     = ","
 	unitsSep    = "|"
 )
@@ -61,6 +62,8 @@ type HoldRecord struct {
 	BookingID   uint64
 	Retaken     bool
 	OrderNo     string
+	// Roles are the resources a multi-resource service's hold took, in the service's role order.
+	Roles []booking.RoleResource
 }
 
 // Effective is the record's status at now: a HELD hold stops occupying at its deadline even if the
@@ -96,8 +99,21 @@ func decodeHold(m map[string]string) (HoldRecord, bool) {
 		Quantity: int(i(hfQty)), Status: booking.HoldStatus(m[hfStatus]), Start: ms(hfStart), End: ms(hfEnd),
 		OccupyStart: ms(hfOStart), OccupyEnd: ms(hfOEnd), Deadline: ms(hfDeadline), Created: ms(hfCreated),
 		AmountCents: i(hfAmount), Fields: splitList(m[hfSlots]), Days: splitList(m[hfDays]), Since: ms(hfSince),
-		BookingID: u(hfBookingID), Retaken: m[hfRetaken] == "1", OrderNo: m[hfOrderNo],
+		BookingID: u(hfBookingID), Retaken: m[hfRetaken] == "1", OrderNo: m[hfOrderNo], Roles: decodeRoles(m[hfRoles]),
 	}, true
+}
+
+// decodeRoles reads "role=id,role=id".
+func decodeRoles(s string) []booking.RoleResource {
+	var out []booking.RoleResource
+	for _, p := range splitList(s) {
+		role, id, ok := strings.Cut(p, "=")
+		n, err := strconv.ParseUint(id, 10, 64)
+		if ok && err == nil {
+			out = append(out, booking.RoleResource{Role: role, ResourceID: n})
+		}
+	}
+	return out
 }
 
 func splitList(s string) []string {

@@ -29,7 +29,7 @@ func prelude() string {
 	for _, f := range [][2]string{
 		{"F_STATUS", hfStatus}, {"F_ID", hfID}, {"F_QTY", hfQty}, {"F_SLOTS", hfSlots}, {"F_DAYS", hfDays},
 		{"F_DEADLINE", hfDeadline}, {"F_SINCE", hfSince}, {"F_BOOKING_ID", hfBookingID}, {"F_ENDED", hfEnded},
-		{"F_RETAKEN", hfRetaken}, {"F_ORDER_NO", hfOrderNo},
+		{"F_RETAKEN", hfRetaken}, {"F_ORDER_NO", hfOrderNo}, {"F_RESOURCE", hfResource}, {"F_ROLES", hfRoles},
 	} {
 		def(f[0], f[1])
 	}
@@ -61,6 +61,8 @@ type scripts struct {
 	idemBegin      *redis.Script
 	idemFinish     *redis.Script
 	rateLimit      *redis.Script
+	holdRoles      *redis.Script
+	setOrder       *redis.Script
 	reserveMove    *redis.Script
 	endMove        *redis.Script
 }
@@ -83,6 +85,8 @@ func loadScripts() *scripts {
 		expireDue:      s("expire_due.lua"),
 		finishExpired:  s("finish_expired.lua"),
 		rateLimit:      s("rate_limit.lua"),
+		holdRoles:      s("hold_roles.lua"),
+		setOrder:       s("set_order.lua"),
 		reserveMove:    s("reserve_move.lua"),
 		endMove:        s("end_move.lua"),
 		idemBegin:      s("idem_begin.lua"),

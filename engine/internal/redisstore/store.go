@@ -78,6 +78,60 @@ func (s *Store) Hold(ctx context.Context, r *HoldRecord, now time.Time, maxLive 
 	return HoldOutcome(out[0]), day, nil
 }
 
+// RoleCandidate is one resource that could fill a role of a multi-resource hold: its slot fields for
+// the hold's window, and the resource-days they lie in.
+type RoleCandidate struct {
+	ResourceID uint64
+	Fields     []string
+	Days       []string
+}
+
+// Role is one role of a multi-resource hold with its candidates, in order of preference.
+type Role struct {
+	Name       string
+	Candidates []RoleCandidate
+}
+
+// HoldRoles takes a multi-resource hold: for every role the first candidate with room, all roles or
+// none (see hold_roles.lua). It answers the resource chosen for each role; a cold answer names the
+// resource-day to load. r's Fields, Days and Roles are set to what was taken.
+func (s *Store) HoldRoles(ctx context.Context, r *HoldRecord, roles []Role, now time.Time, maxLive int) (HoldOutcome, string, error) {
+	vk := s.keys.Venue(r.VenueID)
+	keys := []string{vk.Capacity(), vk.Used(), vk.Owners(), vk.Wheel(), vk.Ended(), vk.Days(), vk.Hold(r.ID),
+		vk.UserHolds(r.UserID), vk.UserLive(r.UserID)}
+	args := []any{ms(now), ms(r.Deadline), r.Quantity, r.ID, Keep.Milliseconds(), maxLive, len(roles)}
+	for _, role := range roles {
+		args = append(args, role.Name, len(role.Candidates))
+		for _, c := range role.Candidates {
+			args = append(args, c.ResourceID, strings.Join(c.Days, listSep), strings.Join(c.Fields, listSep))
+		}
+	}
+	args = append(args, r.pairs()...)
+	out, err := replyStrings(s.scripts.holdRoles.Run(ctx, s.rdb, keys, args...).Result())
+	if err != nil {
+		return "", "", unavailable("hold roles", err)
+	}
+	if out[0] == "cold" {
+		return HoldCold, out[1], nil
+	}
+	if out[0] != "ok" {
+		return HoldOutcome(out[0]), "", nil
+	}
+	r.Fields, r.Days, r.Roles = nil, nil, nil
+	for i, role := range roles {
+		rid, _ := strconv.ParseUint(out[1+i], 10, 64)
+		for _, c := range role.Candidates {
+			if c.ResourceID == rid {
+				r.Fields = append(r.Fields, c.Fields...)
+				r.Days = append(r.Days, c.Days...)
+			}
+		}
+		r.Roles = append(r.Roles, booking.RoleResource{Role: role.Name, ResourceID: rid})
+	}
+	r.ResourceID = r.Roles[0].ResourceID
+	return HoldOK, "", nil
+}
+
 // ReadSlots reads the capacity (-1 when closed) and units taken of fields of a venue, after expiring
 // due holds. cold names a resource-day of days that is not loaded (nothing else is answered then).
 func (s *Store) ReadSlots(ctx context.Context, venueID uint64, now time.Time, days, fields []string) (caps, used []int, cold string, err error) {

@@ -179,6 +179,15 @@ func (s *Store) CreateBooking(ctx context.Context, nb NewBooking) error {
 			}
 		}
 		b.ID = row.ID
+		if len(b.Roles) > 0 {
+			links := make([]models.BookingResource, len(b.Roles))
+			for i, r := range b.Roles {
+				links[i] = models.BookingResource{BookingID: b.ID, ResourceID: r.ResourceID, Role: r.Role, Position: i}
+			}
+			if err := tx.Create(&links).Error; err != nil {
+				return err
+			}
+		}
 		if err := tx.Create(&models.BookingHistory{BookingID: b.ID, FromStatus: string(booking.HoldHeld),
 			ToStatus: string(b.Status), Version: b.Version, Actor: booking.ActorSystem, Reason: "confirmed", At: b.ConfirmedAt}).Error; err != nil {
 			return err
@@ -204,7 +213,9 @@ func (s *Store) Booking(ctx context.Context, id uint64) (Booking, error) {
 	if err := s.db.WithContext(ctx).First(&r, id).Error; err != nil {
 		return Booking{}, mapErr("read booking", err)
 	}
-	return toBooking(&r), nil
+	bs := []Booking{toBooking(&r)}
+	err := s.withRoles(ctx, bs)
+	return bs[0], err
 }
 
 // BookingByHold reads the booking a hold became, if any.
@@ -217,7 +228,11 @@ func (s *Store) BookingByHold(ctx context.Context, holdID string) (Booking, bool
 	if err != nil {
 		return Booking{}, false, mapErr("read booking by hold", err)
 	}
-	return toBooking(&r), true, nil
+	bs := []Booking{toBooking(&r)}
+	if err := s.withRoles(ctx, bs); err != nil {
+		return Booking{}, false, err
+	}
+	return bs[0], true, nil
 }
 
 // BookingIDByCode finds a booking by its check-in code.
@@ -373,7 +388,7 @@ func (s *Store) ListBookings(ctx context.Context, q ListQuery) ([]Booking, error
 	for i := range rows {
 		out[i] = toBooking(&rows[i])
 	}
-	return out, nil
+	return out, s.withRoles(ctx, out)
 }
 
 // PaidHolds lists the bookings a user confirmed since, newest first: the paid half of their holds.
@@ -571,20 +586,56 @@ func (s *Store) Occupying(ctx context.Context, venueID uint64) ([]Booking, error
 }
 
 // OccupyingBetween lists the occupying bookings of a resource whose physical window overlaps
-// [from, to).
+// [from, to): those made on it, and those of multi-resource services that took it for a role.
 func (s *Store) OccupyingBetween(ctx context.Context, resourceID uint64, from, to time.Time) ([]Booking, error) {
+	occupying := func(db *gorm.DB) *gorm.DB {
+		return db.Where("status IN ? AND occupy_start < ? AND occupy_end > ?",
+			statusStrings(booking.OccupyingStatuses()), to.UTC(), from.UTC())
+	}
 	var rows []models.Booking
-	if err := s.db.WithContext(ctx).
-		Where("resource_id = ? AND status IN ? AND occupy_start < ? AND occupy_end > ?",
-			resourceID, statusStrings(booking.OccupyingStatuses()), to.UTC(), from.UTC()).
-		Order("occupy_start").Find(&rows).Error; err != nil {
+	if err := occupying(s.db.WithContext(ctx).Where("resource_id = ?", resourceID)).Order("occupy_start").Find(&rows).Error; err != nil {
 		return nil, mapErr("occupying bookings", err)
 	}
+	var roled []models.Booking
+	sub := s.db.Model(&models.BookingResource{}).Select("booking_id").Where("resource_id = ?", resourceID)
+	if err := occupying(s.db.WithContext(ctx).Where("resource_id <> ? AND id IN (?)", resourceID, sub)).Find(&roled).Error; err != nil {
+		return nil, mapErr("occupying bookings", err)
+	}
+	rows = append(rows, roled...)
 	out := make([]Booking, len(rows))
 	for i := range rows {
 		out[i] = toBooking(&rows[i])
 	}
-	return out, nil
+	err := s.withRoles(ctx, out)
+	return out, err
+}
+
+// withRoles fills the roles of the multi-resource bookings among bs.
+func (s *Store) withRoles(ctx context.Context, bs []Booking) error {
+	if len(bs) == 0 {
+		return nil
+	}
+	ids := make([]uint64, 0, len(bs))
+	for _, b := range bs {
+		if b.ServiceID != 0 {
+			ids = append(ids, b.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	var rows []models.BookingResource
+	if err := s.db.WithContext(ctx).Where("booking_id IN ?", ids).Order("booking_id, position").Find(&rows).Error; err != nil {
+		return mapErr("booking resources", err)
+	}
+	by := map[uint64][]booking.RoleResource{}
+	for _, r := range rows {
+		by[r.BookingID] = append(by[r.BookingID], booking.RoleResource{Role: r.Role, ResourceID: r.ResourceID})
+	}
+	for i := range bs {
+		bs[i].Roles = by[bs[i].ID]
+	}
+	return nil
 }
 
 // State is a booking's status at a version.

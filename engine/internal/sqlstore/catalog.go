@@ -163,22 +163,22 @@ func (s *Store) Inventory(ctx context.Context, resourceID uint64, day string) ([
 		Order("start").Find(&rows).Error)
 }
 
-// CreateService inserts a service with the resources that can deliver it.
-func (s *Store) CreateService(ctx context.Context, svc *models.Service, resourceIDs []uint64) error {
+// CreateService inserts a service with the resources that can deliver it (with their roles, for a
+// service that needs several at once).
+func (s *Store) CreateService(ctx context.Context, svc *models.Service, links []models.ServiceResource) error {
 	return s.tx(ctx, "create service", func(tx *gorm.DB) error {
 		if err := tx.Create(svc).Error; err != nil {
 			return err
 		}
-		links := make([]models.ServiceResource, len(resourceIDs))
-		for i, id := range resourceIDs {
-			links[i] = models.ServiceResource{ServiceID: svc.ID, ResourceID: id}
+		for i := range links {
+			links[i].ServiceID = svc.ID
 		}
 		return tx.Create(&links).Error
 	})
 }
 
-// Services lists services by id, of one venue when venueID != 0, with their resources.
-func (s *Store) Services(ctx context.Context, venueID uint64) ([]models.Service, map[uint64][]uint64, error) {
+// Services lists services by id, of one venue when venueID != 0, with their resources in order.
+func (s *Store) Services(ctx context.Context, venueID uint64) ([]models.Service, map[uint64][]models.ServiceResource, error) {
 	q := s.db.WithContext(ctx).Order("id")
 	if venueID != 0 {
 		q = q.Where("venue_id = ?", venueID)
@@ -188,26 +188,25 @@ func (s *Store) Services(ctx context.Context, venueID uint64) ([]models.Service,
 		return nil, nil, mapErr("list services", err)
 	}
 	var links []models.ServiceResource
-	if err := s.db.WithContext(ctx).Order("service_id, resource_id").Find(&links).Error; err != nil {
+	if err := s.db.WithContext(ctx).Order("service_id, position, resource_id").Find(&links).Error; err != nil {
 		return nil, nil, mapErr("list services", err)
 	}
-	by := map[uint64][]uint64{}
+	by := map[uint64][]models.ServiceResource{}
 	for _, l := range links {
-		by[l.ServiceID] = append(by[l.ServiceID], l.ResourceID)
+		by[l.ServiceID] = append(by[l.ServiceID], l)
 	}
 	return rows, by, nil
 }
 
-// Service reads one service and its resources.
-func (s *Store) Service(ctx context.Context, id uint64) (models.Service, []uint64, error) {
+// Service reads one service and its resources in order.
+func (s *Store) Service(ctx context.Context, id uint64) (models.Service, []models.ServiceResource, error) {
 	var svc models.Service
 	if err := s.db.WithContext(ctx).First(&svc, id).Error; err != nil {
 		return svc, nil, mapErr("read service", err)
 	}
-	var ids []uint64
-	err := s.db.WithContext(ctx).Model(&models.ServiceResource{}).Where("service_id = ?", id).Order("resource_id").
-		Pluck("resource_id", &ids).Error
-	return svc, ids, mapErr("read service", err)
+	var links []models.ServiceResource
+	err := s.db.WithContext(ctx).Where("service_id = ?", id).Order("position, resource_id").Find(&links).Error
+	return svc, links, mapErr("read service", err)
 }
 
 // SetGrace inserts or replaces a category's grace policy.

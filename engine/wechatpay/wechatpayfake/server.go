@@ -390,6 +390,12 @@ func (f *Fake) PublicKeyPEM() []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
 }
 
+// TLSCertificatePEM is the certificate the fake's HTTPS server presents, for a client in another
+// process to trust (SSL_CERT_FILE).
+func (f *Fake) TLSCertificatePEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.srv.Certificate().Raw})
+}
+
 // CertificatePEM is the self-signed platform certificate; its serial is Serial() in certificate mode.
 func (f *Fake) CertificatePEM() []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.certDER})

@@ -1,0 +1,37 @@
+package sqlstore
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm/clause"
+
+	"github.com/slotwheel/slotwheel/models"
+)
+
+// CreateOrder stores a hold's WeChat Pay order; when the hold has one already (a concurrent request
+// made it), that one is answered.
+func (s *Store) CreateOrder(ctx context.Context, o models.WechatOrder) (models.WechatOrder, error) {
+	if err := s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&o).Error; err != nil {
+		return models.WechatOrder{}, mapErr("create order", err)
+	}
+	return s.OrderByHold(ctx, o.HoldID)
+}
+
+// OrderByHold reads a hold's WeChat Pay order.
+func (s *Store) OrderByHold(ctx context.Context, holdID string) (models.WechatOrder, error) {
+	var o models.WechatOrder
+	return o, mapErr("read order", s.db.WithContext(ctx).First(&o, "hold_id = ?", holdID).Error)
+}
+
+// OrderByTradeNo reads the order of an out_trade_no.
+func (s *Store) OrderByTradeNo(ctx context.Context, outTradeNo string) (models.WechatOrder, error) {
+	var o models.WechatOrder
+	return o, mapErr("read order", s.db.WithContext(ctx).First(&o, "out_trade_no = ?", outTradeNo).Error)
+}
+
+// OrderClosed records that a hold's order was closed.
+func (s *Store) OrderClosed(ctx context.Context, holdID string, at time.Time) error {
+	return mapErr("close order", s.db.WithContext(ctx).Model(&models.WechatOrder{}).
+		Where("hold_id = ? AND closed_at IS NULL", holdID).Update("closed_at", at.UTC()).Error)
+}

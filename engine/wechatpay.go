@@ -1,0 +1,245 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/wechatpay"
+	"github.com/slotwheel/slotwheel/models"
+)
+
+// WeChat Pay (API v3, JSAPI) as a payment provider (API.md "Payments with WeChat Pay"): an order per
+// hold, whose wx.requestPayment parameters the mini-program gets; notifications that confirm the hold
+// as /payments/notify does, deduplicated by transaction_id; the order closed when the hold ends
+// unpaid; refunds requested through the refund API and settled by its notifications. The protocol
+// is engine/wechatpay's; this file decides what a payment means for a hold.
+
+// PaymentScheduler puts provider work into the durable queue (jobs/ implements it).
+type PaymentScheduler interface {
+	// ScheduleCloseOrder queues the closing of a hold's order.
+	ScheduleCloseOrder(ctx context.Context, holdID string) error
+}
+
+// outTradeNo is the out_trade_no of a hold's order: the hold id's random part, which is unique, and
+// fits WeChat's 6–32 characters of [A-Za-z0-9_-].
+func outTradeNo(holdID string) string {
+	_, tail, _ := strings.Cut(holdID, "_")
+	return "sw" + tail
+}
+
+// WechatPayParams answers what wx.requestPayment takes to pay a live hold, from the hold's JSAPI
+// order (made on the first request, reused after). Owner only: the order's payer is their openid.
+func (e *Engine) WechatPayParams(ctx context.Context, a Actor, holdID string) (wechatpay.RequestPayment, error) {
+	c := e.opts.WechatPay
+	if c == nil {
+		return wechatpay.RequestPayment{}, ErrWechatPayOff
+	}
+	r, err := e.readHold(ctx, holdID)
+	if err != nil {
+		return wechatpay.RequestPayment{}, err
+	}
+	if !a.Owns(r.UserID) {
+		return wechatpay.RequestPayment{}, ErrNotFound
+	}
+	openid, ok := booking.WechatOpenID(r.UserID)
+	if !ok {
+		return wechatpay.RequestPayment{}, ErrWechatLoginNeeded
+	}
+	switch r.Effective(e.clock.Now()) {
+	case HoldHeld:
+	case HoldExpired:
+		return wechatpay.RequestPayment{}, ErrHoldExpired
+	default:
+		return wechatpay.RequestPayment{}, ErrHoldNotActive
+	}
+	o, err := e.ss.OrderByHold(ctx, holdID)
+	if errors.Is(err, ErrNotFound) {
+		o, err = e.openOrder(ctx, c, openid, r.ID, r.AmountCents, r.Deadline, e.orderDescription(ctx, r.ResourceID))
+	}
+	if err != nil {
+		return wechatpay.RequestPayment{}, err
+	}
+	if err := e.rs.SetOrderNo(ctx, r.VenueID, r.ID, o.OutTradeNo); err != nil {
+		return wechatpay.RequestPayment{}, err
+	}
+	return c.PaymentParams(o.PrepayID), nil
+}
+
+// openOrder places the hold's JSAPI order at WeChat Pay and records it. WeChat answers a repeat of
+// the same order with the same prepay_id, so two requests racing make one order.
+func (e *Engine) openOrder(ctx context.Context, c *wechatpay.Client, openid, holdID string, amount int64, deadline time.Time, desc string) (models.WechatOrder, error) {
+	no := outTradeNo(holdID)
+	prepay, err := c.CreateJSAPIOrder(ctx, wechatpay.JSAPIOrder{OutTradeNo: no, Description: desc, AmountCents: amount,
+		PayerOpenID: openid, TimeExpire: deadline, Attach: holdID})
+	if err != nil {
+		return models.WechatOrder{}, errors.Join(ErrUnavailable, fmt.Errorf("wechat pay order for hold %s: %w", holdID, err))
+	}
+	return e.ss.CreateOrder(ctx, models.WechatOrder{HoldID: holdID, OutTradeNo: no, PrepayID: prepay, OpenID: openid,
+		AmountCents: amount, ExpiresAt: deadline.UTC(), CreatedAt: e.clock.Now()})
+}
+
+// orderDescription is what the payer sees: the resource's name, within WeChat's 127 characters.
+func (e *Engine) orderDescription(ctx context.Context, resourceID uint64) string {
+	desc := "Booking"
+	if ri, err := e.cat.resource(ctx, resourceID); err == nil {
+		desc = ri.venue.venue.Name + " " + ri.res.Name
+	}
+	for utf8.RuneCountInString(desc) > 127 {
+		_, n := utf8.DecodeLastRuneInString(desc)
+		desc = desc[:len(desc)-n]
+	}
+	return desc
+}
+
+// WechatPayNotify handles one WeChat Pay notification exactly as received. It is verified (the
+// signature under the key its Wechatpay-Serial names, a timestamp within 5 minutes, a request never
+// seen before) and decrypted first: anything that fails is ErrNotificationRefuse and changes nothing.
+// A paid transaction confirms its hold as Pay does (a payment of another amount than the order's is
+// recorded for refund); a refund's outcome settles the refund. nil means: acknowledge.
+func (e *Engine) WechatPayNotify(ctx context.Context, h http.Header, body []byte) error {
+	c := e.opts.WechatPay
+	if c == nil {
+		return ErrWechatPayOff
+	}
+	n, err := c.ParseNotification(h, body)
+	if err != nil {
+		return ErrNotificationRefuse.WithDetail("reason", err.Error())
+	}
+	// The same signed request twice is a replay (WeChat's own retries are signed anew). The guard
+	// outlives the 5-minute timestamp window, after which a replay is refused anyway.
+	replay, err := e.rs.Seen(ctx, "wxpay:"+h.Get("Wechatpay-Signature"), 10*time.Minute)
+	if err != nil {
+		return err
+	}
+	if replay {
+		return ErrNotificationRefuse.WithDetail("reason", "this notification was already received")
+	}
+	switch {
+	case n.EventType == "TRANSACTION.SUCCESS":
+		tx, err := n.Transaction()
+		if err != nil {
+			return ErrNotificationRefuse.WithDetail("reason", err.Error())
+		}
+		return e.wechatPaid(ctx, tx)
+	case strings.HasPrefix(n.EventType, "REFUND."):
+		rr, err := n.RefundResult()
+		if err != nil {
+			return ErrNotificationRefuse.WithDetail("reason", err.Error())
+		}
+		_, err = e.SettleRefund(ctx, rr.OutRefundNo, rr.RefundID, RefundOutcome{Succeeded: rr.Status == wechatpay.RefundSuccess,
+			Detail: strings.TrimSpace(rr.Status + " " + rr.UserReceivedAccount)})
+		return err
+	}
+	e.log.Info("wechat pay notification ignored", "event_type", n.EventType, "id", n.ID)
+	return nil
+}
+
+// wechatPaid books a paid transaction's hold.
+func (e *Engine) wechatPaid(ctx context.Context, tx wechatpay.Transaction) error {
+	if tx.TradeState != wechatpay.TradeSuccess || tx.TransactionID == "" {
+		return nil
+	}
+	o, err := e.ss.OrderByTradeNo(ctx, tx.OutTradeNo)
+	if errors.Is(err, ErrNotFound) {
+		e.log.Warn("wechat pay notification for an order this deployment did not make", "out_trade_no", tx.OutTradeNo)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	n := PaymentNotice{HoldID: o.HoldID, PaymentID: tx.TransactionID, AmountCents: tx.Amount.Total, PaidAt: tx.SuccessTime,
+		Provider: models.ProviderWechatPay}
+	if n.PaidAt.IsZero() {
+		n.PaidAt = e.clock.Now()
+	}
+	if tx.Amount.Total != o.AmountCents {
+		// Verified but not what was asked: acknowledged, nothing booked, the money owed back.
+		e.log.Warn("wechat pay amount differs from the order's", "out_trade_no", tx.OutTradeNo, "paid", tx.Amount.Total, "order", o.AmountCents)
+		_, err := e.recordPayment(ctx, n, nil, booking.RefundAmountMismatch)
+		return err
+	}
+	_, err = e.Pay(ctx, n)
+	return err
+}
+
+// CloseWechatOrder closes the order of a hold that ended unpaid (a close-order task's work). An order
+// the payer paid meanwhile is not closed: its notification books the hold or refunds it.
+func (e *Engine) CloseWechatOrder(ctx context.Context, holdID string) error {
+	c := e.opts.WechatPay
+	if c == nil {
+		return nil
+	}
+	o, err := e.ss.OrderByHold(ctx, holdID)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil || o.ClosedAt != nil {
+		return err
+	}
+	if b, ok, err := e.ss.BookingByHold(ctx, holdID); err != nil || ok && b.PaymentID != "" {
+		return err // paid after all
+	}
+	err = c.CloseOrder(ctx, o.OutTradeNo)
+	if wechatpay.ErrorCode(err) == "ORDERPAID" {
+		tx, qerr := c.QueryOrder(ctx, o.OutTradeNo)
+		if qerr != nil {
+			return qerr
+		}
+		return e.wechatPaid(ctx, tx)
+	}
+	if err != nil {
+		return err
+	}
+	metricOrdersClosed.Inc()
+	return e.ss.OrderClosed(ctx, holdID, e.clock.Now())
+}
+
+// closeOrderOf queues the closing of an ended hold's order, when it has one.
+func (e *Engine) closeOrderOf(ctx context.Context, holdID, orderNo string) {
+	s, ok := e.sched.(PaymentScheduler)
+	if orderNo == "" || e.opts.WechatPay == nil || !ok {
+		return
+	}
+	if err := s.ScheduleCloseOrder(ctx, holdID); err != nil {
+		e.log.Warn("queue close order failed", "hold_id", holdID, "err", err)
+	}
+}
+
+// wechatRefunds sends refunds of WeChat Pay payments through its refund API.
+type wechatRefunds struct{ c *wechatpay.Client }
+
+func (w wechatRefunds) Name() string { return models.ProviderWechatPay }
+
+func (w wechatRefunds) RequestRefund(ctx context.Context, r models.Refund) (string, *RefundOutcome, error) {
+	res, err := w.c.Refund(ctx, wechatpay.RefundRequest{TransactionID: r.PaymentID, OutRefundNo: r.OutRefundNo,
+		Reason: refundReasonText(r.Reason), RefundCents: r.AmountCents, TotalCents: r.PaidCents})
+	if err != nil {
+		return "", nil, err
+	}
+	switch res.Status {
+	case wechatpay.RefundSuccess:
+		return res.RefundID, &RefundOutcome{Succeeded: true, Detail: res.Status}, nil
+	case wechatpay.RefundClosed, wechatpay.RefundAbnormal:
+		return res.RefundID, &RefundOutcome{Detail: res.Status}, nil
+	}
+	return res.RefundID, nil, nil // PROCESSING: the notification settles it
+}
+
+// refundReasonText is what the payer sees as the refund's reason.
+func refundReasonText(reason string) string {
+	switch reason {
+	case booking.RefundUserCancel, booking.RefundLateCancel:
+		return "预约取消退款"
+	case booking.RefundAdminCancel:
+		return "场馆取消预约退款"
+	case booking.RefundNoShow:
+		return "未到场部分退款"
+	}
+	return "支付未能预约成功，全额退款"
+}
