@@ -244,7 +244,8 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*wiring, e
 	})
 	if err == nil {
 		var jb *jobs.Jobs
-		jb, err = jobs.New(jobs.Options{Redis: rdb.Asynq, Engine: eng, Horizon: cfg.ReleaseHorizon, Shards: cfg.ReleaseQueues, Logger: log})
+		jb, err = jobs.New(jobs.Options{Redis: rdb.Asynq, Engine: eng, Horizon: cfg.ReleaseHorizon, Shards: cfg.ReleaseQueues,
+			Lease: eng.Lease, Logger: log})
 		if err == nil {
 			eng.SetScheduler(jb)
 			return &wiring{cfg: cfg, sql: sql, redis: rdb, eng: eng, jobs: jb}, nil
@@ -368,7 +369,8 @@ func runInstance(ctx context.Context, cfg *config.Config, out io.Writer, log *sl
 		if err := w.jobs.Start(ctx); err != nil {
 			return err
 		}
-		loops := w.eng.NewLoops(engine.LoopsConfig{})
+		// Instances share the background work: each loop runs on the one instance holding its lease.
+		loops := w.eng.NewLoops(engine.LoopsConfig{Lease: w.eng.Lease})
 		loops.Start(ctx)
 		bg = append(bg, loops)
 	}

@@ -53,7 +53,6 @@ var (
 	errUnauthorized        = newError(http.StatusUnauthorized, "unauthorized", "a valid Bearer token is required")
 	errForbidden           = newError(http.StatusForbidden, "forbidden", "not allowed for this caller")
 	errBodyTooLarge        = newError(http.StatusRequestEntityTooLarge, "body_too_large", "the body exceeds 1 MiB")
-	errNotImplemented      = newError(http.StatusNotImplemented, "not_implemented", "not implemented yet")
 	errWechatNotConfigured = newError(http.StatusNotImplemented, "wechat_not_configured", "WeChat log-in is not configured")
 	errWechatLoginFailed   = newError(http.StatusUnauthorized, "wechat_login_failed", "WeChat rejected the log-in code")
 	errWechatUnavailable   = newError(http.StatusUnauthorized, "wechat_unavailable", "WeChat could not be reached")

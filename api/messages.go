@@ -62,6 +62,8 @@ var catalog = map[string]map[string]string{
 		"invalid_buffer":          "A preparation or clean-up buffer is out of range.",
 		"invalid_grace":           "The grace is out of range.",
 		"invalid_resource_ids":    "A service needs one or more distinct resources.",
+		"invalid_roles":           "A service takes resource_ids or roles, not both; at most 10 roles, each with a name of its own and at least one resource.",
+		"invalid_resources":       "The resources do not fit the service: a service with roles takes one resource per role (in resources) and its bookings keep them when moved; any other service takes one resource_id.",
 		"invalid_role":            "The role must be user, staff or admin.",
 		"invalid_user_id":         "The user id is empty, too long or has characters that are not allowed.",
 		"invalid_code":            "The code is empty or too long.",
@@ -90,7 +92,6 @@ var catalog = map[string]map[string]string{
 		"forbidden":             "You are not allowed to do this.",
 		"not_found":             "No such object.",
 		"method_not_allowed":    "This method is not allowed on this path.",
-		"not_implemented":       "This is not available yet.",
 		"wechat_login_failed":   "WeChat log-in failed; please try again.",
 		"wechat_not_configured": "WeChat log-in is not configured on this server.",
 		"wechat_unavailable":    "WeChat could not be reached; please try again.",
@@ -119,6 +120,11 @@ var catalog = map[string]map[string]string{
 		"account_frozen":        "New holds are paused for this account after too many no-shows.",
 		"rate_limited":          "Too many requests; please slow down and try again shortly.",
 		"internal":              "Something went wrong on our side.",
+
+		// Payments with WeChat Pay.
+		"wechatpay_not_configured": "WeChat Pay is not configured on this server.",
+		"wechat_login_required":    "Log in through WeChat to pay with WeChat Pay.",
+		"bad_notification":         "The payment notification could not be verified or decrypted.",
 	},
 	langZH: {
 		"payment_id_conflict":     "该支付单号已用于另一笔预留。",
@@ -163,6 +169,8 @@ var catalog = map[string]map[string]string{
 		"invalid_buffer":          "准备或清理时间超出范围。",
 		"invalid_grace":           "宽限时间超出范围。",
 		"invalid_resource_ids":    "服务需要一个或多个不重复的资源。",
+		"invalid_roles":           "服务只能指定 resource_ids 或 roles 之一；最多 10 个角色，每个角色名称唯一且至少包含一个资源。",
+		"invalid_resources":       "所选资源与服务不符：多角色服务须按角色指定资源（resources），改期时资源保持不变；其他服务只能指定一个 resource_id。",
 		"invalid_role":            "角色必须是 user、staff 或 admin。",
 		"invalid_user_id":         "用户 ID 为空、过长或包含不允许的字符。",
 		"invalid_code":            "代码为空或过长。",
@@ -190,7 +198,6 @@ var catalog = map[string]map[string]string{
 		"forbidden":               "您无权执行此操作。",
 		"not_found":               "对象不存在。",
 		"method_not_allowed":      "此路径不支持该方法。",
-		"not_implemented":         "该功能暂未开放。",
 		"wechat_login_failed":     "微信登录失败，请重试。",
 		"wechat_not_configured":   "服务器未配置微信登录。",
 		"wechat_unavailable":      "暂时无法连接微信，请重试。",
@@ -218,6 +225,11 @@ var catalog = map[string]map[string]string{
 		"account_frozen":          "因多次爽约，该账户暂时无法预留。",
 		"rate_limited":            "请求过于频繁，请稍后重试。",
 		"internal":                "服务器内部错误。",
+
+		// Payments with WeChat Pay.
+		"wechatpay_not_configured": "服务器未配置微信支付。",
+		"wechat_login_required":    "请先通过微信登录，再使用微信支付。",
+		"bad_notification":         "支付通知无法验证或解密。",
 	},
 }
 

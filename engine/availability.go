@@ -27,6 +27,9 @@ func (e *Engine) Availability(ctx context.Context, q AvailabilityQuery) ([]SlotA
 		return nil, unknown(err, "unknown_service", "service %d does not exist", q.ServiceID)
 	}
 	if len(si.roles) > 0 {
+		if q.ResourceID != 0 {
+			return nil, booking.Invalid("invalid_resources", "service %d takes one resource per role: its availability names none", q.ServiceID).WithField("resource_id")
+		}
 		return e.dayOfRoles(ctx, si, q.Date)
 	}
 	ids := si.resources

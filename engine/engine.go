@@ -19,6 +19,7 @@ import (
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
 	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
+	"github.com/slotwheel/slotwheel/engine/loop"
 	"github.com/slotwheel/slotwheel/engine/notify/webhook"
 	"github.com/slotwheel/slotwheel/engine/wechatpay"
 )
@@ -76,6 +77,8 @@ type Engine struct {
 
 	senderOnce sync.Once
 	sender     *webhook.Sender // webhookSender's default
+	wheel      wheel
+	token      string // this instance's lease token
 }
 
 // testHooks let tests inject failures at the steps DESIGN.md orders; nil in production.
@@ -140,6 +143,7 @@ func New(opts Options) (*Engine, error) {
 		sched: opts.Scheduler,
 		rs:    redisstore.New(opts.Redis, opts.Prefix),
 	}
+	e.token = newClaimToken()
 	e.ss = sqlstore.New(opts.DB, e.renderChange)
 	e.ss.SetRefundRenderer(refundEvent)
 	e.cat = newCatalog(e.ss, e.clock)
@@ -173,6 +177,10 @@ func setDefault(d *time.Duration, def time.Duration) {
 		*d = def
 	}
 }
+
+// Lease returns the lease of the background work named name for this instance (see engine/loop):
+// with it, one instance at a time runs that work, and another takes over when it dies.
+func (e *Engine) Lease(name string) loop.Lease { return e.rs.Lease(name, e.token) }
 
 // Ready checks that both backends answer.
 func (e *Engine) Ready(ctx context.Context) error {

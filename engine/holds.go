@@ -16,9 +16,6 @@ func (e *Engine) Hold(ctx context.Context, req HoldRequest) (Hold, error) {
 	if req.UserID == "" {
 		return Hold{}, ErrForbidden
 	}
-	if err := e.checkFrozen(ctx, req.UserID); err != nil {
-		return Hold{}, err
-	}
 	var err error
 	if req.Quantity, err = booking.Quantity(req.Quantity); err != nil {
 		return Hold{}, err
@@ -34,11 +31,21 @@ func (e *Engine) Hold(ctx context.Context, req HoldRequest) (Hold, error) {
 		if err != nil {
 			return Hold{}, unknown(err, "unknown_resource", "resource %d does not exist", req.ResourceID)
 		}
+		if err := e.checkFrozen(ctx, req.UserID, ri.venue.loc); err != nil {
+			return Hold{}, err
+		}
 		return e.take(ctx, req, ri, nil)
 	}
 	si, err := e.cat.service(ctx, req.ServiceID)
 	if err != nil {
 		return Hold{}, unknown(err, "unknown_service", "service %d does not exist", req.ServiceID)
+	}
+	vi, err := e.cat.venue(ctx, si.svc.VenueID)
+	if err != nil {
+		return Hold{}, err
+	}
+	if err := e.checkFrozen(ctx, req.UserID, vi.loc); err != nil {
+		return Hold{}, err
 	}
 	if len(si.roles) > 0 {
 		return e.holdRoles(ctx, req, si)

@@ -200,7 +200,7 @@ func TestHoldExpiresAtItsDeadline(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, tb.used(t, res.VenueID, res.ID, start))
 	tb.clock.Advance(2 * time.Second)
-	require.NoError(t, tb.e.NewLoops(LoopsConfig{}).Run(ctx, "hold_expiry"))
+	require.NoError(t, tb.e.NewLoops(LoopsConfig{}).Run(ctx, "wheel_sweep"))
 	require.Equal(t, 0, tb.used(t, res.VenueID, res.ID, start))
 
 	// Confirming after expiry re-takes the units while they are free...

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
@@ -17,10 +18,13 @@ type LoopsConfig struct {
 	// ExpiryInterval is the hold wheel's tick; default 100ms. Availability does not depend on it (a
 	// due hold stops counting at its deadline), only how soon counters and records catch up.
 	ExpiryInterval time.Duration
-	// SweepInterval is the period of the sweeps: holds a dead process left CONFIRMING, expired holds
-	// to announce, waitlist promotion, checked-in bookings' progress, reminders, and Redis-loss
-	// detection; default 1s.
+	// SweepInterval is the period of the sweeps that poll SQL (waitlist promotion, checked-in
+	// bookings' progress, reminders) and of Redis-loss detection; default 1s.
 	SweepInterval time.Duration
+	// WheelSweepInterval is the period of the wheel's look at every venue, which catches what no
+	// timer was marked for (a process that died between a hold and its mark, Redis data loss);
+	// default 30s.
+	WheelSweepInterval time.Duration
 	// OverdueInterval is the period of the overdue release sweep, which releases every CONFIRMED
 	// booking past its release_at whatever happened to its task; default 2s.
 	OverdueInterval time.Duration
@@ -30,7 +34,9 @@ type LoopsConfig struct {
 	// ExpiryBatch bounds the holds one script gives back per venue; default 500. A full batch is
 	// followed at once by another.
 	ExpiryBatch int
-	// Lease, when set, gives each loop a lease (by its name) so that one instance runs it at a time.
+	// Lease, when set, gives each loop a lease (by its name) so that one instance runs it at a time:
+	// instances share the work instead of repeating it, and another takes a loop over when the one
+	// that runs it dies.
 	Lease func(name string) loop.Lease
 }
 
@@ -44,24 +50,28 @@ type Loops struct {
 func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 	setDefault(&cfg.ExpiryInterval, 100*time.Millisecond)
 	setDefault(&cfg.SweepInterval, time.Second)
+	setDefault(&cfg.WheelSweepInterval, 30*time.Second)
 	setDefault(&cfg.OverdueInterval, 2*time.Second)
 	setDefault(&cfg.RelayInterval, 250*time.Millisecond)
 	if cfg.ExpiryBatch <= 0 {
 		cfg.ExpiryBatch = 500
 	}
-	mkTimeout := func(name string, every, timeout time.Duration, run loop.Func) *loop.Loop {
-		c := loop.Config{Name: name, Interval: every, Timeout: timeout, Logger: e.log}
-		if cfg.Lease != nil {
+	// leased says whether a loop runs on one instance at a time; leaseTTL is how long its holder may
+	// be silent before another takes it over.
+	mkLoop := func(name string, every, timeout, leaseTTL time.Duration, leased bool, run loop.Func) *loop.Loop {
+		c := loop.Config{Name: name, Interval: every, Timeout: timeout, LeaseTTL: leaseTTL, Logger: e.log}
+		if cfg.Lease != nil && leased {
 			c.Lease = cfg.Lease(name)
 		}
 		return loop.New(c, run)
 	}
-	mk := func(name string, every time.Duration, run loop.Func) *loop.Loop {
-		return mkTimeout(name, every, max(10*every, 2*time.Second), run)
+	shared := func(name string, every time.Duration, run loop.Func) *loop.Loop {
+		return mkLoop(name, every, max(10*every, 2*time.Second), 0, true, run)
 	}
-	// The relay runs at its interval, and at once whenever a write committed events.
-	// A run waits for the first attempts of what it published (relayWait), so it gets more time.
-	relay := mkTimeout("outbox_relay", cfg.RelayInterval, 30*time.Second, func(ctx context.Context) error {
+	// The relay runs on every instance, at its interval and at once whenever a write of this process
+	// committed events: publishing is idempotent, and an instance's own events go out without waiting
+	// for another's tick. A run waits for the first attempts of what it published (relayWait).
+	relay := mkLoop("outbox_relay", cfg.RelayInterval, 30*time.Second, 0, false, func(ctx context.Context) error {
 		for {
 			n, err := e.RelayOutbox(ctx)
 			if err != nil || n < 500 {
@@ -71,19 +81,22 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 	})
 	e.ss.OnEvents(relay.Kick)
 	return &Loops{loops: []*loop.Loop{
-		// Redis loss first: the others need the state it rebuilds.
-		mk("redis_loss", cfg.SweepInterval, e.reconcileIfRedisLost),
-		mk("hold_expiry", cfg.ExpiryInterval, func(ctx context.Context) error { return e.expireHolds(ctx, cfg.ExpiryBatch) }),
-		mk("expired_holds", cfg.SweepInterval, e.finishExpiredHolds),
-		mk("abandoned_confirms", cfg.SweepInterval, e.sweepConfirming),
-		mk("waitlist", cfg.SweepInterval, e.promoteWaiting),
-		mk("progress", cfg.SweepInterval, e.completeFinished),
-		mk("reminders", cfg.SweepInterval, e.sendReminders),
-		mk("overdue_release", cfg.OverdueInterval, func(ctx context.Context) error { _, err := e.ReleaseDue(ctx, 0); return err }),
+		// Redis loss first (on every instance: each watches the queues it uses): the others need the
+		// state it rebuilds.
+		mkLoop("redis_loss", cfg.SweepInterval, 2*time.Second, 0, false, e.reconcileIfRedisLost),
+		// The wheel's lease is short, so that a dead holder's venues expire on time elsewhere.
+		mkLoop("wheel", cfg.ExpiryInterval, 10*time.Second, 5*cfg.ExpiryInterval, true,
+			func(ctx context.Context) error { return e.runWheel(ctx, cfg.ExpiryBatch) }),
+		mkLoop("wheel_sweep", cfg.WheelSweepInterval, time.Minute, 0, true,
+			func(ctx context.Context) error { return e.sweepWheel(ctx, cfg.ExpiryBatch) }),
+		shared("waitlist", cfg.SweepInterval, e.promoteWaiting),
+		shared("progress", cfg.SweepInterval, e.completeFinished),
+		shared("reminders", cfg.SweepInterval, e.sendReminders),
+		shared("overdue_release", cfg.OverdueInterval, func(ctx context.Context) error { _, err := e.ReleaseDue(ctx, 0); return err }),
 		relay,
-		mk("notify_prune", time.Hour, e.pruneNotifications),
-		mk("refunds", 2*time.Second, e.queueRefunds),
-		mk("deliveries_requeue", 5*time.Second, e.requeueDeliveries),
+		shared("notify_prune", time.Hour, e.pruneNotifications),
+		shared("refunds", 2*time.Second, e.queueRefunds),
+		shared("deliveries_requeue", 5*time.Second, e.requeueDeliveries),
 	}}
 }
 
@@ -122,43 +135,82 @@ func (l *Loops) Run(ctx context.Context, name string) error {
 	return fmt.Errorf("no loop %q", name)
 }
 
-// expireHolds gives back the units of every venue's due holds, in batches.
-func (e *Engine) expireHolds(ctx context.Context, batch int) error {
-	venues, err := e.cat.venueList(ctx)
-	if err != nil {
-		return err
+// wheelLookback bounds how far back a wheel that starts (or takes over from a dead instance) reads
+// marks; older ones are the wheel sweep's.
+const wheelLookback = 120
+
+// wheel is the hold wheel's state on this instance: the last second whose marks it read.
+type wheel struct {
+	mu     sync.Mutex
+	cursor int64
+}
+
+// runWheel is the wheel's tick: every venue marked for a second that has come is looked at once
+// (its due holds expire, expired ones are announced, abandoned confirms and moves resolved), and the
+// second's marks are dropped. Its cost follows what is due, not how many venues exist.
+func (e *Engine) runWheel(ctx context.Context, batch int) error {
+	e.wheel.mu.Lock()
+	defer e.wheel.mu.Unlock()
+	now := e.clock.Now()
+	sec := now.Unix()
+	from := e.wheel.cursor + 1
+	if e.wheel.cursor == 0 || from < sec-wheelLookback {
+		from = sec - wheelLookback
 	}
 	var errs []error
-	total := 0
-	for _, v := range venues {
-		for {
-			n, _, err := e.rs.ExpireDue(ctx, v, e.clock.Now(), batch)
-			total += n
+	for s := from; s <= sec; s++ {
+		for shard := range redisstore.DueShards {
+			venues, err := e.rs.DueVenues(ctx, shard, s)
 			if err != nil {
-				errs = append(errs, err)
-				break
+				return errors.Join(append(errs, err)...) // this second is read again next tick
 			}
-			if n < batch {
-				break
+			for _, v := range venues {
+				if err := e.tickVenue(ctx, v, batch); err != nil {
+					errs = append(errs, fmt.Errorf("venue %d: %w", v, err))
+					// Looked at again in a second, not lost with the dropped mark.
+					errs = append(errs, e.rs.MarkDue(ctx, v, now.Add(time.Second), now))
+				}
+			}
+			if err := e.rs.DropDue(ctx, shard, s); err != nil {
+				return errors.Join(append(errs, err)...)
 			}
 		}
+		e.wheel.cursor = s
 	}
-	metricExpired.Add(float64(total))
 	return errors.Join(errs...)
 }
 
-// finishExpiredHolds announces the holds that expired unpaid (hold.expired, and waitlist.lapsed for
-// a promoted waiter's hold, whose units then pass to the next waiter) and writes their records
-// EXPIRED. The events are written first: if SQL is away the holds stay to be finished next time.
-func (e *Engine) finishExpiredHolds(ctx context.Context) error {
+// sweepWheel looks at every venue as the wheel does: the safety net for timers never marked.
+func (e *Engine) sweepWheel(ctx context.Context, batch int) error {
 	venues, err := e.cat.venueList(ctx)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, v := range venues {
-		errs = append(errs, e.finishExpiredAt(ctx, v))
+		if err := e.tickVenue(ctx, v, batch); err != nil {
+			errs = append(errs, fmt.Errorf("venue %d: %w", v, err))
+		}
 	}
+	return errors.Join(errs...)
+}
+
+// tickVenue does a venue's due work: due holds give their units back (in batches), holds that
+// expired are announced, and confirms and moves a dead process left behind are resolved.
+func (e *Engine) tickVenue(ctx context.Context, v uint64, batch int) error {
+	var errs []error
+	for {
+		n, _, err := e.rs.ExpireDue(ctx, v, e.clock.Now(), batch)
+		metricExpired.Add(float64(n))
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		if n < batch {
+			break
+		}
+	}
+	errs = append(errs, e.finishExpiredAt(ctx, v), e.sweepConfirmingAt(ctx, v), e.sweepMoves(ctx, v, e.clock.Now()))
 	return errors.Join(errs...)
 }
 
@@ -208,41 +260,28 @@ func (e *Engine) finishExpiredAt(ctx context.Context, v uint64) error {
 	return nil
 }
 
-// sweepConfirming resolves holds left CONFIRMING, and booking moves left reserved, for longer than
-// ConfirmStaleAfter: a process died between the Redis step and the SQL one, or a commit's outcome was
-// lost. It is what reconciliation does for them, but within seconds.
-func (e *Engine) sweepConfirming(ctx context.Context) error {
-	venues, err := e.cat.venueList(ctx)
+// sweepConfirmingAt resolves a venue's holds left CONFIRMING for longer than ConfirmStaleAfter: a
+// process died between marking and settling, or a commit's outcome was lost. It is what
+// reconciliation does for them, but within seconds (the confirm marked the venue's timer).
+func (e *Engine) sweepConfirmingAt(ctx context.Context, v uint64) error {
+	now := e.clock.Now()
+	ids, err := e.rs.StaleConfirming(ctx, v, now.Add(-e.opts.ConfirmStaleAfter), 100)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	records, err := e.rs.ReadHolds(ctx, v, ids)
 	if err != nil {
 		return err
 	}
-	now := e.clock.Now()
 	var rep ReconcileReport
 	var errs []error
-	for _, v := range venues {
-		if err := e.sweepMoves(ctx, v, now); err != nil {
-			errs = append(errs, err)
+	for _, id := range ids {
+		r, ok := records[id]
+		gone, err := e.repairHold(ctx, v, id, r, ok, now, &rep)
+		if err == nil && gone {
+			_, err = e.rs.GiveBack(ctx, v, []redisstore.Freed{{Owner: redisstore.HoldOwner(id)}}, now)
 		}
-		ids, err := e.rs.StaleConfirming(ctx, v, now.Add(-e.opts.ConfirmStaleAfter), 100)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		records, err := e.rs.ReadHolds(ctx, v, ids)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, id := range ids {
-			r, ok := records[id]
-			gone, err := e.repairHold(ctx, v, id, r, ok, now, &rep)
-			if err == nil && gone {
-				_, err = e.rs.GiveBack(ctx, v, []redisstore.Freed{{Owner: redisstore.HoldOwner(id)}}, now)
-			}
-			if err != nil {
-				errs = append(errs, err)
-			}
-		}
+		errs = append(errs, err)
 	}
 	metricRepairs.WithLabelValues("confirming_resumed").Add(float64(rep.ConfirmingResumed))
 	metricRepairs.WithLabelValues("holds_settled").Add(float64(rep.HoldsSettled))

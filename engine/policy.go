@@ -100,7 +100,7 @@ func (e *Engine) SetNoshowPolicy(ctx context.Context, a Actor, in booking.Noshow
 	if err := e.refreshFreezes(ctx, users); err != nil {
 		return NoshowPolicy{}, err
 	}
-	return NoshowPolicy{Enabled: true, MaxNoshows: in.MaxNoshows, WithinDays: in.WithinDays, FreezeDays: in.FreezeDays}, nil
+	return NoshowPolicy{Enabled: in.MaxNoshows > 0, MaxNoshows: in.MaxNoshows, WithinDays: in.WithinDays, FreezeDays: in.FreezeDays}, nil
 }
 
 // NoshowPolicyView reads the no-show freeze rule. Admin only.
@@ -112,7 +112,7 @@ func (e *Engine) NoshowPolicyView(ctx context.Context, a Actor) (NoshowPolicy, e
 	if err != nil || !ok {
 		return NoshowPolicy{}, err
 	}
-	return NoshowPolicy{Enabled: true, MaxNoshows: row.MaxNoshows, WithinDays: row.WithinDays, FreezeDays: row.FreezeDays}, nil
+	return NoshowPolicy{Enabled: row.MaxNoshows > 0, MaxNoshows: row.MaxNoshows, WithinDays: row.WithinDays, FreezeDays: row.FreezeDays}, nil
 }
 
 // refreshFreezes decides again whether users are frozen, after their no-shows changed (a release, a
@@ -135,9 +135,9 @@ func (e *Engine) refreshFreezes(ctx context.Context, users []string) error {
 	return nil
 }
 
-// checkFrozen refuses a new hold of a user frozen for no-shows. It costs a Redis read only while the
-// rule is on.
-func (e *Engine) checkFrozen(ctx context.Context, userID string) error {
+// checkFrozen refuses a new hold of a user frozen for no-shows (the end of the freeze in loc, the
+// venue's zone). It costs a Redis read only while the rule is on.
+func (e *Engine) checkFrozen(ctx context.Context, userID string, loc *time.Location) error {
 	p, err := e.cat.noshowPolicy(ctx)
 	if err != nil || p.MaxNoshows == 0 {
 		return err
@@ -147,7 +147,7 @@ func (e *Engine) checkFrozen(ctx context.Context, userID string) error {
 		return err
 	}
 	if until.After(e.clock.Now()) {
-		return ErrAccountFrozen.WithDetail("until", until)
+		return ErrAccountFrozen.WithDetail("until", until.In(loc))
 	}
 	return nil
 }

@@ -171,7 +171,7 @@ func (e *Engine) repairHold(ctx context.Context, v uint64, id string, r redissto
 	}
 	switch r.Effective(now) {
 	case HoldHeld:
-		added, err := e.rs.Requeue(ctx, &r)
+		added, err := e.rs.Requeue(ctx, &r, now)
 		if added {
 			rep.HoldsRequeued++
 		}

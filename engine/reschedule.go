@@ -97,8 +97,11 @@ func (e *Engine) Reschedule(ctx context.Context, a Actor, req RescheduleRequest)
 	}
 	// Decided once on a copy first: a move the rules refuse touches nothing.
 	probe := b
-	if _, err := decide(&probe); err != nil {
-		return Booking{}, err
+	if c, err := decide(&probe); err != nil || c.None() {
+		if err != nil {
+			return Booking{}, err
+		}
+		return e.view(ctx, &b.Booking) // already on that window
 	}
 	ver := b.Version + 1
 	if err := e.reserveMove(ctx, ri, redisstore.BookingUnits{BookingID: b.ID, Qty: b.Quantity, Fields: fields, Version: ver}, days); err != nil {
@@ -114,11 +117,10 @@ func (e *Engine) Reschedule(ctx context.Context, a Actor, req RescheduleRequest)
 		if x.Version != b.Version {
 			return booking.Change{}, errMoveRaced
 		}
-		// The venue's zone must be cached before the transaction renders the event.
-		if _, err := e.cat.venue(ctx, x.VenueID); err != nil {
-			return booking.Change{}, err
+		if c, err := decide(x); err != nil || !c.None() {
+			return c, err
 		}
-		return decide(x)
+		return booking.Change{}, errMoveRaced // moved there meanwhile
 	})
 	lctx, cancel := later(ctx)
 	defer cancel()
@@ -157,7 +159,7 @@ func (e *Engine) Reschedule(ctx context.Context, a Actor, req RescheduleRequest)
 // reserveMove runs the move's reservation, loading the new window's cold days from SQL first.
 func (e *Engine) reserveMove(ctx context.Context, ri *resourceInfo, u redisstore.BookingUnits, days []string) error {
 	for attempt := 0; ; attempt++ {
-		out, cold, err := e.rs.ReserveMove(ctx, ri.res.VenueID, u, days, e.clock.Now())
+		out, cold, err := e.rs.ReserveMove(ctx, ri.res.VenueID, u, days, e.clock.Now(), e.opts.ConfirmStaleAfter)
 		if err != nil {
 			return err
 		}

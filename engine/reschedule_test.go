@@ -127,7 +127,7 @@ func TestRescheduleFailureKeepsOneWindow(t *testing.T) {
 		tb.e.hooks.beforeMoveCommit, tb.e.hooks.afterMoveCommit = nil, nil
 		require.Equal(t, 1, tb.used(t, res.VenueID, res.ID, to), "reserved while the move is under way")
 		tb.clock.Advance(tb.e.opts.ConfirmStaleAfter + time.Second)
-		require.NoError(t, tb.e.NewLoops(LoopsConfig{}).Run(ctx, "abandoned_confirms"))
+		require.NoError(t, tb.e.NewLoops(LoopsConfig{}).Run(ctx, "wheel_sweep"))
 		after, err := tb.e.GetBooking(ctx, alice, b.ID)
 		require.NoError(t, err)
 		require.Equal(t, committed, after.Start.Equal(to), "MySQL decides")

@@ -41,6 +41,12 @@ func (e *Engine) WechatPayParams(ctx context.Context, a Actor, holdID string) (w
 		return wechatpay.RequestPayment{}, ErrWechatPayOff
 	}
 	r, err := e.readHold(ctx, holdID)
+	if errors.Is(err, ErrNotFound) {
+		// A paid hold's record is gone: its booking answers for it.
+		if b, ok, berr := e.ss.BookingByHold(ctx, holdID); berr == nil && ok && a.Owns(b.UserID) {
+			return wechatpay.RequestPayment{}, ErrHoldNotActive
+		}
+	}
 	if err != nil {
 		return wechatpay.RequestPayment{}, err
 	}

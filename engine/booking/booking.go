@@ -319,6 +319,9 @@ func (b *Booking) Cancel(a Actor, now time.Time, p Policy) (Change, error) {
 // cut-off, fewer times than p allows. The booking keeps its id, status and check-in code; its
 // release_at follows the new window (start + grace, or now + grace for a window already started).
 func (b *Booking) Reschedule(to Placement, resourceID uint64, grace time.Duration, actor string, now time.Time, p Policy) (Change, error) {
+	if b.Status == Confirmed && b.ResourceID == resourceID && b.Start.Equal(to.Start) && b.End.Equal(to.End) {
+		return Change{}, nil // already there: a repeated request (a retry after a lost answer) moves nothing
+	}
 	if b.Status != Confirmed {
 		return Change{}, ErrInvalidTransition
 	}

@@ -296,8 +296,11 @@ func TestSaleWindowBoundaries(t *testing.T) {
 
 	_, err = DefaultPolicy().With(PolicyInput{CancelRefundPercent: ptr(101)})
 	require.ErrorIs(t, err, Invalid("invalid_policy", ""))
-	_, err = DefaultPolicy().With(PolicyInput{MaxDaysAhead: ptr(0)})
+	_, err = DefaultPolicy().With(PolicyInput{MaxDaysAhead: ptr(-1)})
 	require.ErrorIs(t, err, Invalid("invalid_policy", ""))
+	back, err := p.With(PolicyInput{MaxDaysAhead: ptr(0)})
+	require.NoError(t, err, "0 goes back to the schedule's horizon")
+	require.False(t, back.TooFar(today.AddDate(0, 0, 30), t0, shanghai))
 	kept, err := p.With(PolicyInput{NoshowRefundPercent: ptr(50)})
 	require.NoError(t, err)
 	require.Equal(t, time.Hour, kept.MinNotice, "fields left out keep their value")
@@ -338,7 +341,14 @@ func TestReschedule(t *testing.T) {
 	require.Equal(t, to.Start, b.Start)
 	require.Equal(t, uint64(2), b.ResourceID)
 	require.Equal(t, to.Start.Add(15*time.Minute), b.ReleaseAt)
-	_, err = b.Reschedule(to, 2, 15*time.Minute, "user:alice", t0.Add(-2*time.Hour), p)
+	same, err := b.Reschedule(to, 2, 15*time.Minute, "user:alice", t0.Add(-2*time.Hour), p)
+	require.NoError(t, err, "asking again for the window it is in is a retry, not a second move")
+	require.False(t, same.Moved)
+	require.Equal(t, 1, b.Reschedules)
+	later := to
+	later.Start, later.End = to.Start.Add(time.Hour), to.End.Add(time.Hour)
+	later.OccupyStart, later.OccupyEnd = later.Start, later.End
+	_, err = b.Reschedule(later, 2, 15*time.Minute, "user:alice", t0.Add(-2*time.Hour), p)
 	require.ErrorIs(t, err, ErrRescheduleLimit)
 
 	dear := to
@@ -363,7 +373,10 @@ func TestNoshowFreeze(t *testing.T) {
 	require.True(t, p.FrozenUntil(shows, t0.Add(4*day)).IsZero(), "free at the end of the freeze")
 	require.True(t, p.FrozenUntil([]time.Time{t0.Add(-31 * day), t0.Add(-3 * day)}, t0).IsZero(), "an old one does not count")
 	require.True(t, NoshowPolicy{}.FrozenUntil(shows, t0).IsZero(), "off by default")
-	_, err = ParseNoshowPolicy(NoshowPolicyInput{MaxNoshows: 0, WithinDays: 30, FreezeDays: 7})
+	off, err := ParseNoshowPolicy(NoshowPolicyInput{MaxNoshows: 0, WithinDays: 30, FreezeDays: 7})
+	require.NoError(t, err, "0 turns the freeze off")
+	require.True(t, off.FrozenUntil(shows, t0).IsZero())
+	_, err = ParseNoshowPolicy(NoshowPolicyInput{MaxNoshows: 2, WithinDays: 0, FreezeDays: 7})
 	require.ErrorIs(t, err, Invalid("invalid_policy", ""))
 }
 

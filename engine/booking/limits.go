@@ -55,14 +55,14 @@ var limits = map[Field]limit{
 	FieldGraceSeconds:    {"invalid_grace", 0, 86400},
 	FieldLimit:           {"invalid_limit", 1, 100},
 	FieldMinNotice:       {"invalid_policy", 0, 366 * 1440},
-	FieldMaxDaysAhead:    {"invalid_policy", 1, 366},
+	FieldMaxDaysAhead:    {"invalid_policy", 0, 366}, // 0: the schedule's horizon
 	FieldCancelCutoff:    {"invalid_policy", 0, 366 * 1440},
 	FieldCancelRefund:    {"invalid_policy", 0, 100},
 	FieldLateRefund:      {"invalid_policy", 0, 100},
 	FieldNoshowRefund:    {"invalid_policy", 0, 100},
 	FieldRescheduleCut:   {"invalid_policy", 0, 366 * 1440},
 	FieldMaxReschedules:  {"invalid_policy", 0, 100},
-	FieldMaxNoshows:      {"invalid_policy", 1, 1000},
+	FieldMaxNoshows:      {"invalid_policy", 0, 1000}, // 0: the freeze is off
 	FieldWithinDays:      {"invalid_policy", 1, 3650},
 	FieldFreezeDays:      {"invalid_policy", 1, 3650},
 }

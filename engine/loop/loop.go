@@ -33,9 +33,11 @@ type Config struct {
 	Interval time.Duration
 	// Timeout bounds one run; default 30s.
 	Timeout time.Duration
-	// Lease, when set, makes the loop run only on the instance that holds it; it is held for
-	// three intervals (at least a second) and renewed by every run.
+	// Lease, when set, makes the loop run only on the instance that holds it; every run renews it.
 	Lease Lease
+	// LeaseTTL is how long the lease is held past a run: how long a dead holder keeps the loop from
+	// the others; default three intervals, at least a second.
+	LeaseTTL time.Duration
 	// Logger receives failed runs; default slog.Default().
 	Logger *slog.Logger
 }
@@ -74,6 +76,9 @@ func New(cfg Config, run Func) *Loop {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = max(3*cfg.Interval, time.Second)
 	}
 	for _, o := range []string{"ok", "error", "skipped"} {
 		runs.WithLabelValues(cfg.Name, o)
@@ -141,7 +146,7 @@ func (l *Loop) RunOnce(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
 	if l.cfg.Lease != nil {
-		held, err := l.cfg.Lease.Hold(ctx, max(3*l.cfg.Interval, time.Second))
+		held, err := l.cfg.Lease.Hold(ctx, l.cfg.LeaseTTL)
 		if err != nil {
 			runs.WithLabelValues(l.cfg.Name, "error").Inc()
 			return err

@@ -17,13 +17,19 @@ export type ErrorCode = ErrorBody["error"]["code"];
 export type Venue = Schemas["Venue"];
 export type Resource = Schemas["Resource"];
 export type Service = Schemas["Service"];
+export type ServiceRole = Schemas["ServiceRole"];
 export type Slot = Schemas["Slot"];
 export type Availability = Schemas["Availability"];
 export type HoldInput = Schemas["HoldInput"];
 export type Hold = Schemas["Hold"];
 export type Booking = Schemas["Booking"];
 export type BookingStatus = Booking["status"];
+export type RescheduleInput = Schemas["RescheduleInput"];
+export type Policy = Schemas["Policy"];
 export type WaitlistEntry = Schemas["WaitlistEntry"];
+/** The arguments of wx.requestPayment, from POST /api/v1/holds/{id}/wechatpay. */
+export type WechatPayParams = Schemas["WechatPayParams"];
+export type Refund = Schemas["Refund"];
 export type Token = Schemas["Token"];
 
 /** The languages of error messages. */

@@ -212,6 +212,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/resources/{id}/policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set a resource's booking rules
+         * @description Admin. Fields left out keep their value; a resource that never set a policy starts from the defaults (see Policy). A value out of range is 422 invalid_policy naming the field. Answers the whole stored policy. A PUT is idempotent by nature, so it takes no Idempotency-Key.
+         */
+        put: operations["setResourcePolicy"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/services": {
         parameters: {
             query?: never;
@@ -221,7 +241,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create a service */
+        /**
+         * Create a service
+         * @description A service delivered by any one of resource_ids, or, with roles, one that needs one resource of every role at once (a practitioner and a room, ...). Prep and clean-up buffers take units but are not shown to the customer.
+         */
         post: operations["createService"];
         delete?: never;
         options?: never;
@@ -242,6 +265,30 @@ export interface paths {
          * @description Release happens at start + grace. A PUT replaces the category's policy and takes no Idempotency-Key.
          */
         put: operations["setGracePolicy"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/policies/noshow": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The no-show freeze
+         * @description Admin. enabled is false, and the numbers 0, until a rule is set.
+         */
+        get: operations["getNoshowPolicy"];
+        /**
+         * Set the no-show freeze
+         * @description Admin; one rule for the deployment, off until set. A user with at least max_noshows no-shows released within the last within_days days gets 403 account_frozen on new holds until freeze_days after the latest of them. One no-show is counted per released booking, and taken back when the booking is restored or checked in afterwards. The rule applies at once to every user's recent no-shows. It cannot be switched off again through the API (every field is at least 1).
+         */
+        put: operations["setNoshowPolicy"];
         post?: never;
         delete?: never;
         options?: never;
@@ -309,9 +356,29 @@ export interface paths {
         };
         /**
          * Availability of one day
-         * @description For a resource (resource_id), or a service (service_id, optionally on one resource_id). Answered for one venue-local day.
+         * @description For a resource (resource_id), or a service (service_id, optionally on one resource_id). Answered for one venue-local day. A service with roles is answered once per start, without resource_id (a resource_id given with it is ignored): a start is available when every role has a resource free for it.
          */
         get: operations["availability"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/resources/{id}/policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A resource's booking rules
+         * @description Anyone, no token: the rules a customer books under (notice, days ahead, cancel cut-off and refunds, moves). A resource that set none answers the defaults.
+         */
+        get: operations["getResourcePolicy"];
         put?: never;
         post?: never;
         delete?: never;
@@ -332,7 +399,7 @@ export interface paths {
         put?: never;
         /**
          * Hold units
-         * @description Takes one unit (or quantity units) of every slot of the physical window, all or nothing, until expires_at. 409 slot_full when any unit of the window is taken.
+         * @description Takes one unit (or quantity units) of every slot of the physical window, all or nothing, until expires_at. 409 slot_full when any unit of the window is taken. A service with roles takes one resource of every role at once (the ones named in resources, else the first of each role's with room). A user frozen for no-shows gets 403 account_frozen with the freeze's end in error.details.until; a user with SLOTWHEEL_MAX_ACTIVE_HOLDS unpaid holds at the venue gets 429 too_many_holds.
          */
         post: operations["createHold"];
         delete?: never;
@@ -385,6 +452,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/holds/{id}/wechatpay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * WeChat Pay: the wx.requestPayment arguments of a hold
+         * @description Owner only (another's hold is 404 not_found), and a user who logged in through WeChat (POST /api/v1/auth/wechat), so that the order's payer.openid is theirs (403 wechat_login_required otherwise); the hold must still be HELD (409 hold_expired, hold_not_active; a hold already paid is 404 not_found, its record having given way to the booking). The first call places the hold's JSAPI order at WeChat Pay (out_trade_no derived from the hold, the hold's amount_cents, time_expire the hold's expires_at); later calls reuse it (same package; a new timeStamp, nonceStr and paySign each time), so a repeat is harmless and the route takes no Idempotency-Key. Pass the answer to wx.requestPayment; the payment reaches POST /api/v1/payments/wechatpay/notify, which books the hold (poll GET /api/v1/holds/{id} for booking_id). An order still unpaid when the hold ends is closed. With WeChat Pay not configured the route answers 404 wechatpay_not_configured, whatever the hold. WeChat Pay unreachable is 503 backend_unavailable. Body: empty or {}.
+         */
+        post: operations["wechatPayParams"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/payments/notify": {
         parameters: {
             query?: never;
@@ -399,6 +486,26 @@ export interface paths {
          * @description Sent by the payment provider, signed with X-Slotwheel-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, t + "." + raw body)>. A bad or missing signature is 401 bad_signature; a timestamp more than 5 minutes from the server's clock is 401 stale_signature. A hold_id that cannot be a hold id (empty, over 64 characters, or characters other than [A-Za-z0-9._:-]) is 422 invalid_hold_id. An amount other than the hold's amount_cents is 422 amount_mismatch. A repeated payment_id is answered as the first time (deduplicated by payment_id, not by Idempotency-Key). A payment for an expired hold whose units are gone is answered 200 with outcome refund and recorded for refund.
          */
         post: operations["paymentNotify"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/payments/wechatpay/notify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * WeChat Pay notification
+         * @description Every WeChat Pay (API v3) notification: payments and refunds (it is also the refund requests' notify_url). Sent by WeChat Pay, without a token: the notification is verified first, and one that cannot be — a missing Wechatpay-* header, an unknown Wechatpay-Serial, a Wechatpay-Timestamp more than 5 minutes off, a bad signature, a resource that cannot be decrypted with the API v3 key or that names another merchant, or a replay of a notification already received — is answered 401 with WeChat's {"code": "FAIL"} body and changes nothing. TRANSACTION.SUCCESS confirms the order's hold as POST /api/v1/payments/notify does (deduplicated by transaction_id; a payment for a hold whose units are gone is recorded for refund); a verified payment of another amount than the order's is acknowledged, books nothing, and is recorded for refund (reason amount_mismatch). REFUND.* settles the refund (refund.succeeded or refund.failed). 204 means handled durably; any other answer makes WeChat deliver the notification again. The body is read as it is, not decoded strictly.
+         */
+        post: operations["wechatPayNotify"];
         delete?: never;
         options?: never;
         head?: never;
@@ -456,7 +563,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a booking
-         * @description Owner or admin; units go back. Body: empty or {}.
+         * @description Owner or admin; units go back. Body: empty or {}. A paid booking is refunded as its resource's policy says (GET /api/v1/resources/{id}/policy): cancel_refund_percent before the cancel cut-off, late_cancel_refund_percent after it; from start on the owner cannot cancel (409 cancellation_closed). An admin cancel is always allowed and refunded in full.
          */
         post: operations["cancelBooking"];
         delete?: never;
@@ -479,6 +586,26 @@ export interface paths {
          * @description Owner, within the restore window, if the units are free; else 409 slot_full or restore_window_closed. Body: empty or {}.
          */
         post: operations["restoreBooking"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/bookings/{id}/reschedule": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move a booking
+         * @description Owner or admin (another's booking is 404 not_found); only a CONFIRMED booking (409 invalid_transition otherwise). Moves the booking to another window, optionally on another resource of the same venue and price: same booking_id, new start, end and release_at (and a new release task), version + 1. The new units are taken and the old ones given back in one atomic step: either the booking moved or nothing changed (409 slot_full when a unit of the new window is taken). The resource's policy limits it: until reschedule_cutoff_minutes before the booking's current start (409 reschedule_closed), at most max_reschedules times (409 reschedule_limit, with error.details.max_reschedules); the new window must cost what was paid (409 price_differs). A booking of a service with roles moves in time with the same resources. Announced as booking.rescheduled. 503 storage_unavailable when the database's answer was lost: the move is then either committed or undone shortly after; read the booking before trying again.
+         */
+        post: operations["rescheduleBooking"];
         delete?: never;
         options?: never;
         head?: never;
@@ -578,6 +705,26 @@ export interface paths {
          * @description Staff of the venue (venue_id defaults to the staff member's own) or admin; newest first, optionally of one venue-local day, status or resource.
          */
         get: operations["listVenueBookings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/refunds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List refunds
+         * @description Admin; newest first, optionally of one status.
+         */
+        get: operations["listRefunds"];
         put?: never;
         post?: never;
         delete?: never;
@@ -748,14 +895,14 @@ export interface components {
                  * @example slot_full
                  * @enum {string}
                  */
-                code: "account_frozen" | "already_waiting" | "amount_mismatch" | "backend_unavailable" | "bad_signature" | "body_too_large" | "cancellation_closed" | "confirm_in_progress" | "duplicate_exception" | "forbidden" | "hold_expired" | "hold_not_active" | "idempotency_key_reused" | "internal" | "invalid_amount" | "invalid_buffer" | "invalid_capacity" | "invalid_category" | "invalid_checkin_code" | "invalid_code" | "invalid_cursor" | "invalid_date" | "invalid_duration" | "invalid_end" | "invalid_event_type" | "invalid_exception" | "invalid_grace" | "invalid_hold_id" | "invalid_horizon_days" | "invalid_id" | "invalid_idempotency_key" | "invalid_json" | "invalid_kind" | "invalid_limit" | "invalid_name" | "invalid_number" | "invalid_opening" | "invalid_page" | "invalid_payment_id" | "invalid_policy" | "invalid_price" | "invalid_quantity" | "invalid_release_mode" | "invalid_resource_ids" | "invalid_role" | "invalid_slot_minutes" | "invalid_status" | "invalid_template_data" | "invalid_template_id" | "invalid_time" | "invalid_time_of_day" | "invalid_timezone" | "invalid_transition" | "invalid_type" | "invalid_url" | "invalid_user_id" | "invalid_weekdays" | "invalid_window" | "method_not_allowed" | "missing_end" | "missing_field" | "missing_parameter" | "missing_resource_id" | "missing_start" | "missing_venue_id" | "not_found" | "not_implemented" | "off_grid" | "overlapping_openings" | "payment_id_conflict" | "price_differs" | "rate_limited" | "request_in_progress" | "reschedule_closed" | "reschedule_limit" | "resource_inactive" | "resource_not_in_service" | "restore_window_closed" | "schedule_conflict" | "slot_closed" | "slot_full" | "slot_past" | "stale_signature" | "storage_unavailable" | "too_early" | "too_far" | "too_late" | "too_many_holds" | "too_soon" | "unauthorized" | "unknown_field" | "unknown_resource" | "unknown_service" | "unknown_venue" | "wechat_login_failed" | "wechat_not_configured" | "wechat_unavailable";
+                code: "account_frozen" | "already_waiting" | "amount_mismatch" | "backend_unavailable" | "bad_notification" | "bad_signature" | "body_too_large" | "cancellation_closed" | "confirm_in_progress" | "duplicate_exception" | "forbidden" | "hold_expired" | "hold_not_active" | "idempotency_key_reused" | "internal" | "invalid_amount" | "invalid_buffer" | "invalid_capacity" | "invalid_category" | "invalid_checkin_code" | "invalid_code" | "invalid_cursor" | "invalid_date" | "invalid_duration" | "invalid_end" | "invalid_event_type" | "invalid_exception" | "invalid_grace" | "invalid_hold_id" | "invalid_horizon_days" | "invalid_id" | "invalid_idempotency_key" | "invalid_json" | "invalid_kind" | "invalid_limit" | "invalid_name" | "invalid_number" | "invalid_opening" | "invalid_page" | "invalid_payment_id" | "invalid_policy" | "invalid_price" | "invalid_quantity" | "invalid_release_mode" | "invalid_resource_ids" | "invalid_resources" | "invalid_role" | "invalid_roles" | "invalid_slot_minutes" | "invalid_status" | "invalid_template_data" | "invalid_template_id" | "invalid_time" | "invalid_time_of_day" | "invalid_timezone" | "invalid_transition" | "invalid_type" | "invalid_url" | "invalid_user_id" | "invalid_weekdays" | "invalid_window" | "method_not_allowed" | "missing_end" | "missing_field" | "missing_parameter" | "missing_resource_id" | "missing_start" | "missing_venue_id" | "not_found" | "off_grid" | "overlapping_openings" | "payment_id_conflict" | "price_differs" | "rate_limited" | "request_in_progress" | "reschedule_closed" | "reschedule_limit" | "resource_inactive" | "resource_not_in_service" | "restore_window_closed" | "schedule_conflict" | "slot_closed" | "slot_full" | "slot_past" | "stale_signature" | "storage_unavailable" | "too_early" | "too_far" | "too_late" | "too_many_holds" | "too_soon" | "unauthorized" | "unknown_field" | "unknown_resource" | "unknown_service" | "unknown_venue" | "wechat_login_failed" | "wechat_login_required" | "wechat_not_configured" | "wechat_unavailable" | "wechatpay_not_configured";
                 /** @description Human-readable, in the language chosen by Accept-Language (en or zh-CN; English otherwise). */
                 message: string;
                 /** @description The X-Request-Id of the answer. */
                 request_id: string;
                 /** @description The request field or query parameter to blame, when one is (a dotted JSON path such as weekly[0].open). */
                 field?: string;
-                /** @description What a client needs to act on the failure: booking_ids (schedule_conflict), opens_at (too_early), until (account_frozen), max_active_holds (too_many_holds). */
+                /** @description What a client needs to act on the failure: booking_ids (schedule_conflict), opens_at (too_early), until (account_frozen: the end of the freeze, RFC 3339 in UTC), max_active_holds (too_many_holds), max_reschedules (reschedule_limit), min_notice_minutes (too_soon), retry_after (rate_limited, in seconds). */
                 details?: {
                     [key: string]: unknown;
                 };
@@ -872,6 +1019,7 @@ export interface components {
             horizon_days: number;
             generated_until?: components["schemas"]["Date"];
         };
+        /** @description resource_ids or roles, not both (422 invalid_roles); neither is 400 missing_field naming resource_ids. A resource appears at most once in the whole service and there are 1 to 100 in all (invalid_resource_ids); at most 10 roles, each named (1 to 64 characters, unique) with at least one resource (invalid_roles); every resource must belong to the venue (unknown_resource). */
         ServiceInput: {
             venue_id: components["schemas"]["Id"];
             name: string;
@@ -886,8 +1034,10 @@ export interface components {
              * @default 0
              */
             cleanup_minutes?: number;
-            /** @description The resources that can deliver it; a hold names one. */
-            resource_ids: components["schemas"]["Id"][];
+            /** @description The resources that can deliver it, any one of them; a hold names one or takes the first with room. Give this or roles. */
+            resource_ids?: components["schemas"]["Id"][];
+            /** @description Instead of resource_ids, for a service that needs several resources at once: a hold takes one unit of one resource of every role, all or none. */
+            roles?: components["schemas"]["ServiceRole"][];
             /** Format: int64 */
             price_cents: number;
         };
@@ -898,7 +1048,10 @@ export interface components {
             duration_minutes: number;
             prep_minutes: number;
             cleanup_minutes: number;
+            /** @description The resources that deliver it; for a service with roles, every role's, role by role. */
             resource_ids: components["schemas"]["Id"][];
+            /** @description Present only for a service that needs several resources at once. */
+            roles?: components["schemas"]["ServiceRole"][];
             /** Format: int64 */
             price_cents: number;
             created_at?: components["schemas"]["DateTime"];
@@ -931,13 +1084,14 @@ export interface components {
              * @enum {string}
              */
             reason?: "full" | "closed" | "past" | "buffer_conflict" | "too_soon" | "too_far";
-            resource_id: components["schemas"]["Id"];
+            /** @description The slot's resource. Omitted for a service with roles, whose day answers each start once: available when every role has a resource free, remaining being what its scarcest role can still take, reason that of the first role without room. */
+            resource_id?: components["schemas"]["Id"];
         };
         /** @description One venue-local day, unpaginated. */
         Availability: {
             slots: components["schemas"]["Slot"][];
         };
-        /** @description Either {resource_id, start, end, quantity} or {service_id, resource_id (optional: the first resource with room otherwise), start, quantity}. start and end must lie on the resource's slot grid (off_grid) and the slot must not have ended (slot_past). */
+        /** @description Either {resource_id, start, end, quantity} or {service_id, resource_id (optional: the first resource with room otherwise), start, quantity}; a service with roles takes no resource_id (invalid_resources) but optionally resources, and the hold takes one unit of one resource of every role, all or none. start and end must lie on the resource's slot grid (off_grid) and the slot must not have ended (slot_past). */
         HoldInput: {
             resource_id?: components["schemas"]["Id"];
             service_id?: components["schemas"]["Id"];
@@ -948,8 +1102,12 @@ export interface components {
              * @default 1
              */
             quantity?: number;
+            /** @description Only for a service with roles: the resource to take for some roles, by role name; every other role gets the first of its resources with room. A role the service lacks, a resource that does not fill its role, or resources for a service without roles is 422 invalid_resources. */
+            resources?: {
+                [key: string]: components["schemas"]["Id"];
+            };
         };
-        /** @description service_id is present for service holds; booking_id once confirmed. */
+        /** @description service_id is present for service holds; booking_id once confirmed; resources for a service with roles. */
         Hold: {
             hold_id: components["schemas"]["HoldId"];
             /** @enum {string} */
@@ -965,8 +1123,12 @@ export interface components {
             /** Format: int64 */
             amount_cents: number;
             booking_id?: components["schemas"]["Id"];
+            /** @description For a service with roles: the resource of every role, by role name (resource_id is the first role's). Omitted for a single-resource hold or booking. */
+            resources?: {
+                [key: string]: components["schemas"]["Id"];
+            };
         };
-        /** @description service_id, checked_in_at, released_at, cancelled_at and payment_id are omitted when empty. */
+        /** @description service_id, checked_in_at, released_at, cancelled_at and payment_id are omitted when empty; resources is present for a service with roles. */
         Booking: {
             booking_id: components["schemas"]["Id"];
             hold_id: components["schemas"]["HoldId"];
@@ -990,6 +1152,10 @@ export interface components {
             version: number;
             /** @description The owner's user id. */
             user_id?: string;
+            /** @description For a service with roles: the resource of every role, by role name (resource_id is the first role's). Omitted for a single-resource hold or booking. */
+            resources?: {
+                [key: string]: components["schemas"]["Id"];
+            };
         };
         VenueList: {
             items: components["schemas"]["Venue"][];
@@ -1164,6 +1330,165 @@ export interface components {
             items: components["schemas"]["WechatTemplate"][];
             next_cursor: string;
         };
+        /** @description One role of a service that needs several resources at once. */
+        ServiceRole: {
+            /** @description The role's name, unique in the service (therapist, room, ...). */
+            role: string;
+            /** @description The resources that can fill the role. */
+            resource_ids: components["schemas"]["Id"][];
+        };
+        /** @description A resource's booking rules. A resource that set none has the defaults: min_notice_minutes 0, max_days_ahead 0 (the schedule's horizon), cancel_cutoff_minutes 0, cancel_refund_percent 100, late_cancel_refund_percent 100, noshow_refund_percent 0, reschedule_cutoff_minutes 0, max_reschedules 2. Admin cancels are always allowed and refunded in full. */
+        Policy: {
+            resource_id: components["schemas"]["Id"];
+            /** @description A slot must start at least this long after the hold is taken (422 too_soon, with error.details.min_notice_minutes; availability reason too_soon); 0: a slot in progress can still be held. */
+            min_notice_minutes: number;
+            /** @description Venue-local days that can be booked ahead, today included (422 too_far beyond; availability reason too_far); 0: as far as the schedule's horizon_days. */
+            max_days_ahead: number;
+            /** @description A user's cancel at least this long before start is refunded cancel_refund_percent, a later one late_cancel_refund_percent; 0: until start. From start on the owner cannot cancel (409 cancellation_closed): the no-show path applies. */
+            cancel_cutoff_minutes: number;
+            /** @description Share of the payment refunded for a user's cancel before the cut-off. */
+            cancel_refund_percent: number;
+            /** @description Share refunded for a user's cancel after the cut-off and before start. */
+            late_cancel_refund_percent: number;
+            /** @description Share of a released no-show's payment refunded. */
+            noshow_refund_percent: number;
+            /** @description A booking can be moved until this long before its start (409 reschedule_closed later); 0: until start. */
+            reschedule_cutoff_minutes: number;
+            /** @description How often one booking can be moved (409 reschedule_limit beyond). */
+            max_reschedules: number;
+        };
+        /** @description Any of the policy's fields; a field left out keeps its value (a resource's first policy starts from the defaults). A value out of range is 422 invalid_policy naming the field. See Policy for what each means. */
+        PolicyInput: {
+            min_notice_minutes?: number;
+            /** @description 0 to 366 days; 0 goes back to the schedule's horizon_days. */
+            max_days_ahead?: number;
+            cancel_cutoff_minutes?: number;
+            cancel_refund_percent?: number;
+            late_cancel_refund_percent?: number;
+            noshow_refund_percent?: number;
+            reschedule_cutoff_minutes?: number;
+            max_reschedules?: number;
+        };
+        /** @description All three are required (400 missing_field); each out of range is 422 invalid_policy naming the field. */
+        NoshowPolicyInput: {
+            /** @description No-shows within within_days that freeze a user; 0 turns the freeze off (and lifts freezes it caused). */
+            max_noshows: number;
+            /** @description The window, in days back from now, in which no-shows count. */
+            within_days: number;
+            /** @description How long the freeze lasts, from the no-show that reached max_noshows. */
+            freeze_days: number;
+        };
+        /** @description The deployment's no-show freeze; the numbers are 0 while it is off. */
+        NoshowPolicy: {
+            /** @description false until a rule is set (the default: no freeze). */
+            enabled: boolean;
+            max_noshows: number;
+            within_days: number;
+            freeze_days: number;
+        };
+        /** @description Money to give back of a payment, written with the change that decided it and announced as refund.requested, then refund.succeeded or refund.failed. booking_id is omitted for a payment that booked nothing (late_payment, amount_mismatch, duplicate_payment). */
+        Refund: {
+            refund_id: components["schemas"]["Id"];
+            booking_id?: components["schemas"]["Id"];
+            hold_id: components["schemas"]["HoldId"];
+            /** @description The payment refunded: the provider's payment_id, WeChat Pay's transaction_id. */
+            payment_id: string;
+            /**
+             * @description Who took the money: notify (POST /api/v1/payments/notify) or wechatpay.
+             * @enum {string}
+             */
+            provider: "notify" | "wechatpay";
+            /**
+             * Format: int64
+             * @description What was paid.
+             */
+            paid_cents: number;
+            /**
+             * Format: int64
+             * @description What is given back of it.
+             */
+            amount_cents: number;
+            /**
+             * @description user_cancel and late_user_cancel (before or after the cancel cut-off), admin_cancel, no_show (a release), late_payment (paid for a hold whose units were gone), amount_mismatch (a verified WeChat Pay payment of another amount than the order's), duplicate_payment (a second payment of a hold already paid).
+             * @enum {string}
+             */
+            reason: "user_cancel" | "late_user_cancel" | "admin_cancel" | "no_show" | "late_payment" | "amount_mismatch" | "duplicate_payment";
+            /**
+             * @description requested until the provider settles it; a refund of a payment that came through /payments/notify, or with WeChat Pay not configured, stays requested for manual handling.
+             * @enum {string}
+             */
+            status: "requested" | "succeeded" | "failed";
+            /** @description WeChat Pay's refund_id once it has one; empty otherwise. */
+            provider_refund_id: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, in UTC.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339, in UTC.
+             */
+            updated_at: string;
+        };
+        /** @description Newest first. */
+        RefundList: {
+            items: components["schemas"]["Refund"][];
+            /** @description Pass as ?cursor= for the next page; empty on the last page. */
+            next_cursor: string;
+        };
+        /** @description The new window, on the grid (off_grid) and within the resource's policy (too_soon, too_far). */
+        RescheduleInput: {
+            start: components["schemas"]["DateTime"];
+            /** @description Required for a resource booking (422 missing_end); for a service booking leave it out, or give start + the service's duration (422 invalid_end otherwise). */
+            end?: components["schemas"]["DateTime"];
+            /** @description Another resource of the booking's venue (422 unknown_resource otherwise) that, for a service booking, delivers the service (422 resource_not_in_service); the new window must cost what was paid (409 price_differs). A booking of a service with roles keeps its resources (422 invalid_resources for another resource_id). Left out, null or "": the booking's own. */
+            resource_id?: components["schemas"]["Id"];
+        };
+        /** @description Exactly the arguments of wx.requestPayment, in WeChat's own camelCase (the one answer of this API that is not snake_case): pass the object as it is, adding the success and fail callbacks. */
+        WechatPayParams: {
+            /** @description The mini-program's app id (SLOTWHEEL_WECHAT_APPID). */
+            appId: string;
+            /** @description Unix seconds, as a string. */
+            timeStamp: string;
+            nonceStr: string;
+            /** @description prepay_id=<the JSAPI order's prepay_id>. */
+            package: string;
+            /** @enum {string} */
+            signType: "RSA";
+            /** @description base64 RSA-SHA256 with the merchant key over appId + "\n" + timeStamp + "\n" + nonceStr + "\n" + package + "\n". */
+            paySign: string;
+        };
+        /** @description WeChat Pay's notification envelope, verified byte for byte as received and not decoded strictly (WeChat's fields are not slotwheel's to refuse). The decrypted resource must name this merchant's mchid (and, for a transaction, the app id). */
+        WechatPayNotification: {
+            /** @description WeChat's notification id. */
+            id: string;
+            /** Format: date-time */
+            create_time: string;
+            /** @description encrypt-resource. */
+            resource_type: string;
+            /** @description TRANSACTION.SUCCESS confirms the order's hold; REFUND.SUCCESS, REFUND.ABNORMAL and REFUND.CLOSED settle a refund; any other type is acknowledged and ignored. */
+            event_type: string;
+            summary?: string;
+            resource: {
+                /** @description transaction or refund: what the plaintext is. */
+                original_type: string;
+                /** @enum {string} */
+                algorithm: "AEAD_AES_256_GCM";
+                /** @description base64 of the AES-256-GCM ciphertext with its tag, under the API v3 key. */
+                ciphertext: string;
+                associated_data?: string;
+                /** @description The 12-character GCM nonce. */
+                nonce: string;
+            };
+        };
+        /** @description WeChat Pay's own answer to a notification that was not handled (not the error body); WeChat delivers the notification again later. */
+        WechatPayFail: {
+            /** @enum {string} */
+            code: "FAIL";
+            /** @description <error code>: <English reason>, for WeChat's logs; it does not follow Accept-Language. */
+            message: string;
+        };
     };
     responses: {
         /** @description The body or query cannot be read as the contract's types: invalid_json (also trailing data after the object), unknown_field, invalid_type, invalid_id, invalid_time, invalid_date, missing_field, missing_parameter, invalid_idempotency_key. */
@@ -1256,6 +1581,17 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description Too many requests from this client address (SLOTWHEEL_RATE_LIMIT_PER_IP per second; off unless set): rate_limited, with error.details.retry_after. Retry-After says how many seconds to wait. */
+        TooManyRequests: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: {
         /**
@@ -1300,6 +1636,8 @@ export interface components {
         "X-Request-Id": string;
         /** @description true when the answer is the stored answer of an earlier request with the same Idempotency-Key. */
         "Idempotent-Replayed": "true";
+        /** @description Seconds to wait before trying again. */
+        "Retry-After": number;
     };
     pathItems: never;
 }
@@ -1495,6 +1833,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -1540,7 +1879,8 @@ export interface operations {
             };
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
-            /** @description Not available yet: not_implemented. */
+            429: components["responses"]["TooManyRequests"];
+            /** @description WeChat log-in is not configured on this server (no app id and secret): wechat_not_configured. */
             501: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1603,6 +1943,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -1656,6 +1997,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -1719,6 +2061,61 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Default"];
+        };
+    };
+    setResourcePolicy: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description zh-CN or en: the language of error messages.
+                 * @example zh-CN
+                 */
+                "Accept-Language"?: components["parameters"]["AcceptLanguage"];
+            };
+            path: {
+                /**
+                 * @description A resource id.
+                 * @example 7
+                 */
+                id: components["parameters"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PolicyInput"];
+            };
+        };
+        responses: {
+            /** @description The resource's policy. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Policy"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["TooLarge"];
+            /** @description A value out of range: invalid_policy, naming the field. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -1762,7 +2159,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
-            /** @description Well-formed input that breaks a rule; the code names it (invalid_capacity, invalid_quantity, off_grid, slot_past, slot_closed, too_far, idempotency_key_reused, ...). */
+            /** @description A rule is broken: invalid_name, invalid_duration, invalid_buffer, invalid_price, invalid_resource_ids, invalid_roles, unknown_venue, unknown_resource, idempotency_key_reused. */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1772,6 +2169,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -1809,6 +2207,85 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Default"];
+        };
+    };
+    getNoshowPolicy: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description zh-CN or en: the language of error messages.
+                 * @example zh-CN
+                 */
+                "Accept-Language"?: components["parameters"]["AcceptLanguage"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rule. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NoshowPolicy"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Default"];
+        };
+    };
+    setNoshowPolicy: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description zh-CN or en: the language of error messages.
+                 * @example zh-CN
+                 */
+                "Accept-Language"?: components["parameters"]["AcceptLanguage"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NoshowPolicyInput"];
+            };
+        };
+        responses: {
+            /** @description The rule, now on. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NoshowPolicy"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["TooLarge"];
+            /** @description A value out of range: invalid_policy, naming the field. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -1837,6 +2314,7 @@ export interface operations {
                     "application/json": components["schemas"]["VenueList"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -1872,6 +2350,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -1907,6 +2386,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -1953,6 +2433,43 @@ export interface operations {
                 };
             };
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Default"];
+        };
+    };
+    getResourcePolicy: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description zh-CN or en: the language of error messages.
+                 * @example zh-CN
+                 */
+                "Accept-Language"?: components["parameters"]["AcceptLanguage"];
+            };
+            path: {
+                /**
+                 * @description A resource id.
+                 * @example 7
+                 */
+                id: components["parameters"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The resource's policy. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Policy"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -1982,6 +2499,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -2022,6 +2540,16 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            /** @description The account is frozen for no-shows (PUT /api/v1/admin/policies/noshow): account_frozen, with the end of the freeze in error.details.until (RFC 3339, in UTC). */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The state does not allow it now (slot_full, hold_expired, too_early, too_late, restore_window_closed, ...), or request_in_progress for a repeated Idempotency-Key whose first request still runs. */
             409: {
                 headers: {
@@ -2033,7 +2561,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["TooLarge"];
-            /** @description Well-formed input that breaks a rule; the code names it (invalid_capacity, invalid_quantity, off_grid, slot_past, slot_closed, too_far, idempotency_key_reused, ...). */
+            /** @description Well-formed input that breaks a rule; the code names it (invalid_quantity, off_grid, slot_past, slot_closed, too_soon, too_far, unknown_resource, unknown_service, resource_not_in_service, invalid_resources, idempotency_key_reused, ...). */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2043,12 +2571,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over a limit: too_many_holds, with the limit in error.details.max_active_holds. Retry-After says when to try again. */
+            /** @description Over a limit; Retry-After says when to try again: too_many_holds (SLOTWHEEL_MAX_ACTIVE_HOLDS unpaid holds at the venue, the limit in error.details.max_active_holds), or rate_limited (SLOTWHEEL_RATE_LIMIT_PER_IP, error.details.retry_after). */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2091,6 +2618,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -2128,6 +2656,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -2187,6 +2716,80 @@ export interface operations {
             };
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Default"];
+        };
+    };
+    wechatPayParams: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description zh-CN or en: the language of error messages.
+                 * @example zh-CN
+                 */
+                "Accept-Language"?: components["parameters"]["AcceptLanguage"];
+            };
+            path: {
+                /**
+                 * @description A hold id.
+                 * @example h1_5f0c2a9d3e7b11aa4c2d
+                 */
+                id: components["parameters"]["HoldIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["Empty"];
+            };
+        };
+        responses: {
+            /** @description What wx.requestPayment takes. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WechatPayParams"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The user did not log in through WeChat: wechat_login_required. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such hold of the caller's, or one already paid (not_found), or WeChat Pay is not configured (wechatpay_not_configured). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The hold can no longer be paid: hold_expired (its units are gone), hold_not_active (cancelled, or being confirmed). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Default"];
         };
     };
@@ -2251,7 +2854,99 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
+        };
+    };
+    wechatPayNotify: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The serial of the WeChat Pay public key (SLOTWHEEL_WECHATPAY_PUBLIC_KEY_ID) or platform certificate that signed the notification.
+                 * @example PUB_KEY_ID_0114232134912410000000000000
+                 */
+                "Wechatpay-Serial": string;
+                /**
+                 * @description Unix seconds; more than 5 minutes from the server's clock is refused.
+                 * @example 1746072180
+                 */
+                "Wechatpay-Timestamp": string;
+                /**
+                 * @description The signature's nonce.
+                 * @example 593BEC0C930BF1AFEB40B4A08C8FB242
+                 */
+                "Wechatpay-Nonce": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WechatPayNotification"];
+            };
+        };
+        responses: {
+            /** @description Handled durably, or verified with nothing to do (an event type it does not act on, an order or refund this deployment did not make, a repeat of a payment already handled). */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The notification cannot be verified or decrypted, is stale, or is a replay: nothing changed. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WechatPayFail"];
+                };
+            };
+            /** @description WeChat Pay is not configured on this server. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WechatPayFail"];
+                };
+            };
+            /** @description The body exceeds 1 MiB. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WechatPayFail"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            /** @description Redis or the database is unavailable: nothing is acknowledged, WeChat delivers the notification again; Retry-After: 5. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WechatPayFail"];
+                };
+            };
+            /** @description Any other failure, also with WeChat's FAIL body (such as 409 confirm_in_progress while the hold is being confirmed, or 500 internal); 5xx answers carry Retry-After. */
+            default: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WechatPayFail"];
+                };
+            };
         };
     };
     listBookings: {
@@ -2293,6 +2988,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -2329,6 +3025,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -2388,6 +3085,7 @@ export interface operations {
             };
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -2447,6 +3145,77 @@ export interface operations {
             };
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Default"];
+        };
+    };
+    rescheduleBooking: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description zh-CN or en: the language of error messages.
+                 * @example zh-CN
+                 */
+                "Accept-Language"?: components["parameters"]["AcceptLanguage"];
+                /**
+                 * @description Optional. Scoped to the caller, method and path; kept at least 24 hours. A repeat with the same body answers the first answer (same status and body byte for byte, so an error body's request_id names the first request; header Idempotent-Replayed: true); another body is 422 idempotency_key_reused; a repeat while the first still runs is 409 request_in_progress. 2xx and 4xx answers are stored, 5xx are not. Longer than 255 characters, empty, or sent twice: 400 invalid_idempotency_key.
+                 * @example 3f6c1e0a-5b7d-4c2e-9a18-0d4b6e2f7c91
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description A booking id; anything but decimal digits is 404.
+                 * @example 1024
+                 */
+                id: components["parameters"]["BookingId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RescheduleInput"];
+            };
+        };
+        responses: {
+            /** @description The moved booking. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Booking"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description The booking cannot move now: slot_full, reschedule_closed, reschedule_limit, price_differs, invalid_transition (not CONFIRMED), resource_inactive, confirm_in_progress, or request_in_progress for a repeated Idempotency-Key whose first request still runs. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["TooLarge"];
+            /** @description The new window breaks a rule: off_grid, slot_past, slot_closed, too_soon, too_far, missing_end, invalid_end, invalid_window, unknown_resource, resource_not_in_service, invalid_resources, idempotency_key_reused, ... */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Default"];
         };
     };
@@ -2501,6 +3270,7 @@ export interface operations {
             };
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -2533,6 +3303,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -2585,6 +3356,7 @@ export interface operations {
             };
             413: components["responses"]["TooLarge"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -2621,6 +3393,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -2657,6 +3430,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -2717,6 +3491,74 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Default"];
+        };
+    };
+    listRefunds: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only refunds in this status (422 invalid_status otherwise).
+                 * @example requested
+                 */
+                status?: "requested" | "succeeded" | "failed";
+                /**
+                 * @description next_cursor of the previous page (422 invalid_cursor for anything else).
+                 * @example 318
+                 */
+                cursor?: string;
+                /**
+                 * @description Page size (400 invalid_limit when not a positive number, 422 invalid_limit over 100).
+                 * @example 20
+                 */
+                limit?: number;
+            };
+            header?: {
+                /**
+                 * @description zh-CN or en: the language of error messages.
+                 * @example zh-CN
+                 */
+                "Accept-Language"?: components["parameters"]["AcceptLanguage"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The refunds. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundList"];
+                };
+            };
+            /** @description The query cannot be read: invalid_limit (not a positive number). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description A rule is broken: invalid_status, invalid_cursor, invalid_limit (over 100). */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -2770,6 +3612,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -2800,6 +3643,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -2853,6 +3697,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -2890,6 +3735,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -2945,6 +3791,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -3000,6 +3847,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -3030,6 +3878,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };
@@ -3076,6 +3925,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
     };

@@ -51,6 +51,12 @@ func (k Keys) RateLimit(addr string, unixSecond int64) string {
 // Seen marks a provider notification as handled, for the replay guard.
 func (k Keys) Seen(id string) string { return k.prefix + ":seen:{" + id + "}" }
 
+// DueBucket is the SET of venue ids with a timer due at one unix second, in one shard (see
+// timers.go); each shard has a hash tag of its own.
+func (k Keys) DueBucket(shard int, unixSecond int64) string {
+	return k.prefix + ":{due" + strconv.Itoa(shard) + "}:" + strconv.FormatInt(unixSecond, 10)
+}
+
 // Lease is the key by which one instance holds a background loop (or a share of one) at a time.
 func (k Keys) Lease(name string) string { return k.prefix + ":{lease}:" + name }
 

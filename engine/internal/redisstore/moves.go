@@ -21,12 +21,15 @@ const (
 )
 
 // ReserveMove takes, for booking b's move to fields (in days) committing at version, the units the
-// new window needs beyond those b already holds. The booking's old units stay until EndMove.
-func (s *Store) ReserveMove(ctx context.Context, venueID uint64, b BookingUnits, days []string, now time.Time) (MoveOutcome, string, error) {
+// new window needs beyond those b already holds. The booking's old units stay until EndMove; a move
+// still reserved after stale was left behind, and the wheel looks at the venue then.
+func (s *Store) ReserveMove(ctx context.Context, venueID uint64, b BookingUnits, days []string, now time.Time, stale time.Duration) (MoveOutcome, string, error) {
 	vk := s.keys.Venue(venueID)
-	out, err := replyStrings(s.scripts.reserveMove.Run(ctx, s.rdb,
+	// The wheel looks again once the move could be abandoned (a process that died mid-move).
+	out, err := s.runMarked(ctx, s.scripts.reserveMove,
 		[]string{vk.Capacity(), vk.Used(), vk.Owners(), vk.Moves(), vk.Wheel(), vk.Ended(), vk.Days()},
-		ms(now), b.BookingID, b.Qty, strings.Join(b.Fields, listSep), strings.Join(days, listSep), b.Version).Result())
+		[]any{ms(now), b.BookingID, b.Qty, strings.Join(b.Fields, listSep), strings.Join(days, listSep), b.Version},
+		venueID, now.Add(stale+time.Second), now)
 	if err != nil {
 		return "", "", unavailable("reserve move", err)
 	}

@@ -63,6 +63,8 @@ type scripts struct {
 	rateLimit      *redis.Script
 	holdRoles      *redis.Script
 	setOrder       *redis.Script
+	leaseHold      *redis.Script
+	leaseRelease   *redis.Script
 	reserveMove    *redis.Script
 	endMove        *redis.Script
 }
@@ -87,6 +89,8 @@ func loadScripts() *scripts {
 		rateLimit:      s("rate_limit.lua"),
 		holdRoles:      s("hold_roles.lua"),
 		setOrder:       s("set_order.lua"),
+		leaseHold:      s("lease_hold.lua"),
+		leaseRelease:   s("lease_release.lua"),
 		reserveMove:    s("reserve_move.lua"),
 		endMove:        s("end_move.lua"),
 		idemBegin:      s("idem_begin.lua"),

@@ -67,7 +67,7 @@ func (s *Store) Hold(ctx context.Context, r *HoldRecord, now time.Time, maxLive 
 		vk.UserHolds(r.UserID), vk.UserLive(r.UserID)}
 	args := append([]any{ms(now), ms(r.Deadline), r.Quantity, r.ID, Keep.Milliseconds(),
 		strings.Join(r.Days, listSep), strings.Join(r.Fields, listSep), maxLive}, r.pairs()...)
-	out, err := replyStrings(s.scripts.holdSlots.Run(ctx, s.rdb, keys, args...).Result())
+	out, err := s.runMarked(ctx, s.scripts.holdSlots, keys, args, r.VenueID, r.Deadline, now)
 	if err != nil {
 		return "", "", unavailable("hold", err)
 	}
@@ -107,7 +107,7 @@ func (s *Store) HoldRoles(ctx context.Context, r *HoldRecord, roles []Role, now 
 		}
 	}
 	args = append(args, r.pairs()...)
-	out, err := replyStrings(s.scripts.holdRoles.Run(ctx, s.rdb, keys, args...).Result())
+	out, err := s.runMarked(ctx, s.scripts.holdRoles, keys, args, r.VenueID, r.Deadline, now)
 	if err != nil {
 		return "", "", unavailable("hold roles", err)
 	}
@@ -130,6 +130,36 @@ func (s *Store) HoldRoles(ctx context.Context, r *HoldRecord, roles []Role, now 
 	}
 	r.ResourceID = r.Roles[0].ResourceID
 	return HoldOK, "", nil
+}
+
+// runMarked runs a script that may put a hold on a venue's wheel, and marks the venue's timer at at
+// in the same round trip (a pipeline; in a Redis Cluster, one per master, sent together). The mark
+// is made whatever the script answers: a needless mark costs the wheel one look at the venue.
+func (s *Store) runMarked(ctx context.Context, sc *redis.Script, keys []string, args []any, venueID uint64, at, now time.Time) ([]string, error) {
+	cmd, err := s.evalMarked(ctx, sc, keys, args, venueID, at, now)
+	if err != nil {
+		return nil, err
+	}
+	return replyStrings(cmd.Result())
+}
+
+// evalMarked is runMarked for a script whose answer is not a list of strings.
+func (s *Store) evalMarked(ctx context.Context, sc *redis.Script, keys []string, args []any, venueID uint64, at, now time.Time) (*redis.Cmd, error) {
+	for attempt := 0; ; attempt++ {
+		pipe := s.rdb.Pipeline()
+		cmd := sc.EvalSha(ctx, pipe, keys, args...)
+		s.markDue(ctx, pipe, venueID, at, now)
+		_, _ = pipe.Exec(ctx) // each command's own error is read below
+		err := cmd.Err()
+		if attempt == 0 && err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			// A pipeline sends EVALSHA only: load the script (on every master) and go again.
+			if err := sc.Load(ctx, s.rdb).Err(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		return cmd, err
+	}
 }
 
 // ReadSlots reads the capacity (-1 when closed) and units taken of fields of a venue, after expiring
@@ -198,9 +228,10 @@ func (s *Store) MarkConfirming(ctx context.Context, r *HoldRecord, now time.Time
 	if revive {
 		flag = "1"
 	}
-	out, err := replyStrings(s.scripts.markConfirming.Run(ctx, s.rdb,
+	// The wheel looks again once the confirm could be abandoned (a process that died mid-confirm).
+	out, err := s.runMarked(ctx, s.scripts.markConfirming,
 		[]string{vk.Capacity(), vk.Used(), vk.Owners(), vk.Wheel(), vk.Ended(), vk.Days(), vk.Hold(r.ID), vk.Confirming(), vk.UserLive(r.UserID)},
-		ms(now), flag, stale.Milliseconds()).Result())
+		[]any{ms(now), flag, stale.Milliseconds()}, r.VenueID, now.Add(stale+time.Second), now)
 	if err != nil {
 		return ConfirmStep{}, unavailable("mark confirming", err)
 	}
@@ -228,8 +259,8 @@ func (s *Store) Settle(ctx context.Context, r *HoldRecord, bookingID uint64, ver
 // Unconfirm puts a hold whose booking was certainly not committed back on the wheel.
 func (s *Store) Unconfirm(ctx context.Context, r *HoldRecord, now time.Time) error {
 	vk := s.keys.Venue(r.VenueID)
-	err := s.scripts.unconfirm.Run(ctx, s.rdb, []string{vk.Wheel(), vk.Hold(r.ID), vk.Confirming(), vk.UserLive(r.UserID)},
-		ms(now), Keep.Milliseconds()).Err()
+	_, err := s.evalMarked(ctx, s.scripts.unconfirm, []string{vk.Wheel(), vk.Hold(r.ID), vk.Confirming(), vk.UserLive(r.UserID)},
+		[]any{ms(now), Keep.Milliseconds()}, r.VenueID, r.Deadline, now)
 	return unavailable("unconfirm hold", err)
 }
 
@@ -494,8 +525,11 @@ func (s *Store) ForgetConfirming(ctx context.Context, venueID uint64, holdID str
 }
 
 // Requeue puts a HELD hold missing from the wheel back on it; true when it was missing.
-func (s *Store) Requeue(ctx context.Context, r *HoldRecord) (bool, error) {
+func (s *Store) Requeue(ctx context.Context, r *HoldRecord, now time.Time) (bool, error) {
 	n, err := s.rdb.ZAddNX(ctx, s.keys.Venue(r.VenueID).Wheel(), redis.Z{Score: float64(ms(r.Deadline)), Member: r.ID}).Result()
+	if err == nil && n == 1 {
+		err = s.MarkDue(ctx, r.VenueID, r.Deadline, now)
+	}
 	return n == 1, unavailable("requeue hold", err)
 }
 

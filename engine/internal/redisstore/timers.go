@@ -1,0 +1,103 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Venue timers tell the wheel which venues have something due at which second — a hold's deadline, a
+// confirm or a move that may have been abandoned — so that its work is proportional to what is due,
+// not to the venues that exist. Each second has a SET of venue ids, split over DueShards keys of
+// their own hash tags, so that in a Redis Cluster no one master carries every mark. A mark is only
+// ever added, and a second is read (and dropped) once it has passed, so no mark is lost to a race.
+
+// DueShards is how many keys one second's venues are spread over.
+const DueShards = 8
+
+// DueShard is the shard of a venue's marks.
+func DueShard(venueID uint64) int { return int(venueID % DueShards) }
+
+// dueSecond is the second whose bucket holds a mark for at: at rounded up, so that the bucket is read
+// no earlier than at.
+func dueSecond(at time.Time) int64 {
+	s := at.Unix()
+	if at.After(time.Unix(s, 0)) {
+		s++
+	}
+	return s
+}
+
+// dueLife is how long a bucket outlives its second when the wheel never reads it (no instance runs
+// the wheel); the wheel's sweep of every venue catches up with what it holds.
+const dueLife = time.Hour
+
+// markDue queues, on pipe, the mark of venue's timer at at (never earlier than now).
+func (s *Store) markDue(ctx context.Context, pipe redis.Cmdable, venueID uint64, at, now time.Time) {
+	if at.Before(now) {
+		at = now
+	}
+	sec := dueSecond(at)
+	key := s.keys.DueBucket(DueShard(venueID), sec)
+	pipe.SAdd(ctx, key, venueID)
+	pipe.ExpireAt(ctx, key, time.Unix(sec, 0).Add(dueLife))
+}
+
+// MarkDue marks a venue's timer at at: the wheel looks at the venue once at has come.
+func (s *Store) MarkDue(ctx context.Context, venueID uint64, at, now time.Time) error {
+	_, err := s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		s.markDue(ctx, pipe, venueID, at, now)
+		return nil
+	})
+	return unavailable("mark due", err)
+}
+
+// DueVenues lists the venues marked in one shard of one second.
+func (s *Store) DueVenues(ctx context.Context, shard int, sec int64) ([]uint64, error) {
+	members, err := s.rdb.SMembers(ctx, s.keys.DueBucket(shard, sec)).Result()
+	if err != nil {
+		return nil, unavailable("due venues", err)
+	}
+	out := make([]uint64, 0, len(members))
+	for _, m := range members {
+		if id, err := strconv.ParseUint(m, 10, 64); err == nil {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// DropDue forgets one shard of one second, once its venues were looked at.
+func (s *Store) DropDue(ctx context.Context, shard int, sec int64) error {
+	return unavailable("drop due", s.rdb.Del(ctx, s.keys.DueBucket(shard, sec)).Err())
+}
+
+// HoldLease is the lease of one background loop for one holder (see engine/loop.Lease).
+type HoldLease struct {
+	s     *Store
+	key   string
+	token string
+}
+
+// Lease returns the lease named name for the holder token.
+func (s *Store) Lease(name, token string) *HoldLease {
+	return &HoldLease{s: s, key: s.keys.Lease(name), token: token}
+}
+
+// Hold takes the lease if it is free, or renews it if this holder has it, for ttl.
+func (l *HoldLease) Hold(ctx context.Context, ttl time.Duration) (bool, error) {
+	n, err := l.s.scripts.leaseHold.Run(ctx, l.s.rdb, []string{l.key}, l.token, ttl.Milliseconds()).Int()
+	return n == 1, unavailable("hold lease", err)
+}
+
+// Release gives the lease up if this holder has it.
+func (l *HoldLease) Release(ctx context.Context) error {
+	err := l.s.scripts.leaseRelease.Run(ctx, l.s.rdb, []string{l.key}, l.token).Err()
+	if errors.Is(err, redis.Nil) {
+		err = nil
+	}
+	return unavailable("release lease", err)
+}
