@@ -24,7 +24,7 @@ import (
 // benchReleaseFlags are the flags of `slotwheel bench release`.
 type benchReleaseFlags struct {
 	burst, steadyRate, steadySeconds, runs int
-	concurrency, setupWorkers              int
+	venues, concurrency, setupWorkers      int
 	designs, cases                         string
 	out                                    string
 	timeout                                time.Duration
@@ -42,6 +42,7 @@ func (b *benchReleaseFlags) register(fs *flag.FlagSet) func() error {
 	fs.IntVar(&b.runs, "runs", 1, "measurements of each design and case, pooled in the table")
 	fs.StringVar(&b.designs, "designs", "slotwheel,asynq,poll", "designs to measure, comma-separated: slotwheel, asynq (stock Asynq, default settings), poll (UPDATE every 1 s, and every 5 min computed)")
 	fs.StringVar(&b.cases, "cases", "burst,steady", "cases to measure, comma-separated: burst, steady")
+	fs.IntVar(&b.venues, "venues", 1, "venues slotwheel's bookings are spread over, one hall each (1: the worst case for its per-venue batches)")
 	fs.IntVar(&b.concurrency, "concurrency", 0, fmt.Sprintf("slotwheel's release workers (0: jobs' default, %d)", jobs.DefaultConcurrency))
 	fs.IntVar(&b.setupWorkers, "setup-workers", 0, "goroutines making bookings before a case starts (0: 16 on MySQL, 4 on SQLite)")
 	fs.StringVar(&b.out, "out", "bench-out", "directory the JSON table and the PNG chart are written to")
@@ -64,6 +65,7 @@ func (b *benchReleaseFlags) check() error {
 		between("steady-rate", b.steadyRate, 1, 1000),
 		between("steady-seconds", b.steadySeconds, 1, 3600),
 		between("runs", b.runs, 1, 100),
+		between("venues", b.venues, 1, 10_000),
 		between("concurrency", b.concurrency, 0, 100_000),
 		between("setup-workers", b.setupWorkers, 0, 1000),
 	); err != nil {
@@ -149,28 +151,26 @@ func (b *benchReleaseFlags) run(ctx context.Context, cfg *config.Config, out io.
 	if b.progress {
 		progress = releasebench.NewProgress(os.Stderr)
 	}
-	rep, err := releasebench.Run(ctx, env, releasebench.Config{Burst: b.burst, SteadyRate: b.steadyRate,
-		SteadySeconds: b.steadySeconds, Runs: b.runs, Designs: b.parsedDesigns, Cases: b.parsedCases,
+	rep, runErr := releasebench.Run(ctx, env, releasebench.Config{Burst: b.burst, SteadyRate: b.steadyRate,
+		SteadySeconds: b.steadySeconds, Runs: b.runs, Venues: b.venues, Designs: b.parsedDesigns, Cases: b.parsedCases,
 		Concurrency: b.concurrency, SetupWorkers: b.setupWorkers, Timeout: b.timeout}, progress)
 	progress.Finish()
-	if err != nil {
-		if rep != nil && len(rep.Rows) > 0 {
-			_ = rep.WriteTable(out)
-		}
-		return fmt.Errorf("bench release: %w", err)
+	if runErr != nil {
+		runErr = fmt.Errorf("bench release: %w", runErr)
 	}
-	if err := rep.WriteTable(out); err != nil {
-		return err
+	// What was measured is written even when a measurement failed.
+	if rep == nil || len(rep.Rows) == 0 {
+		return runErr
 	}
 	jsonPath, pngPath := filepath.Join(b.out, "bench-release.json"), filepath.Join(b.out, "bench-release.png")
-	if err := rep.WriteJSON(jsonPath); err != nil {
-		return err
+	err = errors.Join(rep.WriteTable(out), rep.WriteJSON(jsonPath))
+	if cerr := rep.WriteChart(pngPath); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("chart: %w", cerr))
 	}
-	if err := rep.WriteChart(pngPath); err != nil {
-		return fmt.Errorf("chart: %w", err)
+	if err == nil {
+		fmt.Fprintf(out, "\nwrote %s and %s\n", jsonPath, pngPath)
 	}
-	fmt.Fprintf(out, "\nwrote %s and %s\n", jsonPath, pngPath)
-	return nil
+	return errors.Join(runErr, err)
 }
 
 // warnOnly passes on warnings and errors only: the engines and workers under test log routine

@@ -24,7 +24,7 @@ const asynqEnqueuers = 16
 // one task per booking scheduled with ProcessAt(release_at), and a handler that releases its one
 // booking with one UPDATE.
 func measureAsynq(ctx context.Context, env *Env, cfg Config, s spec, p *Progress) (m *measurement, err error) {
-	m = &measurement{design: DesignAsynq, label: "stock Asynq, defaults", c: s.c, n: s.n, observed: -1, unitsBack: -1, redisBytes: -1}
+	m = &measurement{design: DesignAsynq, label: cfg.label(DesignAsynq, s.c), c: s.c, n: s.n, observed: -1, unitsBack: -1, redisBytes: -1}
 	p.Stage("creating a database", 0)
 	cleanup := context.WithoutCancel(ctx)
 	db, err := env.newDatabase(ctx, false)
@@ -76,7 +76,7 @@ func measureAsynq(ctx context.Context, env *Env, cfg Config, s spec, p *Progress
 	if err := book(ctx, int64(s.n)+1, scratchTimes(scratch), anchorScratch); err != nil {
 		return nil, err
 	}
-	first := s.plan(time.Now(), float64(scratch)/time.Since(t0).Seconds())
+	first := s.plan(time.Now(), float64(scratch)/time.Since(t0).Seconds(), 0)
 	ats := s.releaseAts(first)
 	last := ats[len(ats)-1]
 

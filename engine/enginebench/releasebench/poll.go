@@ -22,7 +22,7 @@ type tick struct {
 // computed one for ComputedPeriod, derived from the same release_at values and the UPDATE
 // durations measured here (see computePoll).
 func measurePoll(ctx context.Context, env *Env, cfg Config, s spec, p *Progress) (ms []*measurement, err error) {
-	m := &measurement{design: DesignPoll, label: "poll UPDATE every " + cfg.PollPeriod.String(), c: s.c, n: s.n,
+	m := &measurement{design: DesignPoll, label: cfg.label(DesignPoll, s.c), c: s.c, n: s.n,
 		observed: -1, unitsBack: -1, redisBytes: -1}
 	p.Stage("creating a database", 0)
 	cleanup := context.WithoutCancel(ctx)
@@ -42,7 +42,7 @@ func measurePoll(ctx context.Context, env *Env, cfg Config, s spec, p *Progress)
 	if err := t.insert(ctx, int64(s.n)+1, scratchTimes(scratch), anchorScratch); err != nil {
 		return nil, err
 	}
-	first := s.plan(time.Now(), float64(scratch)/time.Since(t0).Seconds())
+	first := s.plan(time.Now(), float64(scratch)/time.Since(t0).Seconds(), 0)
 	ats := s.releaseAts(first)
 	last := ats[len(ats)-1]
 	p.Stage("making bookings", 0)

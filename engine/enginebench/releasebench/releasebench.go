@@ -13,6 +13,7 @@ package releasebench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -51,8 +52,12 @@ type Config struct {
 	SteadyRate    int // releases per second of the steady case; default 1,000 (1 ms apart)
 	SteadySeconds int // length of the steady case; default 60
 	Runs          int // measurements of each design and case, pooled; default 1
-	Designs       []Design
-	Cases         []Case
+	// Venues spread slotwheel's bookings over that many venues (one hall each); default 1, the
+	// worst case for slotwheel, which releases a venue's due bookings in batches. The anchors have
+	// no venues.
+	Venues  int
+	Designs []Design
+	Cases   []Case
 	// Concurrency is slotwheel's release workers (jobs.Options.Concurrency); 0 keeps jobs' default.
 	Concurrency int
 	// SetupWorkers make bookings at once; default 16 on MySQL, 4 on SQLite (one writer).
@@ -90,6 +95,7 @@ func (c Config) withDefaults(env *Env) Config {
 	setInt(&c.SteadyRate, DefaultSteadyRate)
 	setInt(&c.SteadySeconds, DefaultSteadySeconds)
 	setInt(&c.Runs, 1)
+	setInt(&c.Venues, 1)
 	workers := 16
 	if env.MySQLDSN == "" {
 		workers = 4
@@ -113,6 +119,22 @@ func (c Config) withDefaults(env *Env) Config {
 	return c
 }
 
+// label names design d on case k in the table and the chart.
+func (c Config) label(d Design, k Case) string {
+	switch d {
+	case DesignSlotwheel:
+		if v := min(c.Venues, c.spec(k).n); v > 1 {
+			return fmt.Sprintf("slotwheel, %d venues", v)
+		}
+		return "slotwheel"
+	case DesignAsynq:
+		return "stock Asynq, defaults"
+	case DesignPoll:
+		return "poll UPDATE every " + c.PollPeriod.String()
+	}
+	return string(d)
+}
+
 // spec is one case's bookings: how many, and the offset of each one's release_at from the first.
 type spec struct {
 	c      Case
@@ -131,14 +153,6 @@ func (c Config) spec(k Case) spec {
 	return spec{c: k, n: c.SteadyRate * c.SteadySeconds, offset: func(i int) time.Duration { return time.Duration(i) * step }}
 }
 
-func (s spec) describe() string {
-	if s.c == CaseBurst {
-		return fmt.Sprintf("%d bookings due at one instant", s.n)
-	}
-	last := s.offset(s.n - 1)
-	return fmt.Sprintf("%d bookings due %s apart over %s", s.n, s.offset(1), (last + s.offset(1)).Round(time.Millisecond))
-}
-
 // releaseAts are the release_at values of a case whose first is first.
 func (s spec) releaseAts(first time.Time) []time.Time {
 	out := make([]time.Time, s.n)
@@ -148,12 +162,13 @@ func (s spec) releaseAts(first time.Time) []time.Time {
 	return out
 }
 
-// plan picks the first release_at of a case whose bookings are made at rate per second from now:
-// after the bookings are all made (with room to spare, as the rate is estimated), so that the
-// measurement starts only once setup is over.
-func (s spec) plan(now time.Time, rate float64) time.Time {
+// plan picks the first release_at of a case whose bookings are made at rate per second from now,
+// and whose setup then takes extra: after setup is over, so that the measurement starts only
+// then. The rate is estimated from a short sample and falls as the tables grow, so the plan leaves
+// room for twice the estimate.
+func (s spec) plan(now time.Time, rate float64, extra time.Duration) time.Time {
 	est := time.Duration(float64(s.n) / max(rate, 1) * float64(time.Second))
-	first := now.Add(est*3/2 + 500*time.Millisecond)
+	first := now.Add(2*est + extra + 750*time.Millisecond)
 	if s.wholeSecond {
 		first = first.Truncate(time.Second).Add(time.Second)
 	}
@@ -161,27 +176,40 @@ func (s spec) plan(now time.Time, rate float64) time.Time {
 }
 
 // Run measures every design of cfg on every case, Runs times each, and reports one row per design,
-// case and (for the poll) period. Progress goes to p (nil: none).
+// case and (for the poll) period. A measurement that fails leaves a failed row and the run goes
+// on, so that one failure does not cost the others; the failures are joined into the error.
+// Progress goes to p (nil: none).
 func Run(ctx context.Context, env *Env, cfg Config, p *Progress) (*Report, error) {
 	cfg = cfg.withDefaults(env)
 	rep := &Report{Started: time.Now().UTC(), Backends: env.Describe(ctx), Config: cfg.forReport(),
 		Host: Host{CPUs: runtime.NumCPU(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, Go: runtime.Version()}}
 	total := len(cfg.Cases) * len(cfg.Designs) * cfg.Runs
 	step := 0
+	var errs []error
 	for _, k := range cfg.Cases {
 		for _, d := range cfg.Designs {
 			var runs [][]*measurement
 			for r := range cfg.Runs {
 				step++
-				p.SetStep(fmt.Sprintf("[%d/%d] %s %s", step, total, d, k))
+				name := fmt.Sprintf("[%d/%d] %s %s", step, total, d, k)
 				if cfg.Runs > 1 {
-					p.SetStep(fmt.Sprintf("[%d/%d] %s %s, run %d", step, total, d, k, r+1))
+					name += fmt.Sprintf(", run %d", r+1)
 				}
+				p.SetStep(name)
 				ms, err := measure(ctx, env, cfg, d, k, p)
+				if ctx.Err() != nil {
+					return rep, ctx.Err()
+				}
 				if err != nil {
-					return rep, fmt.Errorf("%s %s: %w", d, k, err)
+					err = fmt.Errorf("%s %s: %w", d, k, err)
+					errs = append(errs, err)
+					rep.Rows = append(rep.Rows, Row{Design: d, Label: cfg.label(d, k), Case: k, Failed: true, Note: err.Error()})
+					continue
 				}
 				runs = append(runs, ms)
+			}
+			if len(runs) == 0 {
+				continue
 			}
 			for i := range runs[0] {
 				var same []*measurement
@@ -194,7 +222,7 @@ func Run(ctx context.Context, env *Env, cfg Config, p *Progress) (*Report, error
 	}
 	p.Finish()
 	rep.Goals = goals(rep, cfg)
-	return rep, nil
+	return rep, errors.Join(errs...)
 }
 
 // Measure runs design d on case k once and returns its rows (the poll gives two: its measured

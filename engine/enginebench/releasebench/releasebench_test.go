@@ -72,18 +72,18 @@ func TestSpecs(t *testing.T) {
 	now := time.Date(2026, 1, 1, 10, 0, 0, 123e6, time.UTC)
 
 	b := cfg.spec(CaseBurst)
-	first := b.plan(now, 100) // 0.1 s of setup: due 0.65 s later, on the next whole second
-	require.Equal(t, time.Date(2026, 1, 1, 10, 0, 1, 0, time.UTC), first)
+	first := b.plan(now, 100, 0) // 0.1 s of setup, with room: 10:00:01.073, then the next whole second
+	require.Equal(t, time.Date(2026, 1, 1, 10, 0, 2, 0, time.UTC), first)
 	for _, at := range b.releaseAts(first) {
 		require.Equal(t, first, at)
 	}
 
 	s := cfg.spec(CaseSteady)
 	require.Equal(t, 2000, s.n)
-	ats := s.releaseAts(s.plan(now, 1000))
+	ats := s.releaseAts(s.plan(now, 1000, time.Second))
 	require.Equal(t, time.Millisecond, ats[1].Sub(ats[0]), "one booking a millisecond")
 	require.Equal(t, 1999*time.Millisecond, ats[len(ats)-1].Sub(ats[0]))
-	require.True(t, ats[0].After(now.Add(3*time.Second)), "after the 2 s of setup, with room")
+	require.True(t, ats[0].After(now.Add(5*time.Second)), "after the 2 s of bookings and the 1 s after, with room")
 }
 
 func TestPoolAndGoals(t *testing.T) {
@@ -124,8 +124,11 @@ func TestReportWrites(t *testing.T) {
 		c.label, c.c = "poll UPDATE every 5m0s", k
 		rep.Rows = append(rep.Rows, pool([]*measurement{c}))
 	}
+	rep.Rows = append(rep.Rows, Row{Design: DesignSlotwheel, Label: "slotwheel", Case: CaseSteady, Failed: true, Note: "setup overran"})
 	var out bytes.Buffer
 	require.NoError(t, rep.WriteTable(&out))
+	require.Regexp(t, `(?m)^slotwheel\s+steady\s+failed \(see the note\)`, out.String())
+	require.Contains(t, out.String(), "note (slotwheel, steady): setup overran")
 	require.Regexp(t, `(?m)^slotwheel\s+burst\s+3\s+2\.0ms\s+40ms\s+40ms\s+0\s`, out.String())
 	require.Regexp(t, `(?m)^stock Asynq, defaults\s+steady\s+3\s+1\.00s\s+4\.00s\s+4\.00s\s+1\s`, out.String())
 	require.Regexp(t, `(?m)^poll UPDATE every 5m0s \*\s+burst\s+2\s`, out.String())
@@ -137,7 +140,7 @@ func TestReportWrites(t *testing.T) {
 	require.NoError(t, err)
 	var back Report
 	require.NoError(t, json.Unmarshal(b, &back))
-	require.Len(t, back.Rows, 6)
+	require.Len(t, back.Rows, 7)
 	require.Equal(t, 1, back.Rows[1].Early)
 
 	require.NoError(t, rep.WriteChart(filepath.Join(dir, "r.png")))

@@ -37,6 +37,7 @@ type ReportConfig struct {
 	SteadyRate       int      `json:"steady_rate"`
 	SteadySeconds    int      `json:"steady_seconds"`
 	Runs             int      `json:"runs"`
+	Venues           int      `json:"slotwheel_venues"`
 	Designs          []Design `json:"designs"`
 	Cases            []Case   `json:"cases"`
 	Concurrency      int      `json:"slotwheel_concurrency"`
@@ -48,7 +49,7 @@ type ReportConfig struct {
 }
 
 func (c Config) forReport() ReportConfig {
-	return ReportConfig{Burst: c.Burst, SteadyRate: c.SteadyRate, SteadySeconds: c.SteadySeconds, Runs: c.Runs,
+	return ReportConfig{Burst: c.Burst, SteadyRate: c.SteadyRate, SteadySeconds: c.SteadySeconds, Runs: c.Runs, Venues: c.Venues,
 		Designs: c.Designs, Cases: c.Cases, Concurrency: c.Concurrency, SetupWorkers: c.SetupWorkers,
 		TimeoutSeconds: c.Timeout.Seconds(), PollSeconds: c.PollPeriod.Seconds(), ComputedSeconds: c.ComputedPeriod.Seconds(),
 		AsynqConcurrency: asynqDefaultConcurrency()}
@@ -61,10 +62,12 @@ type Row struct {
 	Label    string `json:"label"`
 	Case     Case   `json:"case"`
 	Computed bool   `json:"computed"`
-	Runs     int    `json:"runs"`
-	Bookings int    `json:"bookings"`
-	Released int    `json:"released"`
-	Early    int    `json:"early"`
+	// Failed marks a measurement that could not be made; Note says why.
+	Failed   bool    `json:"failed,omitempty"`
+	Runs     int     `json:"runs"`
+	Bookings int     `json:"bookings"`
+	Released int     `json:"released"`
+	Early    int     `json:"early"`
 	P50Ms    float64 `json:"p50_ms"`
 	P90Ms    float64 `json:"p90_ms"`
 	P99Ms    float64 `json:"p99_ms"`
@@ -188,6 +191,10 @@ func goals(rep *Report, cfg Config) []Goal {
 		if r.Design != DesignSlotwheel {
 			continue
 		}
+		if r.Failed {
+			out = append(out, Goal{Name: "slotwheel " + string(r.Case), Target: "a measurement", Got: r.Note, Note: small(r.Case)})
+			continue
+		}
 		switch r.Case {
 		case CaseBurst:
 			g := Goal{Name: "burst fully released, units back", Target: "≤ 1000 ms after release_at, none early, all released", Note: small(CaseBurst)}
@@ -231,12 +238,16 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	c := rep.Config
 	fmt.Fprintf(w, "slotwheel bench release — %s\n", rep.Started.Format(time.RFC3339))
 	fmt.Fprintf(w, "backends: %s; host: %d CPUs, %s/%s, %s\n", rep.Backends, rep.Host.CPUs, rep.Host.GOOS, rep.Host.GOARCH, rep.Host.Go)
-	fmt.Fprintf(w, "burst: %d bookings due at one instant; steady: %d/s for %d s (%d bookings); runs: %d; slotwheel release workers: %s\n\n",
-		c.Burst, c.SteadyRate, c.SteadySeconds, c.SteadyRate*c.SteadySeconds, c.Runs, concurrencyText(c.Concurrency))
+	fmt.Fprintf(w, "burst: %d bookings due at one instant; steady: %d/s for %d s (%d bookings); runs: %d; slotwheel: %d venue(s), release workers: %s\n\n",
+		c.Burst, c.SteadyRate, c.SteadySeconds, c.SteadyRate*c.SteadySeconds, c.Runs, c.Venues, concurrencyText(c.Concurrency))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "design\tcase\tbookings\tp50\tp99\tmax\tearly\tlast released_at\tall RELEASED seen\tunits back seen\treleases/s\tRedis B/booking\t")
 	computed := false
 	for _, r := range rep.Rows {
+		if r.Failed {
+			fmt.Fprintf(tw, "%s\t%s\tfailed (see the note)\t\t\t\t\t\t\t\t\t\t\n", r.Label, r.Case)
+			continue
+		}
 		label := r.Label
 		if r.Computed {
 			label += " *"

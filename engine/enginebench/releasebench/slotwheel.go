@@ -55,51 +55,65 @@ func hourStart(t time.Time, loc *time.Location) time.Time {
 	return time.Date(l.Year(), l.Month(), l.Day(), l.Hour(), 0, 0, 0, loc)
 }
 
-// fixture is the catalog of a slotwheel measurement: a venue with the hall whose bookings are
-// measured (capacity: one unit per booking) and a scratch resource for the rate estimate.
+// fixture is the catalog of a slotwheel measurement: venues with a hall each, whose bookings are
+// measured (capacity: one unit per booking of the hall), and a scratch resource (in a venue of its
+// own) for the rate estimate.
 type fixture struct {
 	loc     *time.Location
-	hall    engine.Resource
+	halls   []engine.Resource
 	scratch engine.Resource
 }
 
-func newFixture(ctx context.Context, eng *engine.Engine, n, scratch int) (*fixture, error) {
+func newFixture(ctx context.Context, eng *engine.Engine, n, venues, scratch int) (*fixture, error) {
 	loc, err := time.LoadLocation(benchZone)
 	if err != nil {
 		return nil, err
 	}
-	v, err := eng.CreateVenue(ctx, engine.System, engine.VenueInput{Name: "bench release", Timezone: benchZone})
-	if err != nil {
-		return nil, err
-	}
-	f := &fixture{loc: loc}
-	for _, r := range []struct {
-		res      *engine.Resource
-		name     string
-		capacity int
+	for _, g := range []struct {
 		category string
 		grace    time.Duration
-	}{{&f.hall, "hall", n, benchCategory, benchGrace}, {&f.scratch, "scratch", scratch, scratchCategory, scratchGrace}} {
-		if _, err := eng.SetGracePolicy(ctx, engine.System, engine.GracePolicy{Category: r.category, GraceSeconds: int(r.grace / time.Second)}); err != nil {
+	}{{benchCategory, benchGrace}, {scratchCategory, scratchGrace}} {
+		if _, err := eng.SetGracePolicy(ctx, engine.System, engine.GracePolicy{Category: g.category, GraceSeconds: int(g.grace / time.Second)}); err != nil {
 			return nil, err
 		}
-		if *r.res, err = eng.CreateResource(ctx, engine.System, engine.ResourceInput{VenueID: v.ID, Name: r.name, Kind: "room",
-			Capacity: r.capacity, Category: r.category}); err != nil {
+	}
+	f := &fixture{loc: loc}
+	perHall := (n + venues - 1) / venues
+	for i := range venues + 1 {
+		name, capacity, category := fmt.Sprintf("hall %d", i), perHall, benchCategory
+		if i == venues {
+			name, capacity, category = "scratch", scratch, scratchCategory
+		}
+		v, err := eng.CreateVenue(ctx, engine.System, engine.VenueInput{Name: "bench release " + name, Timezone: benchZone})
+		if err != nil {
+			return nil, err
+		}
+		r, err := eng.CreateResource(ctx, engine.System, engine.ResourceInput{VenueID: v.ID, Name: name, Kind: "room",
+			Capacity: capacity, Category: category})
+		if err != nil {
 			return nil, err
 		}
 		// Hour slots: a booking takes the two around its confirm, so that its slots are still
 		// running (not past) when its units are looked at after its release.
-		if _, err := eng.SetSchedule(ctx, engine.System, r.res.ID, engine.ScheduleInput{SlotMinutes: 60, HorizonDays: 2,
+		if _, err := eng.SetSchedule(ctx, engine.System, r.ID, engine.ScheduleInput{SlotMinutes: 60, HorizonDays: 2,
 			Weekly: []engine.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "00:00", Close: "24:00"}}}); err != nil {
 			return nil, err
+		}
+		if i == venues {
+			f.scratch = r
+		} else {
+			f.halls = append(f.halls, r)
 		}
 	}
 	return f, nil
 }
 
-// unitsFree reports whether every slot the bookings confirmed over [from, to] took shows all its
-// units free again in Redis, as a customer's availability query sees it.
-func (f *fixture) unitsFree(ctx context.Context, eng *engine.Engine, from, to time.Time) (bool, error) {
+// hallOf is the hall booking i is made in.
+func (f *fixture) hallOf(i int) engine.Resource { return f.halls[i%len(f.halls)] }
+
+// unitsFree reports whether every slot that the bookings confirmed over [from, to] took in hall
+// shows all its units free again in Redis, as a customer's availability query sees it.
+func (f *fixture) unitsFree(ctx context.Context, eng *engine.Engine, hall engine.Resource, from, to time.Time) (bool, error) {
 	hours := map[int64]bool{}
 	days := []string{}
 	for h := hourStart(from, f.loc); !h.After(hourStart(to, f.loc).Add(time.Hour)); h = h.Add(time.Hour) {
@@ -110,13 +124,13 @@ func (f *fixture) unitsFree(ctx context.Context, eng *engine.Engine, from, to ti
 	}
 	seen := 0
 	for _, d := range days {
-		slots, err := eng.Availability(ctx, engine.AvailabilityQuery{ResourceID: f.hall.ID, Date: d})
+		slots, err := eng.Availability(ctx, engine.AvailabilityQuery{ResourceID: hall.ID, Date: d})
 		if err != nil {
 			return false, err
 		}
 		for _, s := range slots {
 			if hours[s.Start.Unix()] {
-				if s.Remaining != f.hall.Capacity {
+				if s.Remaining != hall.Capacity {
 					return false, nil
 				}
 				seen++
@@ -133,7 +147,7 @@ func (f *fixture) unitsFree(ctx context.Context, eng *engine.Engine, from, to ti
 // `slotwheel all` wires them (default settings but for reminders, which fire ReminderLead before
 // release and not at it, and so are off), on its own database, key prefix and queues.
 func measureSlotwheel(ctx context.Context, env *Env, cfg Config, s spec, p *Progress) (m *measurement, err error) {
-	m = &measurement{design: DesignSlotwheel, label: "slotwheel", c: s.c, n: s.n, observed: -1, unitsBack: -1, redisBytes: -1}
+	m = &measurement{design: DesignSlotwheel, label: cfg.label(DesignSlotwheel, s.c), c: s.c, n: s.n, observed: -1, unitsBack: -1, redisBytes: -1}
 	p.Stage("creating a database", 0)
 	cleanup := context.WithoutCancel(ctx)
 	db, err := env.newDatabase(ctx, true)
@@ -157,8 +171,8 @@ func measureSlotwheel(ctx context.Context, env *Env, cfg Config, s spec, p *Prog
 		jb.Stop()
 		err = errors.Join(err, env.deleteKeys(cleanup, prefix+":*"), env.deleteQueues(cleanup, jb.Queues()...))
 	}()
-	scratch := min(max(s.n/50, 20), 200)
-	f, err := newFixture(ctx, eng, s.n, scratch)
+	scratch := min(max(s.n/50, 20), 300)
+	f, err := newFixture(ctx, eng, s.n, min(cfg.Venues, s.n), scratch)
 	if err != nil {
 		return nil, err
 	}
@@ -195,6 +209,9 @@ func measureSlotwheel(ctx context.Context, env *Env, cfg Config, s spec, p *Prog
 		makers[i] = &maker{eng: e, clock: c}
 	}
 
+	// The rate includes the warm-up of caches and connections: an estimate on the slow side leaves
+	// the run waiting a little, one on the fast side fails it, as the bookings would still be made
+	// when the first is due (and the rate falls as the tables grow).
 	p.Stage("estimating the setup rate", scratch)
 	t0 := time.Now()
 	if err := parallel(ctx, scratch, len(makers), p, func(ctx context.Context, w, i int) error {
@@ -203,7 +220,9 @@ func measureSlotwheel(ctx context.Context, env *Env, cfg Config, s spec, p *Prog
 	}); err != nil {
 		return nil, err
 	}
-	first := s.plan(time.Now(), float64(scratch)/time.Since(t0).Seconds())
+	rate := float64(scratch) / time.Since(t0).Seconds()
+	// After the bookings are made, the loader has them queued within its interval.
+	first := s.plan(time.Now(), rate, jobs.DefaultLoaderInterval)
 	ats := s.releaseAts(first)
 	last := ats[len(ats)-1]
 
@@ -211,7 +230,7 @@ func measureSlotwheel(ctx context.Context, env *Env, cfg Config, s spec, p *Prog
 	p.Stage("making bookings", s.n)
 	t1 := time.Now()
 	if err := parallel(ctx, s.n, len(makers), p, func(ctx context.Context, w, i int) error {
-		b, err := makers[w].book(ctx, f.hall, f.loc, fmt.Sprintf("u%d", i), ats[i].Add(-benchGrace))
+		b, err := makers[w].book(ctx, f.hallOf(i), f.loc, fmt.Sprintf("u%d", i), ats[i].Add(-benchGrace))
 		if err == nil && !b.ReleaseAt.Equal(ats[i]) {
 			err = fmt.Errorf("booking %d: release_at %s, want %s", b.ID, b.ReleaseAt, ats[i])
 		}
@@ -226,7 +245,7 @@ func measureSlotwheel(ctx context.Context, env *Env, cfg Config, s spec, p *Prog
 	p.Stage("waiting for the loader to queue the release tasks", 0)
 	for {
 		var left int
-		if err := obs.QueryRowContext(ctx, "SELECT COUNT(*) FROM bookings WHERE queue_at IS NOT NULL AND resource_id = ?", f.hall.ID).Scan(&left); err != nil {
+		if err := obs.QueryRowContext(ctx, "SELECT COUNT(*) FROM bookings WHERE queue_at IS NOT NULL AND resource_id <> ?", f.scratch.ID).Scan(&left); err != nil {
 			return nil, err
 		}
 		if left == 0 {
@@ -247,9 +266,9 @@ func measureSlotwheel(ctx context.Context, env *Env, cfg Config, s spec, p *Prog
 		return nil, err
 	}
 
-	w := &sqlWatcher{db: obs, args: []any{f.hall.ID},
-		pendingQuery: "SELECT 1 FROM bookings WHERE status = 'CONFIRMED' AND resource_id = ? LIMIT 1",
-		countQuery:   "SELECT COUNT(*) FROM bookings WHERE status = 'RELEASED' AND resource_id = ?"}
+	w := &sqlWatcher{db: obs, args: []any{f.scratch.ID},
+		pendingQuery: "SELECT 1 FROM bookings WHERE status = 'CONFIRMED' AND resource_id <> ? LIMIT 1",
+		countQuery:   "SELECT COUNT(*) FROM bookings WHERE status = 'RELEASED' AND resource_id <> ?"}
 	seen, err := waitReleased(ctx, w, first, last, s.n, cfg.Timeout, p)
 	if err != nil {
 		return nil, err
@@ -257,18 +276,26 @@ func measureSlotwheel(ctx context.Context, env *Env, cfg Config, s spec, p *Prog
 	if !seen.IsZero() {
 		m.observed = seen.Sub(last)
 		m.perSecond = float64(s.n) / seen.Sub(first).Seconds()
-		p.Stage("waiting for the units in Redis", 0)
+		p.Stage("waiting for the units in Redis", len(f.halls))
 		deadline := last.Add(cfg.Timeout)
-		for time.Now().Before(deadline) {
-			free, err := f.unitsFree(ctx, eng, ats[0].Add(-benchGrace), last.Add(-benchGrace))
-			if err != nil {
-				return nil, err
+		left := f.halls
+		for len(left) > 0 && time.Now().Before(deadline) {
+			var still []engine.Resource
+			for _, h := range left {
+				free, err := f.unitsFree(ctx, eng, h, ats[0].Add(-benchGrace), last.Add(-benchGrace))
+				if err != nil {
+					return nil, err
+				}
+				if !free {
+					still = append(still, h)
+				}
 			}
-			if free {
+			if left = still; len(left) == 0 {
 				m.unitsBack = time.Since(last)
 				break
 			}
-			if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+			p.Set(len(f.halls) - len(left))
+			if err := sleepCtx(ctx, tailPoll); err != nil {
 				return nil, err
 			}
 		}
@@ -279,7 +306,7 @@ func measureSlotwheel(ctx context.Context, env *Env, cfg Config, s spec, p *Prog
 		ReleasedAt *time.Time
 	}
 	if err := db.gorm.WithContext(ctx).Model(&models.Booking{}).Select("release_at", "released_at").
-		Where("resource_id = ?", f.hall.ID).Find(&rows).Error; err != nil {
+		Where("resource_id <> ?", f.scratch.ID).Find(&rows).Error; err != nil {
 		return nil, err
 	}
 	var latest time.Time

@@ -45,9 +45,15 @@ const (
 // waitReleased waits until no measured booking is CONFIRMED any more, or until timeout past last,
 // and answers when that was seen (zero when it was not).
 func waitReleased(ctx context.Context, w *sqlWatcher, first, last time.Time, n int, timeout time.Duration, p *Progress) (time.Time, error) {
-	p.Stage("waiting for the first release_at", 0)
-	if err := sleepCtx(ctx, time.Until(first)); err != nil {
-		return time.Time{}, err
+	for {
+		until := time.Until(first)
+		if until <= 0 {
+			break
+		}
+		p.Stage(fmt.Sprintf("%s until the first release_at", until.Round(time.Second)), 0)
+		if err := sleepCtx(ctx, min(until, time.Second)); err != nil {
+			return time.Time{}, err
+		}
 	}
 	p.Stage("releasing", n)
 	deadline := last.Add(timeout)
