@@ -65,10 +65,17 @@ type SlotState struct {
 // A unit taken in the customer's own window makes it "full"; one taken only in a buffer makes it
 // "buffer_conflict", so that a client can tell a taken slot from a neighbour's clean-up.
 func (o Offer) Judge(c Candidate, state func(Slot) SlotState, now time.Time) (reason string, remaining int) {
+	// The days ahead are counted to the last day the customer's own window reaches, as Place counts
+	// them: a service that runs past midnight into a day not yet on sale cannot be held.
+	last := LocalDay(c.Start, o.Loc)
+	if c.Occupy != nil {
+		last = LocalDay(c.Occupy[c.first+c.own-1].Start, o.Loc)
+	}
 	switch {
-	case !c.End.After(now):
+	// Past as Place has it: over, or its first slot over (a service that began a slot or more ago).
+	case !c.End.After(now), c.Occupy != nil && !c.Occupy[c.first].End.After(now):
 		return ReasonPast, 0
-	case o.Plan == nil || !o.Plan.WithinHorizon(LocalDay(c.Start, o.Loc), now, o.Loc), o.Policy.TooFar(LocalDay(c.Start, o.Loc), now, o.Loc):
+	case o.Plan == nil || !o.Plan.WithinHorizon(last, now, o.Loc), o.Policy.TooFar(last, now, o.Loc):
 		return ReasonTooFar, 0
 	case !o.Active || c.Occupy == nil:
 		return ReasonClosed, 0

@@ -18,7 +18,8 @@ type ClockTime int
 // ParseClock reads "HH:MM" (00:00 to 24:00).
 func ParseClock(s string) (ClockTime, error) {
 	h, m, ok := strings.Cut(s, ":")
-	if !ok || len(h) != 2 || len(m) != 2 {
+	// Digits only: Atoi alone would take "+1:00" and "-0:00", which are not HH:MM.
+	if !ok || len(h) != 2 || len(m) != 2 || strings.Trim(h+m, "0123456789") != "" {
 		return 0, fmt.Errorf("%q is not HH:MM", s)
 	}
 	hh, err1 := strconv.Atoi(h)
@@ -157,7 +158,40 @@ func BuildPlan(in ScheduleInput) (*Plan, error) {
 			return nil, Invalid("overlapping_openings", "weekday %d: %v (a weekday listed twice, or two rules that overlap)", d, err).WithField("weekly")
 		}
 	}
+	// A schedule's inventory is written in the request that sets it: one too large to write in a
+	// request's time would time out as if storage were down, however often it is retried.
+	if n := p.slotsWithin(in.HorizonDays); n > MaxInventorySlots {
+		return nil, Invalid("invalid_horizon_days", "%d days of this grid are %d slots, over %d: shorten horizon_days or lengthen slot_minutes",
+			in.HorizonDays, n, MaxInventorySlots).WithField(string(FieldHorizonDays))
+	}
 	return p, nil
+}
+
+// MaxInventorySlots bounds the slots a schedule generates over its horizon: 5-minute slots around the
+// clock for the longest horizon.
+const MaxInventorySlots = 366 * 24 * 60 / 5
+
+// slotsWithin is the most slots days consecutive days can have, whatever weekday they start on,
+// counting every exception's slots on top (a bound: DST days are taken as 24 hours).
+func (p *Plan) slotsWithin(days int) int {
+	perDay := func(ivs []interval) (n int) {
+		for _, iv := range ivs {
+			n += (int(iv.close) - int(iv.open)) / p.slotMinutes
+		}
+		return n
+	}
+	most := 0
+	for first := 0; first < 7; first++ {
+		n := 0
+		for i := 0; i < days; i++ {
+			n += perDay(p.weekly[(first+i)%7+1])
+		}
+		most = max(most, n)
+	}
+	for _, ivs := range p.exceptions {
+		most += perDay(ivs)
+	}
+	return most
 }
 
 func checkOverlap(ivs []interval) error {
@@ -226,6 +260,15 @@ func wallInstant(y int, m time.Month, d, minute int, loc *time.Location) time.Ti
 	wy, wm, wd := t.Date()
 	got := time.Date(wy, wm, wd, t.Hour(), t.Minute(), 0, 0, time.UTC)
 	if got.Equal(want) {
+		// time.Date may answer either occurrence of a repeated wall time (east of UTC, the later
+		// one): step back to the first when the clocks had already read it before the last change.
+		if start, _ := t.ZoneBounds(); !start.IsZero() {
+			_, before := start.Add(-time.Nanosecond).Zone()
+			_, after := t.Zone()
+			if earlier := t.Add(-time.Duration(before-after) * time.Second); before > after && earlier.Before(start) {
+				return earlier
+			}
+		}
 		return t
 	}
 	// In a gap: Go picked an instant on one side of the transition; the jump is the zone boundary
@@ -252,12 +295,25 @@ func LocalDay(t time.Time, loc *time.Location) time.Time {
 	return time.Date(y, m, d, 0, 0, 0, 0, loc)
 }
 
+// nextDay is the venue-local day after day. AddDate alone may not move: a date the zone skipped
+// (Pacific/Apia went from 2011-12-29 to 2011-12-31) normalises back onto day itself.
+func nextDay(day time.Time) time.Time {
+	y, m, d := day.Date()
+	next := day.AddDate(0, 0, 1)
+	for n := 2; ; n++ {
+		if ny, nm, nd := next.Date(); ny != y || nm != m || nd != d {
+			return next
+		}
+		next = day.AddDate(0, 0, n)
+	}
+}
+
 // Window returns the grid slots that overlap [from, to), in order. ok is false when the grid does not
 // cover the whole window without a gap (closed for part of it).
 func (p *Plan) Window(from, to time.Time, loc *time.Location) (slots []Slot, ok bool) {
 	first := LocalDay(from, loc).AddDate(0, 0, -1)
 	last := LocalDay(to, loc)
-	for day := first; !day.After(last); day = day.AddDate(0, 0, 1) {
+	for day := first; !day.After(last); day = nextDay(day) {
 		for _, s := range p.DaySlots(day, loc) {
 			if s.Start.Before(to) && s.End.After(from) {
 				slots = append(slots, s)

@@ -103,6 +103,13 @@ func decodeHold(m map[string]string) (HoldRecord, bool) {
 	}, true
 }
 
+// A role's name may hold any character, the separators of "role=id,role=id" too: the hold scripts
+// get it escaped (HoldRoles), and decodeRoles unescapes it, so that a name never splits the list.
+var (
+	escapeRole   = strings.NewReplacer("%", "%25", listSep, "%2C", "=", "%3D")
+	unescapeRole = strings.NewReplacer("%2C", listSep, "%3D", "=", "%25", "%")
+)
+
 // decodeRoles reads "role=id,role=id".
 func decodeRoles(s string) []booking.RoleResource {
 	var out []booking.RoleResource
@@ -110,7 +117,7 @@ func decodeRoles(s string) []booking.RoleResource {
 		role, id, ok := strings.Cut(p, "=")
 		n, err := strconv.ParseUint(id, 10, 64)
 		if ok && err == nil {
-			out = append(out, booking.RoleResource{Role: role, ResourceID: n})
+			out = append(out, booking.RoleResource{Role: unescapeRole.Replace(role), ResourceID: n})
 		}
 	}
 	return out

@@ -101,7 +101,7 @@ func (s *Store) HoldRoles(ctx context.Context, r *HoldRecord, roles []Role, now 
 		vk.UserHolds(r.UserID), vk.UserLive(r.UserID)}
 	args := []any{ms(now), ms(r.Deadline), r.Quantity, r.ID, Keep.Milliseconds(), maxLive, len(roles)}
 	for _, role := range roles {
-		args = append(args, role.Name, len(role.Candidates))
+		args = append(args, escapeRole.Replace(role.Name), len(role.Candidates))
 		for _, c := range role.Candidates {
 			args = append(args, c.ResourceID, strings.Join(c.Days, listSep), strings.Join(c.Fields, listSep))
 		}
