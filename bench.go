@@ -58,7 +58,7 @@ func (b *benchFlags) run(ctx context.Context, cfg *config.Config, out io.Writer,
 		return err
 	}
 	defer os.RemoveAll(dir)
-	sql, err := openSQL(ctx, &config.Config{SQLitePath: filepath.Join(dir, "bench.db")}, true)
+	sql, err := openSQL(ctx, &config.Config{SQLitePath: filepath.Join(dir, "bench.db")}, true, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}

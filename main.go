@@ -6,8 +6,10 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -169,10 +171,10 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 }
 
 // openSQL opens the database the configuration names; migrate overrides SLOTWHEEL_AUTO_MIGRATE.
-func openSQL(ctx context.Context, cfg *config.Config, migrate bool) (*sqlHandle, error) {
+func openSQL(ctx context.Context, cfg *config.Config, migrate bool, log *slog.Logger) (*sqlHandle, error) {
 	db, err := backend.OpenSQL(ctx, backend.SQL{DSN: cfg.MySQLDSN, SQLitePath: cfg.SQLitePath,
 		Pool: models.Pool{MaxOpen: cfg.MySQLMaxOpenConns, MaxIdle: cfg.MySQLMaxIdleConns}, Migrate: migrate,
-		StartTimeout: cfg.StartTimeout})
+		StartTimeout: cfg.StartTimeout, Log: log})
 	if err != nil {
 		return nil, err
 	}
@@ -188,8 +190,8 @@ func (s *sqlHandle) Close() {
 	}
 }
 
-func runMigrate(ctx context.Context, cfg *config.Config, out io.Writer, _ *slog.Logger) error {
-	sql, err := openSQL(ctx, cfg, true)
+func runMigrate(ctx context.Context, cfg *config.Config, out io.Writer, log *slog.Logger) error {
+	sql, err := openSQL(ctx, cfg, true, log)
 	if err != nil {
 		return err
 	}
@@ -216,7 +218,7 @@ func (w *wiring) Close() {
 // wire opens the backends (each bounded by a start timeout, naming the setting when it gives up)
 // and builds the engine and the queue on them.
 func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*wiring, error) {
-	sql, err := openSQL(ctx, cfg, cfg.AutoMigrate)
+	sql, err := openSQL(ctx, cfg, cfg.AutoMigrate, log)
 	if err != nil {
 		return nil, err
 	}
@@ -241,6 +243,7 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*wiring, e
 		RestoreWindow: cfg.RestoreWindow, CheckinOpens: cfg.CheckinOpens, ReminderLead: cfg.ReminderLead,
 		ReleaseMode: booking.ReleaseMode(cfg.ReleaseMode), Notify: notify, WechatPay: pay,
 		MaxActiveHolds: cfg.MaxActiveHolds, RateLimitPerIP: cfg.RateLimitPerIP,
+		ErasureKey: erasureKey(cfg.JWTSecret),
 	})
 	if err == nil {
 		var jb *jobs.Jobs
@@ -288,18 +291,28 @@ func wechatPayClient(cfg *config.Config) (*wechatpay.Client, error) {
 // startupTimeout bounds the reconciliation a start waits for.
 const startupTimeout = 2 * time.Minute
 
+// processStart is when this process started: a start-up reconciliation that another instance began
+// after it covers this one too.
+var processStart = time.Now()
+
 // reconcileAtStart rebuilds Redis's counters from SQL before the instance serves (an embedded Redis
 // is empty at every start, and the same code recovers a production Redis that lost its data); the
 // rest of reconciliation (overdue releases, release tasks) runs in the background once it serves.
+// Of instances starting together one does it, and the others wait for it (engine.ReconcileAtStart).
 func reconcileAtStart(ctx context.Context, w *wiring, log *slog.Logger) (done <-chan struct{}, err error) {
 	rctx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
-	rep, err := w.eng.RepairCounters(rctx)
+	out, err := w.eng.ReconcileAtStart(rctx, processStart)
 	if err != nil {
 		return nil, fmt.Errorf("start-up reconciliation: %w", err)
 	}
-	log.Info("counters reconciled; serving", "report", fmt.Sprintf("%+v", rep))
 	finished := make(chan struct{})
+	if !out.Ran {
+		log.Info("start-up reconciliation already done by another instance since this one started; serving")
+		close(finished)
+		return finished, nil
+	}
+	log.Info("counters reconciled; serving", "report", fmt.Sprintf("%+v", out.Report))
 	go func() {
 		defer close(finished)
 		rctx, cancel := context.WithTimeout(ctx, startupTimeout)
@@ -330,6 +343,15 @@ func runReconcile(ctx context.Context, cfg *config.Config, out io.Writer, log *s
 	return nil
 }
 
+// erasureKey derives the key of erased users' pseudonyms from the token secret, a secret every
+// instance shares already: one more setting to keep equal everywhere would buy nothing. Rotating
+// the token secret changes the pseudonyms of later erasures only.
+func erasureKey(jwtSecret string) []byte {
+	mac := hmac.New(sha256.New, []byte(jwtSecret))
+	mac.Write([]byte("slotwheel erasure key"))
+	return mac.Sum(nil)
+}
+
 // runInstance runs the API (serve), the worker and the background loops (work), or both, until ctx
 // ends; then it drains within shutdownGrace.
 func runInstance(ctx context.Context, cfg *config.Config, out io.Writer, log *slog.Logger, serve, work bool) error {
@@ -338,6 +360,11 @@ func runInstance(ctx context.Context, cfg *config.Config, out io.Writer, log *sl
 		return err
 	}
 	defer w.Close()
+	stopOps, err := startOps(w, log)
+	if err != nil {
+		return err
+	}
+	defer stopOps()
 	rest, err := reconcileAtStart(ctx, w, log)
 	if err != nil {
 		return err
@@ -375,6 +402,21 @@ func runInstance(ctx context.Context, cfg *config.Config, out io.Writer, log *sl
 		bg = append(bg, loops)
 	}
 	if !serve {
+		// A worker has no API listener: its metrics (the releases and deliveries it carries out) are
+		// scraped on SLOTWHEEL_METRICS_ADDR.
+		if w.cfg.MetricsAddr != "" {
+			mln, err := net.Listen("tcp", w.cfg.MetricsAddr)
+			if err != nil {
+				return fmt.Errorf("SLOTWHEEL_METRICS_ADDR: listen on %s: %w", w.cfg.MetricsAddr, err)
+			}
+			ms := metricsServer()
+			go func() { _ = ms.Serve(mln) }()
+			defer func() {
+				sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+				defer cancel()
+				_ = ms.Shutdown(sctx)
+			}()
+		}
 		log.Info("worker running")
 		<-ctx.Done()
 		log.Info("shutting down")
@@ -397,6 +439,7 @@ func serveHTTP(ctx context.Context, w *wiring, idemSQL *idem.SQL, out io.Writer,
 		WechatAppID: cfg.WechatAppID, WechatSecret: cfg.WechatSecret, WechatAPIBase: cfg.WechatAPIBase,
 		DashboardUser: cfg.DashboardUser, DashboardPassword: cfg.DashboardPassword,
 		Asynq: w.redis.Asynq, MetricsOnAPI: cfg.MetricsAddr == "", CORSOrigins: origins, Logger: log,
+		RequestTimeout:  cfg.RequestTimeout,
 		Idempotency:     idemSQL,
 		HoldIdempotency: idem.NewRedis(w.redis.Client, cfg.RedisPrefix, w.eng.Clock()),
 	})
@@ -418,9 +461,7 @@ func serveHTTP(ctx context.Context, w *wiring, idemSQL *idem.SQL, out io.Writer,
 			ln.Close()
 			return fmt.Errorf("SLOTWHEEL_METRICS_ADDR: listen on %s: %w", cfg.MetricsAddr, err)
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", api.MetricsHandler())
-		servers = append(servers, &http.Server{Handler: withRequestID(mux), ReadHeaderTimeout: 10 * time.Second})
+		servers = append(servers, metricsServer())
 		listeners = append(listeners, mln)
 	}
 	errc := make(chan error, len(servers))
@@ -444,6 +485,13 @@ func serveHTTP(ctx context.Context, w *wiring, idemSQL *idem.SQL, out io.Writer,
 		_ = s.Shutdown(shutdownCtx)
 	}
 	return nil
+}
+
+// metricsServer serves /metrics on a listener of its own (SLOTWHEEL_METRICS_ADDR).
+func metricsServer() *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", api.MetricsHandler())
+	return &http.Server{Handler: withRequestID(mux), ReadHeaderTimeout: 10 * time.Second}
 }
 
 func printAddresses(out io.Writer, cfg *config.Config, base string) {

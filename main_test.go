@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -463,4 +464,85 @@ func walkthrough(t *testing.T, readme string) string {
 
 func regexpCount(pattern, text string) int {
 	return len(regexp.MustCompile(pattern).FindAllString(text, -1))
+}
+
+// instance is a slotwheel process a test started with startInstance.
+type instance struct {
+	cmd    *exec.Cmd
+	logs   *bytes.Buffer
+	exited chan error
+	done   bool
+}
+
+// backends is the environment that points an instance at the test's own backends: a private MySQL
+// database and Redis keyspace under scripts/test.sh, an SQLite file (and the in-process Redis)
+// otherwise. Instances started with the same backends share them.
+func backends(t *testing.T) []string {
+	t.Helper()
+	if !enginetest.RealServers() {
+		return []string{"SLOTWHEEL_SQLITE_PATH=" + filepath.Join(t.TempDir(), "sw.db")}
+	}
+	db := enginetest.NewDB(t)
+	r := enginetest.NewRedis(t)
+	return []string{"SLOTWHEEL_MYSQL_DSN=" + db.DSN, "SLOTWHEEL_REDIS_URL=" + privateDB(t, r.URL), "SLOTWHEEL_REDIS_PREFIX=" + r.Prefix}
+}
+
+// startInstance starts `slotwheel <mode>` with the e2e secrets and env (which names its backends,
+// see backends); it is stopped with SIGTERM when the test ends, and its output is logged when the
+// test failed.
+func startInstance(t *testing.T, mode string, env ...string) *instance {
+	t.Helper()
+	cmd := exec.Command(binary(t), mode)
+	cmd.Env = append(append(os.Environ(), "SLOTWHEEL_JWT_SECRET="+e2eJWT, "SLOTWHEEL_PAYMENT_SECRET="+e2ePay,
+		"SLOTWHEEL_DEMO=false", "SLOTWHEEL_DASHBOARD_PASSWORD=e2e-dashboard-0123456789abcdef0123"), env...)
+	in := &instance{cmd: cmd, logs: &bytes.Buffer{}, exited: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = in.logs, in.logs
+	require.NoError(t, cmd.Start())
+	go func() { in.exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		in.stop(t, syscall.SIGTERM)
+		if t.Failed() {
+			t.Log(in.logs.String())
+		}
+	})
+	return in
+}
+
+// stop sends sig and waits for the process to end (20 s at most); it answers how long that took
+// and the exit error. Stopping a stopped instance does nothing.
+func (in *instance) stop(t *testing.T, sig syscall.Signal) (time.Duration, error) {
+	t.Helper()
+	if in.done {
+		return 0, nil
+	}
+	began := time.Now()
+	_ = in.cmd.Process.Signal(sig)
+	select {
+	case err := <-in.exited:
+		in.done = true
+		return time.Since(began), err
+	case <-time.After(20 * time.Second):
+		_ = in.cmd.Process.Kill()
+		in.done = true
+		return time.Since(began), errors.New("did not exit within 20 s")
+	}
+}
+
+// A worker-only instance has no API listener, yet the releases and deliveries it carries out can be
+// scraped: it serves /metrics on SLOTWHEEL_METRICS_ADDR.
+func TestWorkerServesMetrics(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	addr := freeAddr(t)
+	startInstance(t, "worker", append(backends(t), "SLOTWHEEL_METRICS_ADDR="+addr)...)
+	waitUntil(t, 60*time.Second, "the worker's /metrics", func() bool {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode == http.StatusOK && strings.Contains(string(body), `slotwheel_loop_runs_total{loop="release_due",outcome="ok"}`)
+	})
 }

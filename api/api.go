@@ -54,6 +54,9 @@ type Options struct {
 	// of holds, which touch only Redis (default: Idempotency). Nil turns idempotency off.
 	Idempotency, HoldIdempotency IdempotencyStore
 
+	// RequestTimeout bounds every /api/v1 request (default DefaultRequestTimeout).
+	RequestTimeout time.Duration
+
 	Logger *slog.Logger     // default slog.Default()
 	Now    func() time.Time // default time.Now; used for tokens and payment signatures
 }
@@ -166,7 +169,7 @@ func newHandler(opts Options) (*handler, error) {
 		r.Any("/monitoring/*any", guard, gin.WrapH(mon))
 	}
 
-	v1 := r.Group("/api/v1", s.rateLimit)
+	v1 := r.Group("/api/v1", s.requestTimeout, s.rateLimit)
 
 	// Log-in. These create no state, so they take no Idempotency-Key.
 	v1.POST("/auth/dev-login", s.readBody, s.devLogin)
@@ -195,6 +198,7 @@ func newHandler(opts Options) (*handler, error) {
 	admin.PUT("/policies/noshow", s.readBody, s.setNoshowPolicy)
 	admin.GET("/policies/noshow", s.getNoshowPolicy)
 	admin.GET("/refunds", s.listRefunds)
+	admin.POST("/users/:id/erase", s.readBody, idem, s.eraseUser)
 	// The front desk's list: staff of the venue, or admin.
 	v1.GET("/admin/bookings", s.authenticate(engine.RoleStaff, engine.RoleAdmin), s.venueBookings)
 

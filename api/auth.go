@@ -202,9 +202,10 @@ func callerOf(c *gin.Context) string {
 	return "anon"
 }
 
-// validUserID accepts 1..128 characters of letters, digits and "-_.:@".
+// validUserID accepts 1..128 characters of letters, digits and "-_.:@", except an erased user's
+// pseudonym: nobody may sign in or act as one.
 func validUserID(s string) bool {
-	return saneToken(strings.ReplaceAll(s, "@", "_"), 128)
+	return saneToken(strings.ReplaceAll(s, "@", "_"), 128) && !booking.IsPseudonym(s)
 }
 
 // dashboardGuard lets in an admin Bearer token, or HTTP Basic with the dashboard credentials (never

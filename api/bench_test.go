@@ -13,6 +13,7 @@ import (
 
 	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/enginebench"
+	"github.com/slotwheel/slotwheel/engine/enginetest/faultproxy"
 )
 
 // BenchmarkHTTPHold measures POST /api/v1/holds end to end over HTTP (JWT, strict decoding, the
@@ -24,8 +25,12 @@ import (
 //	max                  HTTP at full speed, 32 workers
 //	max_idempotency_key  the same with an Idempotency-Key on every request (two SQL writes each)
 //	half_rate            HTTP at a constant half of max's rate, for its p99
+//	mysql_silent         max while MySQL accepts connections and never answers (an outage that
+//	                     drops packets), the catalog stale: holds need Redis only (MySQL pass only)
+//	mysql_silent_idempotency_key  the same with an Idempotency-Key on every request
 //
-// Run them together (-bench HTTPHold): half_rate paces itself from max's result.
+// Run them together (-bench HTTPHold): half_rate paces itself from max's result; compare the
+// mysql_silent rates with max's.
 func BenchmarkHTTPHold(b *testing.B) {
 	var maxRate float64
 	b.Run("bare_script", func(b *testing.B) {
@@ -48,6 +53,24 @@ func BenchmarkHTTPHold(b *testing.B) {
 		hs, slots := benchHarness(b)
 		reportAttack(b, attack(b, hs, slots, uint64(b.N), maxRate/2, false))
 	})
+	for _, withKey := range []bool{false, true} {
+		name := "mysql_silent"
+		if withKey {
+			name += "_idempotency_key"
+		}
+		b.Run(name, func(b *testing.B) {
+			var proxy *faultproxy.Proxy
+			hs, slots := benchHarness(b, withSQLProxy(&proxy))
+			if proxy == nil {
+				b.Skip("the embedded SQLite is in-process: there is no outage to measure")
+			}
+			// A live server has sold holds before the outage: its catalog (rules included) is cached.
+			hs.hold(hs.token("warm", engine.RoleUser, 0), 1, 8)
+			proxy.Blackhole(true)
+			hs.clock.Advance(time.Minute) // every catalog entry stale: the outage has lasted a while
+			reportAttack(b, attack(b, hs, slots, uint64(b.N), 0, withKey))
+		})
+	}
 }
 
 type benchSlot struct {
@@ -58,8 +81,8 @@ type benchSlot struct {
 
 // benchHarness makes a resource with room for every hold of the run, on 13 days × 14 hourly slots
 // that are loaded into Redis before the clock starts.
-func benchHarness(b *testing.B) (*harness, []benchSlot) {
-	hs := newHarness(b, withCapacity(1_000_000))
+func benchHarness(b *testing.B, options ...harnessOption) (*harness, []benchSlot) {
+	hs := newHarness(b, append([]harnessOption{withCapacity(1_000_000)}, options...)...)
 	resID, _ := strconv.ParseUint(hs.res, 10, 64)
 	var slots []benchSlot
 	for day := 1; day <= 13; day++ {

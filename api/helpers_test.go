@@ -19,13 +19,17 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/hibiken/asynq"
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 
 	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/enginetest"
+	"github.com/slotwheel/slotwheel/engine/enginetest/faultproxy"
 	"github.com/slotwheel/slotwheel/engine/idem"
+	"github.com/slotwheel/slotwheel/models"
 )
 
 // The venue every harness creates; its zone has no DST, so "tomorrow at 10:00" is always on the grid.
@@ -34,6 +38,7 @@ const testZone = "Asia/Shanghai"
 var (
 	testJWTSecret     = []byte("test-jwt-secret-0123456789abcdef")
 	testPaymentSecret = []byte("test-payment-secret-0123456789ab")
+	testErasureKey    = []byte("test-erasure-key-0123456789abcdef")
 )
 
 // harness is one test's API over a real engine on the test's own backends, with one venue and one
@@ -55,6 +60,7 @@ type harness struct {
 type harnessConfig struct {
 	capacity int
 	opts     func(*Options)
+	proxy    **faultproxy.Proxy
 }
 
 type harnessOption func(*harnessConfig)
@@ -62,6 +68,12 @@ type harnessOption func(*harnessConfig)
 func withCapacity(n int) harnessOption { return func(c *harnessConfig) { c.capacity = n } }
 
 func withOptions(f func(*Options)) harnessOption { return func(c *harnessConfig) { c.opts = f } }
+
+// withSQLProxy puts a fault proxy between the engine and MySQL and stores it in *p; on SQLite, which
+// is in-process and has no connection to cut, *p stays nil.
+func withSQLProxy(p **faultproxy.Proxy) harnessOption {
+	return func(c *harnessConfig) { c.proxy = p }
+}
 
 func newHarness(t testing.TB, options ...harnessOption) *harness {
 	t.Helper()
@@ -73,7 +85,12 @@ func newHarness(t testing.TB, options ...harnessOption) *harness {
 	rd := enginetest.NewRedis(t)
 	clock := engine.NewSimulatedClock(time.Now().UTC().Truncate(time.Second))
 	logger := slog.New(slog.DiscardHandler)
-	eng, err := engine.New(engine.Options{DB: db.Gorm, Redis: rd.Client, Prefix: rd.Prefix, Clock: clock, Logger: logger})
+	gdb := db.Gorm
+	if cfg.proxy != nil && db.MySQL {
+		gdb = openThroughProxy(t, db.DSN, cfg.proxy)
+	}
+	eng, err := engine.New(engine.Options{DB: gdb, Redis: rd.Client, Prefix: rd.Prefix, Clock: clock, Logger: logger,
+		ErasureKey: testErasureKey})
 	require.NoError(t, err)
 
 	asynqOpt, err := asynq.ParseRedisURI(rd.URL)
@@ -90,7 +107,7 @@ func newHarness(t testing.TB, options ...harnessOption) *harness {
 		MetricsOnAPI:      true,
 		Logger:            logger,
 		Now:               clock.Now,
-		Idempotency:       idem.NewSQL(db.Gorm, clock),
+		Idempotency:       idem.NewSQL(gdb, clock),
 		HoldIdempotency:   idem.NewRedis(rd.Client, rd.Prefix, clock),
 	}
 	if cfg.opts != nil {
@@ -111,6 +128,23 @@ func newHarness(t testing.TB, options ...harnessOption) *harness {
 	hs.venue = v.VenueID
 	hs.res = hs.newResource(cfg.capacity)
 	return hs
+}
+
+// openThroughProxy opens the MySQL database dsn through a new fault proxy, stored in *p.
+func openThroughProxy(t testing.TB, dsn string, p **faultproxy.Proxy) *gorm.DB {
+	t.Helper()
+	cfg, err := mysqldriver.ParseDSN(dsn)
+	require.NoError(t, err)
+	*p = faultproxy.New(t, cfg.Addr)
+	cfg.Addr = (*p).Addr()
+	g, err := models.OpenMySQL(cfg.FormatDSN(), models.Pool{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if s, err := g.DB(); err == nil {
+			_ = s.Close()
+		}
+	})
+	return g
 }
 
 // newResource creates a scheduled resource of the harness's venue and returns its id.

@@ -44,6 +44,10 @@ type Config struct {
 	// MetricsAddr moves /metrics to a listener of its own; empty keeps it on
 	// the API listener.
 	MetricsAddr string
+	// PprofAddr serves net/http/pprof on a listener of its own; empty (the
+	// default) serves no profiles at all. Profiles show the program's
+	// internals, so it never shares the API's listener.
+	PprofAddr string
 	// MySQLDSN is a go-sql-driver DSN; empty means the embedded SQLite file.
 	MySQLDSN string
 	// SQLitePath is the embedded database file; secrets.json lives beside it.
@@ -83,6 +87,8 @@ type Config struct {
 	ReleaseQueues     int  // release queues the tasks spread over (one Cluster slot each)
 	// StartTimeout bounds how long the start waits for each backend to answer.
 	StartTimeout time.Duration
+	// RequestTimeout bounds an API request: past it, one waiting on a backend answers 503.
+	RequestTimeout time.Duration
 
 	// ReleaseMode is the release mode of venues that set none: on, off or dry_run.
 	ReleaseMode string
@@ -121,6 +127,7 @@ func (s setting) env() string { return EnvPrefix + strings.ToUpper(s.key) }
 var settings = []setting{
 	{key: "http_addr", field: func(c *Config) any { return &c.HTTPAddr }},
 	{key: "metrics_addr", field: func(c *Config) any { return &c.MetricsAddr }},
+	{key: "pprof_addr", field: func(c *Config) any { return &c.PprofAddr }},
 	{key: "mysql_dsn", field: func(c *Config) any { return &c.MySQLDSN }, mask: maskDSN},
 	{key: "sqlite_path", field: func(c *Config) any { return &c.SQLitePath }},
 	{key: "redis_url", field: func(c *Config) any { return &c.RedisURL }, mask: maskRedisURL},
@@ -147,6 +154,7 @@ var settings = []setting{
 	{key: "redis_cluster", field: func(c *Config) any { return &c.RedisCluster }},
 	{key: "release_queues", field: func(c *Config) any { return &c.ReleaseQueues }},
 	{key: "start_timeout", field: func(c *Config) any { return &c.StartTimeout }},
+	{key: "request_timeout", field: func(c *Config) any { return &c.RequestTimeout }},
 	{key: "release_mode", field: func(c *Config) any { return &c.ReleaseMode }},
 	{key: "cors_origins", field: func(c *Config) any { return &c.CORSOrigins }},
 	{key: "max_active_holds", field: func(c *Config) any { return &c.MaxActiveHolds }},
@@ -169,6 +177,11 @@ var settingByKey = func() map[string]setting {
 	return m
 }()
 
+// ClusterReleaseQueues is how many release queues a Redis Cluster gets unless SLOTWHEEL_RELEASE_QUEUES
+// says otherwise: each queue lives in one hash slot, and eight spread over every master of a
+// three-master cluster (and most others).
+const ClusterReleaseQueues = 8
+
 func defaults(embedded, embeddedSQL bool) Config {
 	c := Config{
 		HTTPAddr:       ":8080",
@@ -187,6 +200,7 @@ func defaults(embedded, embeddedSQL bool) Config {
 		MySQLMaxIdleConns: 8,
 		ReleaseQueues:     1,
 		StartTimeout:      20 * time.Second,
+		RequestTimeout:    10 * time.Second,
 		ReleaseMode:       "on",
 		MaxActiveHolds:    5,
 		WechatPayAPIBase:  "https://api.mch.weixin.qq.com",
@@ -246,6 +260,10 @@ func Load(path string, env func(string) (string, bool)) (*Config, error) {
 	if len(errs) > 0 {
 		// Validating half-parsed values would only add noise.
 		return nil, errors.Join(errs...)
+	}
+	// On a cluster one release queue would put every release on one master.
+	if _, set := given["release_queues"]; c.RedisCluster && !set {
+		c.ReleaseQueues = ClusterReleaseQueues
 	}
 	name := func(key string) string {
 		if r, ok := given[key]; ok {
@@ -358,6 +376,7 @@ func (c *Config) validate(name func(key string) string) []error {
 		{"checkin_opens", c.CheckinOpens},
 		{"reminder_lead", c.ReminderLead},
 		{"start_timeout", c.StartTimeout},
+		{"request_timeout", c.RequestTimeout},
 	} {
 		if d.v <= 0 {
 			fail("%s must be positive, not %s", name(d.key), d.v)
@@ -367,6 +386,11 @@ func (c *Config) validate(name func(key string) string) []error {
 	// before the customer could pay for it.
 	if c.HoldTTL > 0 && c.HoldTTL < time.Second {
 		fail("%s must be at least 1s, not %s", name("hold_ttl"), c.HoldTTL)
+	}
+	// A confirm waits up to 5 s for its commit; a shorter request would cut every slow commit into
+	// an answer that cannot say whether it happened.
+	if c.RequestTimeout > 0 && (c.RequestTimeout < 5*time.Second || c.RequestTimeout > 5*time.Minute) {
+		fail("%s must be between 5s and 5m, not %s", name("request_timeout"), c.RequestTimeout)
 	}
 
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
@@ -378,6 +402,14 @@ func (c *Config) validate(name func(key string) string) []error {
 		} else if c.MetricsAddr == c.HTTPAddr {
 			fail("%s must differ from %s; leave it empty to serve /metrics on the API listener",
 				name("metrics_addr"), name("http_addr"))
+		}
+	}
+	if c.PprofAddr != "" {
+		if _, _, err := net.SplitHostPort(c.PprofAddr); err != nil {
+			fail("%s: %q is not a host:port address (e.g. 127.0.0.1:6060)", name("pprof_addr"), c.PprofAddr)
+		} else if c.PprofAddr == c.HTTPAddr || c.PprofAddr == c.MetricsAddr {
+			fail("%s must differ from %s and %s: profiles get a listener of their own",
+				name("pprof_addr"), name("http_addr"), name("metrics_addr"))
 		}
 	}
 

@@ -45,6 +45,17 @@ func realEnv() map[string]string {
 	}
 }
 
+// testClusterURL is a Redis Cluster's seed list.
+const testClusterURL = "redis://127.0.0.1:7000?addr=127.0.0.1:7001&addr=127.0.0.1:7002"
+
+// withEnv is env with the pairs (name, value, name, value, …) set.
+func withEnv(env map[string]string, kv ...string) map[string]string {
+	for i := 0; i+1 < len(kv); i += 2 {
+		env[kv[i]] = kv[i+1]
+	}
+	return env
+}
+
 // Secrets long enough for a deployment with real backends.
 const (
 	testJWT = "jwt-0123456789abcdef0123456789abcdef"
@@ -70,6 +81,7 @@ func TestLoadDefaults(t *testing.T) {
 		MySQLMaxIdleConns: 8,
 		ReleaseQueues:     1,
 		StartTimeout:      20 * time.Second,
+		RequestTimeout:    10 * time.Second,
 		ReleaseMode:       "on",
 		MaxActiveHolds:    5,
 		WechatPayAPIBase:  "https://api.mch.weixin.qq.com",
@@ -120,6 +132,24 @@ func TestLoadDefaults(t *testing.T) {
 			want: with(func(c *Config) {
 				c.HTTPAddr = ":8080"
 				c.MySQLDSN = testDSN
+				c.JWTSecret, c.PaymentSecret = testJWT, testPay
+			}),
+		},
+		{
+			name: "a cluster spreads releases over several queues",
+			env:  withEnv(realEnv(), "SLOTWHEEL_REDIS_URL", testClusterURL, "SLOTWHEEL_REDIS_CLUSTER", "true"),
+			want: with(func(c *Config) {
+				c.HTTPAddr = ":8080"
+				c.MySQLDSN, c.RedisURL, c.RedisCluster, c.ReleaseQueues = testDSN, testClusterURL, true, ClusterReleaseQueues
+				c.JWTSecret, c.PaymentSecret = testJWT, testPay
+			}),
+		},
+		{
+			name: "a cluster's release queues as set",
+			env:  withEnv(realEnv(), "SLOTWHEEL_REDIS_URL", testClusterURL, "SLOTWHEEL_REDIS_CLUSTER", "true", "SLOTWHEEL_RELEASE_QUEUES", "3"),
+			want: with(func(c *Config) {
+				c.HTTPAddr = ":8080"
+				c.MySQLDSN, c.RedisURL, c.RedisCluster, c.ReleaseQueues = testDSN, testClusterURL, true, 3
 				c.JWTSecret, c.PaymentSecret = testJWT, testPay
 			}),
 		},
@@ -191,6 +221,26 @@ dev_login: false
 	require.Equal(t, "fromenv", got.RedisPrefix)
 	require.False(t, got.DevLogin)
 	require.True(t, got.DevPayments, "embedded default kept")
+}
+
+// Profiles are off unless an address is given, from the environment or the file, and then served
+// on that address alone.
+func TestPprofAddr(t *testing.T) {
+	t.Parallel()
+	got, err := Load("", envOf(nil))
+	require.NoError(t, err)
+	require.Empty(t, got.PprofAddr, "off by default")
+
+	got, err = Load(writeFile(t, "pprof_addr: \"127.0.0.1:6061\"\n"), envOf(nil))
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:6061", got.PprofAddr)
+
+	env := realEnv()
+	env["SLOTWHEEL_PPROF_ADDR"] = "127.0.0.1:6060"
+	got, err = Load("", envOf(env))
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:6060", got.PprofAddr)
+	require.Equal(t, "127.0.0.1:6060", got.Masked()["SLOTWHEEL_PPROF_ADDR"], "printed at start like the other addresses")
 }
 
 func TestLoadFileDecidesEmbeddedMode(t *testing.T) {
@@ -272,6 +322,11 @@ func TestLoadErrors(t *testing.T) {
 			name: "hold shorter than a second",
 			env:  map[string]string{"SLOTWHEEL_HOLD_TTL": "500ms"},
 			want: []string{"SLOTWHEEL_HOLD_TTL must be at least 1s"},
+		},
+		{
+			name: "request timeout shorter than a commit may take",
+			env:  map[string]string{"SLOTWHEEL_REQUEST_TIMEOUT": "2s"},
+			want: []string{"SLOTWHEEL_REQUEST_TIMEOUT must be between 5s and 5m, not 2s"},
 		},
 		{
 			name: "every problem reported at once",
@@ -380,6 +435,21 @@ func TestLoadErrors(t *testing.T) {
 			name: "metrics on the API listener",
 			env:  map[string]string{"SLOTWHEEL_METRICS_ADDR": "127.0.0.1:8080"},
 			want: []string{"SLOTWHEEL_METRICS_ADDR must differ from SLOTWHEEL_HTTP_ADDR"},
+		},
+		{
+			name: "bad pprof address",
+			env:  map[string]string{"SLOTWHEEL_PPROF_ADDR": "6060"},
+			want: []string{`SLOTWHEEL_PPROF_ADDR: "6060" is not a host:port address`},
+		},
+		{
+			name: "pprof on the API listener",
+			env:  map[string]string{"SLOTWHEEL_PPROF_ADDR": "127.0.0.1:8080"},
+			want: []string{"SLOTWHEEL_PPROF_ADDR must differ from SLOTWHEEL_HTTP_ADDR and SLOTWHEEL_METRICS_ADDR"},
+		},
+		{
+			name: "pprof on the metrics listener",
+			file: "metrics_addr: \"127.0.0.1:9100\"\npprof_addr: \"127.0.0.1:9100\"\n",
+			want: []string{"pprof_addr (", "must differ from"},
 		},
 		{
 			name: "WeChat base that is not a URL",
@@ -595,14 +665,14 @@ func TestEveryVariableIsDocumented(t *testing.T) {
 	// The names are a contract with operators (API.md); a typo in a key
 	// would silently ignore their setting.
 	want := []string{
-		"SLOTWHEEL_HTTP_ADDR", "SLOTWHEEL_METRICS_ADDR", "SLOTWHEEL_MYSQL_DSN", "SLOTWHEEL_SQLITE_PATH",
+		"SLOTWHEEL_HTTP_ADDR", "SLOTWHEEL_METRICS_ADDR", "SLOTWHEEL_PPROF_ADDR", "SLOTWHEEL_MYSQL_DSN", "SLOTWHEEL_SQLITE_PATH",
 		"SLOTWHEEL_REDIS_URL", "SLOTWHEEL_REDIS_PREFIX", "SLOTWHEEL_HOLD_TTL", "SLOTWHEEL_DEFAULT_GRACE",
 		"SLOTWHEEL_RELEASE_HORIZON", "SLOTWHEEL_RESTORE_WINDOW", "SLOTWHEEL_CHECKIN_OPENS",
 		"SLOTWHEEL_REMINDER_LEAD", "SLOTWHEEL_JWT_SECRET", "SLOTWHEEL_PAYMENT_SECRET",
 		"SLOTWHEEL_WECHAT_APPID", "SLOTWHEEL_WECHAT_SECRET", "SLOTWHEEL_WECHAT_API_BASE",
 		"SLOTWHEEL_DEV_LOGIN", "SLOTWHEEL_DEV_PAYMENTS", "SLOTWHEEL_DASHBOARD_USER",
 		"SLOTWHEEL_DASHBOARD_PASSWORD", "SLOTWHEEL_DEMO", "SLOTWHEEL_MYSQL_MAX_OPEN_CONNS", "SLOTWHEEL_MYSQL_MAX_IDLE_CONNS",
-		"SLOTWHEEL_AUTO_MIGRATE", "SLOTWHEEL_REDIS_CLUSTER", "SLOTWHEEL_RELEASE_QUEUES", "SLOTWHEEL_START_TIMEOUT",
+		"SLOTWHEEL_AUTO_MIGRATE", "SLOTWHEEL_REDIS_CLUSTER", "SLOTWHEEL_RELEASE_QUEUES", "SLOTWHEEL_START_TIMEOUT", "SLOTWHEEL_REQUEST_TIMEOUT",
 		"SLOTWHEEL_RELEASE_MODE", "SLOTWHEEL_CORS_ORIGINS", "SLOTWHEEL_MAX_ACTIVE_HOLDS", "SLOTWHEEL_RATE_LIMIT_PER_IP",
 		"SLOTWHEEL_WECHATPAY_MCHID", "SLOTWHEEL_WECHATPAY_SERIAL", "SLOTWHEEL_WECHATPAY_PRIVATE_KEY",
 		"SLOTWHEEL_WECHATPAY_APIV3_KEY", "SLOTWHEEL_WECHATPAY_PUBLIC_KEY", "SLOTWHEEL_WECHATPAY_PUBLIC_KEY_ID",

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
@@ -38,7 +41,11 @@ type catalog struct {
 }
 
 func newCatalog(ss *sqlstore.Store, clock Clock) *catalog {
-	return &catalog{ss: ss, clock: clock}
+	c := &catalog{ss: ss, clock: clock}
+	h := &sqlHealth{}
+	c.venues.health, c.resources.health, c.services.health, c.graces.health = h, h, h, h
+	c.venueIDs.health, c.policies.health, c.noshow.health = h, h, h
+	return c
 }
 
 type venueInfo struct {
@@ -76,10 +83,32 @@ func serviceInfoOf(s models.Service, links []models.ServiceResource) *serviceInf
 	return si
 }
 
-// cache is a map of entries loaded on demand and kept for cacheTTL.
+// While SQL is failing, a stale entry is answered at once: staleLoadWait bounds how long a load may
+// keep a request waiting when a stale copy could answer instead, and for sqlDownFor after a load
+// failed that way no load is tried for a key that has a stale copy. A MySQL outage then costs the
+// hold path one short wait per staleLoadWait-long window, not a request timeout per request.
+const (
+	staleLoadWait = 500 * time.Millisecond
+	sqlDownFor    = 2 * time.Second
+)
+
+// sqlHealth remembers when a catalog load last found SQL unavailable; every cache of a catalog
+// shares it, as they share the database.
+type sqlHealth struct{ downAt atomic.Int64 } // unix ns of the clock; 0: never
+
+func (h *sqlHealth) down(now time.Time) bool {
+	at := h.downAt.Load()
+	return at != 0 && now.Sub(time.Unix(0, at)) < sqlDownFor
+}
+
+// cache is a map of entries loaded on demand and kept for cacheTTL. Concurrent loads of one key
+// share one SQL query.
 type cache[K comparable, V any] struct {
-	mu sync.RWMutex
-	m  map[K]cacheEntry[V]
+	mu     sync.RWMutex
+	m      map[K]cacheEntry[V]
+	gen    uint64 // counts forgets, so that a load begun before one does not store what it read
+	loads  singleflight.Group
+	health *sqlHealth // set by newCatalog
 }
 
 type cacheEntry[V any] struct {
@@ -87,30 +116,69 @@ type cacheEntry[V any] struct {
 	at time.Time
 }
 
-// get answers key from the cache when it is fresh, else loads it. When the load fails because SQL
-// is unavailable, a stale entry is answered instead of the failure.
-func (c *cache[K, V]) get(now time.Time, key K, load func() (V, error)) (V, error) {
+// get answers key from the cache when it is fresh, else loads it. When SQL is unavailable — the
+// load fails so, or takes longer than staleLoadWait, or a load failed so within sqlDownFor — a
+// stale entry is answered instead. The load goes on without the request (and while SQL is down,
+// one load per key at a time probes it), and fills the cache when it succeeds.
+func (c *cache[K, V]) get(ctx context.Context, now time.Time, key K, load func(context.Context) (V, error)) (V, error) {
 	c.mu.RLock()
 	e, ok := c.m[key]
+	gen := c.gen
 	c.mu.RUnlock()
 	if ok && now.Sub(e.at) < cacheTTL && !now.Before(e.at) {
 		return e.v, nil
 	}
-	v, err := load()
-	if err != nil {
-		if ok && errors.Is(err, booking.ErrStorageUnavailable) {
+	ch := c.loads.DoChan(fmt.Sprint(key), func() (any, error) {
+		// Not the caller's context: the load is shared, and goes on when its callers stop waiting.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
+		defer cancel()
+		v, err := load(lctx)
+		if err != nil {
+			if errors.Is(err, booking.ErrStorageUnavailable) {
+				c.health.downAt.Store(now.UnixNano())
+			}
+			return v, err
+		}
+		c.mu.Lock()
+		if c.m == nil {
+			c.m = map[K]cacheEntry[V]{}
+		}
+		if c.gen == gen {
+			c.m[key] = cacheEntry[V]{v: v, at: now}
+		}
+		c.mu.Unlock()
+		return v, nil
+	})
+	if ok && c.health.down(now) {
+		return e.v, nil
+	}
+	var wait <-chan time.Time
+	if ok {
+		t := time.NewTimer(staleLoadWait)
+		defer t.Stop()
+		wait = t.C
+	}
+	select {
+	case r := <-ch:
+		if r.Err == nil {
+			return r.Val.(V), nil
+		}
+		if ok && errors.Is(r.Err, booking.ErrStorageUnavailable) {
 			return e.v, nil
 		}
-		return v, err
+		var zero V
+		return zero, r.Err
+	case <-wait:
+		c.health.downAt.Store(now.UnixNano())
+		return e.v, nil
+	case <-ctx.Done():
+		var zero V
+		return zero, fmt.Errorf("catalog: %w: %w", booking.ErrStorageUnavailable, ctx.Err())
 	}
-	c.mu.Lock()
-	if c.m == nil {
-		c.m = map[K]cacheEntry[V]{}
-	}
-	c.m[key] = cacheEntry[V]{v: v, at: now}
-	c.mu.Unlock()
-	return v, nil
 }
+
+// loadTimeout bounds one catalog load, whoever waits for it.
+const loadTimeout = 10 * time.Second
 
 // peek answers key from the cache, fresh or not, without loading it.
 func (c *cache[K, V]) peek(key K) (V, bool) {
@@ -120,14 +188,18 @@ func (c *cache[K, V]) peek(key K) (V, bool) {
 	return e.v, ok
 }
 
+// forget drops key after a change made here; a load under way keeps its answer to itself, and the
+// next get loads again.
 func (c *cache[K, V]) forget(key K) {
 	c.mu.Lock()
 	delete(c.m, key)
+	c.gen++
 	c.mu.Unlock()
+	c.loads.Forget(fmt.Sprint(key))
 }
 
 func (c *catalog) venue(ctx context.Context, id uint64) (*venueInfo, error) {
-	return c.venues.get(c.clock.Now(), id, func() (*venueInfo, error) {
+	return c.venues.get(ctx, c.clock.Now(), id, func(ctx context.Context) (*venueInfo, error) {
 		v, err := c.ss.Venue(ctx, id)
 		if err != nil {
 			return nil, err
@@ -141,7 +213,7 @@ func (c *catalog) venue(ctx context.Context, id uint64) (*venueInfo, error) {
 }
 
 func (c *catalog) resource(ctx context.Context, id uint64) (*resourceInfo, error) {
-	return c.resources.get(c.clock.Now(), id, func() (*resourceInfo, error) {
+	return c.resources.get(ctx, c.clock.Now(), id, func(ctx context.Context) (*resourceInfo, error) {
 		r, sc, err := c.ss.Resource(ctx, id)
 		if err != nil {
 			return nil, err
@@ -168,7 +240,7 @@ func (c *catalog) resource(ctx context.Context, id uint64) (*resourceInfo, error
 }
 
 func (c *catalog) service(ctx context.Context, id uint64) (*serviceInfo, error) {
-	return c.services.get(c.clock.Now(), id, func() (*serviceInfo, error) {
+	return c.services.get(ctx, c.clock.Now(), id, func(ctx context.Context) (*serviceInfo, error) {
 		s, links, err := c.ss.Service(ctx, id)
 		if err != nil {
 			return nil, err
@@ -178,7 +250,7 @@ func (c *catalog) service(ctx context.Context, id uint64) (*serviceInfo, error) 
 }
 
 func (c *catalog) grace(ctx context.Context) (map[string]booking.Grace, error) {
-	return c.graces.get(c.clock.Now(), struct{}{}, func() (map[string]booking.Grace, error) {
+	return c.graces.get(ctx, c.clock.Now(), struct{}{}, func(ctx context.Context) (map[string]booking.Grace, error) {
 		rows, err := c.ss.Graces(ctx)
 		if err != nil {
 			return nil, err
@@ -202,7 +274,7 @@ func (c *catalog) grace(ctx context.Context) (map[string]booking.Grace, error) {
 // venuePolicies answers the booking rules of a venue's resources; a resource missing from the map
 // has the defaults.
 func (c *catalog) venuePolicies(ctx context.Context, venueID uint64) (map[uint64]booking.Policy, error) {
-	return c.policies.get(c.clock.Now(), venueID, func() (map[uint64]booking.Policy, error) {
+	return c.policies.get(ctx, c.clock.Now(), venueID, func(ctx context.Context) (map[uint64]booking.Policy, error) {
 		rs, err := c.ss.Resources(ctx, venueID)
 		if err != nil || len(rs) == 0 {
 			return map[uint64]booking.Policy{}, err
@@ -225,7 +297,7 @@ func (c *catalog) venuePolicies(ctx context.Context, venueID uint64) (map[uint64
 
 // noshowPolicy answers the no-show freeze rule (the zero value while it is off).
 func (c *catalog) noshowPolicy(ctx context.Context) (booking.NoshowPolicy, error) {
-	return c.noshow.get(c.clock.Now(), struct{}{}, func() (booking.NoshowPolicy, error) {
+	return c.noshow.get(ctx, c.clock.Now(), struct{}{}, func(ctx context.Context) (booking.NoshowPolicy, error) {
 		row, ok, err := c.ss.NoshowPolicy(ctx)
 		if err != nil || !ok {
 			return booking.NoshowPolicy{}, err
@@ -237,7 +309,7 @@ func (c *catalog) noshowPolicy(ctx context.Context) (booking.NoshowPolicy, error
 
 // venueList lists every venue id; the wheel ticks over it.
 func (c *catalog) venueList(ctx context.Context) ([]uint64, error) {
-	return c.venueIDs.get(c.clock.Now(), struct{}{}, func() ([]uint64, error) { return c.ss.VenueIDs(ctx) })
+	return c.venueIDs.get(ctx, c.clock.Now(), struct{}{}, func(ctx context.Context) ([]uint64, error) { return c.ss.VenueIDs(ctx) })
 }
 
 func planFromRow(s models.Schedule) (*booking.Plan, error) {

@@ -283,16 +283,14 @@ func (e *Engine) commitBooking(ctx context.Context, r *redisstore.HoldRecord, pa
 		Start: r.Start, End: r.End, OccupyStart: r.OccupyStart, OccupyEnd: r.OccupyEnd,
 		ReleaseAt: booking.ReleaseAt(r.Start, now, grace), ConfirmedAt: now, AmountCents: r.AmountCents, Roles: r.Roles},
 		Fields: r.Fields}
-	nb := sqlstore.NewBooking{Booking: b, Code: newCheckinCode}
+	nb := sqlstore.NewBooking{Booking: b, Code: newCheckinCode,
+		Change: booking.Change{From: booking.Status(booking.HoldHeld), To: booking.Confirmed, At: now}}
 	if pay != nil {
 		b.PaymentID = pay.PaymentID
 		nb.Payment = &sqlstore.Payment{PaymentID: pay.PaymentID, HoldID: r.ID, AmountCents: pay.AmountCents, PaidAt: pay.PaidAt.UTC(), At: now,
 			Provider: pay.Provider}
 	}
 	e.setTimers(b, now)
-	if ev, ok := e.renderChange(b, booking.Change{From: booking.Status(booking.HoldHeld), To: booking.Confirmed, At: now}); ok {
-		nb.Event = ev
-	}
 	commitCtx, cancel := context.WithTimeout(ctx, confirmTimeout)
 	defer cancel()
 	err = e.ss.CreateBooking(commitCtx, nb)
@@ -326,6 +324,7 @@ func (e *Engine) commitBooking(ctx context.Context, r *redisstore.HoldRecord, pa
 		return Booking{}, err
 	}
 	metricConfirms.WithLabelValues("booked").Inc()
+	countTransition(booking.Created)
 	e.settle(ctx, r, b)
 	e.scheduleIfDue(ctx, b)
 	return e.view(ctx, &b.Booking)

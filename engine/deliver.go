@@ -472,6 +472,10 @@ func (e *Engine) sendWechat(ctx context.Context, ev models.OutboxEvent) (final b
 	if client == nil {
 		return true, errSinkGone
 	}
+	openid, ok := booking.WechatOpenID(ev.UserID)
+	if !ok {
+		return true, errSinkGone // the user was erased since the event was published: nobody to address
+	}
 	templates, err := e.ss.Templates(ctx)
 	if err != nil {
 		return false, err
@@ -494,7 +498,6 @@ func (e *Engine) sendWechat(ctx context.Context, ev models.OutboxEvent) (final b
 			data[key] = v
 		}
 	}
-	openid, _ := booking.WechatOpenID(ev.UserID)
 	err = client.Send(ctx, wechatmsg.Message{ToUser: openid, TemplateID: t.TemplateID,
 		Page: t.Page, Data: data})
 	return wechatmsg.Permanent(err), err

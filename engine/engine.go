@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
 	"gorm.io/gorm"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
@@ -50,6 +51,11 @@ type Options struct {
 	// QueueTags are the hash tags of the release queues whose loss Redis-loss detection watches;
 	// default {"release"}.
 	QueueTags []string
+	// ErasureKey keys the pseudonyms of erased users (see booking.Pseudonym): a secret of the
+	// deployment, the same on every instance and kept across restarts, so that a repeated erasure
+	// finds what the first one did. Empty keys them with the empty key, which hides nothing from
+	// whoever knows a user's id; set it in production.
+	ErasureKey []byte
 
 	// Notify configures the sinks events are delivered to.
 	Notify NotifyOptions
@@ -79,6 +85,10 @@ type Engine struct {
 	sender     *webhook.Sender // webhookSender's default
 	wheel      wheel
 	token      string // this instance's lease token
+	// releaseFlight lets one release run per venue key go on at a time in this process: release
+	// tasks of one venue fire together, and each starting a SELECT … FOR UPDATE SKIP LOCKED of its
+	// own starves the batch that holds the rows (and swells InnoDB's lock memory).
+	releaseFlight singleflight.Group
 }
 
 // testHooks let tests inject failures at the steps DESIGN.md orders; nil in production.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
@@ -103,20 +104,31 @@ func (e *Engine) take(ctx context.Context, req HoldRequest, ri *resourceInfo, si
 		r.ServiceID = si.svc.ID
 	}
 	r.Fields, r.Days = slotFields(ri.res.ID, p.Slots)
+	return e.runHold(ctx, r, ri.venue.loc, func() (redisstore.HoldOutcome, string, error) {
+		return e.rs.Hold(ctx, r, now, e.opts.MaxActiveHolds)
+	})
+}
+
+// runHold runs a hold script (script) until it answers something other than a cold day, loading
+// each cold day it names, and turns its answer into the hold or the error the client gets.
+func (e *Engine) runHold(ctx context.Context, r *redisstore.HoldRecord, loc *time.Location, script func() (redisstore.HoldOutcome, string, error)) (Hold, error) {
+	// Each attempt loads one more day; a hold spans at most a few (a role service's resources'
+	// days), so more attempts than this mean the day does not stay loaded.
+	const maxAttempts = 10
 	for attempt := 0; ; attempt++ {
-		out, cold, err := e.rs.Hold(ctx, r, now, e.opts.MaxActiveHolds)
+		out, cold, err := script()
 		if err != nil {
 			return Hold{}, err
 		}
 		metricHolds.WithLabelValues(string(out)).Inc()
 		switch out {
 		case redisstore.HoldOK:
-			return holdOf(r).In(ri.venue.loc), nil
+			return holdOf(r).In(loc), nil
 		case redisstore.HoldCold:
-			if attempt >= 3 {
+			if attempt >= maxAttempts {
 				return Hold{}, backendFailure("hold: day would not load")
 			}
-			if err := e.loadDay(ctx, ri, redisstore.DayOf(cold)); err != nil {
+			if err := e.loadDayField(ctx, cold); err != nil {
 				return Hold{}, err
 			}
 		case redisstore.HoldFull:
@@ -183,30 +195,9 @@ func (e *Engine) holdRoles(ctx context.Context, req HoldRequest, si *serviceInfo
 		ServiceID: si.svc.ID, Quantity: req.Quantity, Status: booking.HoldHeld, Start: first.Start, End: first.End,
 		OccupyStart: first.OccupyStart, OccupyEnd: first.OccupyEnd, Deadline: booking.HoldDeadline(now, e.opts.HoldTTL),
 		Created: now, AmountCents: first.AmountCents, Days: allDays}
-	for attempt := 0; ; attempt++ {
-		out, cold, err := e.rs.HoldRoles(ctx, r, roles, now, e.opts.MaxActiveHolds)
-		if err != nil {
-			return Hold{}, err
-		}
-		metricHolds.WithLabelValues(string(out)).Inc()
-		switch out {
-		case redisstore.HoldOK:
-			return holdOf(r).In(primary.venue.loc), nil
-		case redisstore.HoldCold:
-			if attempt >= 10 {
-				return Hold{}, backendFailure("hold: day would not load")
-			}
-			if err := e.loadDayField(ctx, cold); err != nil {
-				return Hold{}, err
-			}
-		case redisstore.HoldFull:
-			return Hold{}, ErrSlotFull
-		case redisstore.HoldLimit:
-			return Hold{}, ErrTooManyHolds.WithDetail("max_active_holds", e.opts.MaxActiveHolds)
-		default:
-			return Hold{}, ErrSlotClosed
-		}
-	}
+	return e.runHold(ctx, r, primary.venue.loc, func() (redisstore.HoldOutcome, string, error) {
+		return e.rs.HoldRoles(ctx, r, roles, now, e.opts.MaxActiveHolds)
+	})
 }
 
 // loadDayField loads the resource-day a script found cold.

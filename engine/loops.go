@@ -25,9 +25,10 @@ type LoopsConfig struct {
 	// timer was marked for (a process that died between a hold and its mark, Redis data loss);
 	// default 30s.
 	WheelSweepInterval time.Duration
-	// OverdueInterval is the period of the overdue release sweep, which releases every CONFIRMED
-	// booking past its release_at whatever happened to its task; default 2s.
-	OverdueInterval time.Duration
+	// ReleaseInterval is the period of the release loop, which releases every CONFIRMED booking past
+	// its release_at in batches, whatever happened to its task; default 25ms. A look that finds
+	// nothing due costs one probe of the due_at index.
+	ReleaseInterval time.Duration
 	// RelayInterval is how often the outbox relay looks for new events; default 250ms. It also runs at
 	// once when this process commits events, so the interval matters for other instances' events.
 	RelayInterval time.Duration
@@ -40,6 +41,9 @@ type LoopsConfig struct {
 	Lease func(name string) loop.Lease
 }
 
+// releaseLoop names the loop that releases due bookings (and its lease).
+const releaseLoop = "release_due"
+
 // Loops are the engine's background loops: each has a name, runs on its own interval, and can be
 // driven one run at a time by tests (RunOnce).
 type Loops struct {
@@ -51,7 +55,7 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 	setDefault(&cfg.ExpiryInterval, 100*time.Millisecond)
 	setDefault(&cfg.SweepInterval, time.Second)
 	setDefault(&cfg.WheelSweepInterval, 30*time.Second)
-	setDefault(&cfg.OverdueInterval, 2*time.Second)
+	setDefault(&cfg.ReleaseInterval, 25*time.Millisecond)
 	setDefault(&cfg.RelayInterval, 250*time.Millisecond)
 	if cfg.ExpiryBatch <= 0 {
 		cfg.ExpiryBatch = 500
@@ -92,7 +96,10 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 		shared("waitlist", cfg.SweepInterval, e.promoteWaiting),
 		shared("progress", cfg.SweepInterval, e.completeFinished),
 		shared("reminders", cfg.SweepInterval, e.sendReminders),
-		shared("overdue_release", cfg.OverdueInterval, func(ctx context.Context) error { _, err := e.ReleaseDue(ctx, 0); return err }),
+		// Releases fall due to the millisecond: the loop looks often, and a run of a burst may take
+		// seconds. Its lease outlives a few runs, so that release tasks know it is alive (releaserRuns).
+		mkLoop(releaseLoop, cfg.ReleaseInterval, releaseRunTimeout, time.Second, true,
+			func(ctx context.Context) error { _, err := e.ReleaseDue(ctx, 0); return err }),
 		relay,
 		shared("notify_prune", time.Hour, e.pruneNotifications),
 		shared("refunds", 2*time.Second, e.queueRefunds),
@@ -157,26 +164,24 @@ func (e *Engine) runWheel(ctx context.Context, batch int) error {
 	if e.wheel.cursor == 0 || from < sec-wheelLookback {
 		from = sec - wheelLookback
 	}
-	var errs []error
-	for s := from; s <= sec; s++ {
-		for shard := range redisstore.DueShards {
-			venues, err := e.rs.DueVenues(ctx, shard, s)
-			if err != nil {
-				return errors.Join(append(errs, err)...) // this second is read again next tick
-			}
-			for _, v := range venues {
-				if err := e.tickVenue(ctx, v, batch); err != nil {
-					errs = append(errs, fmt.Errorf("venue %d: %w", v, err))
-					// Looked at again in a second, not lost with the dropped mark.
-					errs = append(errs, e.rs.MarkDue(ctx, v, now.Add(time.Second), now))
-				}
-			}
-			if err := e.rs.DropDue(ctx, shard, s); err != nil {
-				return errors.Join(append(errs, err)...)
-			}
-		}
-		e.wheel.cursor = s
+	// Every second since the last run, read and dropped in one round trip each: a run after a pause
+	// (a clock jump, a lease taken over) costs no more round trips than one on time.
+	venues, err := e.rs.DueBetween(ctx, from, sec)
+	if err != nil {
+		return err // these seconds are read again next run
 	}
+	var errs []error
+	for _, v := range venues {
+		if err := e.tickVenue(ctx, v, batch); err != nil {
+			errs = append(errs, fmt.Errorf("venue %d: %w", v, err))
+			// Looked at again in a second, not lost with the dropped mark.
+			errs = append(errs, e.rs.MarkDue(ctx, v, now.Add(time.Second), now))
+		}
+	}
+	if err := e.rs.DropDueBetween(ctx, from, sec); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	e.wheel.cursor = sec
 	return errors.Join(errs...)
 }
 
@@ -283,8 +288,7 @@ func (e *Engine) sweepConfirmingAt(ctx context.Context, v uint64) error {
 		}
 		errs = append(errs, err)
 	}
-	metricRepairs.WithLabelValues("confirming_resumed").Add(float64(rep.ConfirmingResumed))
-	metricRepairs.WithLabelValues("holds_settled").Add(float64(rep.HoldsSettled))
+	countRepairs(rep)
 	return errors.Join(errs...)
 }
 
@@ -296,7 +300,7 @@ func (e *Engine) reconcileIfRedisLost(ctx context.Context) error {
 		return err
 	}
 	e.log.Warn("redis lost its data; rebuilding from SQL now")
-	metricRepairs.WithLabelValues("redis_lost").Inc()
+	metricRepairs.WithLabelValues(repairRedisLost).Inc()
 	// A sweep's timeout is too short for a full reconciliation.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()

@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"context"
+	"errors"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
@@ -22,11 +25,22 @@ var (
 		Name: "slotwheel_confirms_total", Help: "Confirms by outcome (booked, retaken, refund, failed, unknown: the commit's acknowledgement was lost).",
 	}, []string{"outcome"})
 	metricTransitions = promauto.NewCounterVec(prometheus.CounterOpts{
-		Name: "slotwheel_booking_transitions_total", Help: "Booking status transitions, by from and to status.",
+		Name: "slotwheel_booking_transitions_total", Help: "Booking status transitions, by from and to status (HELD → CONFIRMED: a booking created).",
 	}, []string{"from", "to"})
+	metricReschedules = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "slotwheel_reschedules_total", Help: "Bookings moved to another window (they stay CONFIRMED, so this is no status transition).",
+	})
+	// One histogram for every release, with buckets from a hot venue's 5 ms to the hour a long
+	// outage may cost, so that one p99 reads right both in normal running and in a recovery.
 	metricReleaseLag = promauto.NewHistogram(prometheus.HistogramOpts{
 		Name: "slotwheel_release_lag_seconds", Help: "Seconds between a booking's release_at and its release.",
 		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 1800, 3600},
+	})
+	metricReleaseFailures = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "slotwheel_release_failures_total", Help: "Release runs (of the release loop, a release task or reconciliation) that failed; their bookings stay CONFIRMED until a later run releases them.",
+	})
+	metricUnitsRestored = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "slotwheel_units_restored_total", Help: "Released bookings whose units the release gave back to inventory, each once; short of slotwheel_releases_total{outcome=\"released\"} by the units a failed give-back left to a redelivered task or to reconciliation.",
 	})
 	metricRepairs = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "slotwheel_reconcile_repairs_total", Help: "Repairs made by reconciliation and the sweeps, by kind.",
@@ -68,12 +82,8 @@ func init() {
 	for _, o := range []string{"booked", "retaken", "refund", "failed", "unknown"} {
 		metricConfirms.WithLabelValues(o)
 	}
-	for _, from := range booking.Statuses() {
-		for _, to := range booking.Statuses() {
-			if booking.CanMove(from, to) {
-				metricTransitions.WithLabelValues(string(from), string(to))
-			}
-		}
+	for _, tr := range append(booking.Transitions(), booking.Created) {
+		metricTransitions.WithLabelValues(string(tr.From), string(tr.To))
 	}
 	for _, s := range []string{"webhook", "wechat"} {
 		for _, o := range []string{"succeeded", "pending", "failed", "skipped"} {
@@ -83,8 +93,46 @@ func init() {
 	for _, o := range []string{"released", "held_dry_run", "held_off"} {
 		metricReleases.WithLabelValues(o)
 	}
-	for _, k := range []string{"overdue_released", "owners_added", "owners_removed", "counter_drift", "holds_requeued",
-		"holds_settled", "tasks_scheduled", "confirming_resumed", "redis_lost"} {
-		metricRepairs.WithLabelValues(k)
+	for _, r := range (ReconcileReport{}).repairs() {
+		metricRepairs.WithLabelValues(r.kind)
+	}
+	metricRepairs.WithLabelValues(repairRedisLost)
+}
+
+// countTransition counts one booking status change.
+func countTransition(tr booking.Transition) {
+	metricTransitions.WithLabelValues(string(tr.From), string(tr.To)).Inc()
+}
+
+// repairRedisLost is the repair kind of a Redis found to have lost its data (and rebuilt).
+const repairRedisLost = "redis_lost"
+
+// repairCount is one kind of repair and how many a report made.
+type repairCount struct {
+	kind string
+	n    int
+}
+
+// repairs are r's counts of repairs under the kind label that slotwheel_reconcile_repairs_total
+// shows them with. It is the one list of kinds: init registers each, countRepairs adds under them.
+// InventoryDays is left out: generating days ahead is routine, not a repair.
+func (r ReconcileReport) repairs() []repairCount {
+	return []repairCount{{"overdue_released", r.OverdueReleased}, {"owners_added", r.OwnersAdded},
+		{"owners_removed", r.OwnersRemoved}, {"counter_drift", r.CounterDrift}, {"holds_requeued", r.HoldsRequeued},
+		{"holds_settled", r.HoldsSettled}, {"tasks_scheduled", r.TasksScheduled}, {"confirming_resumed", r.ConfirmingResumed}}
+}
+
+// countRepairs adds the repairs of r to the metrics.
+func countRepairs(r ReconcileReport) {
+	for _, c := range r.repairs() {
+		metricRepairs.WithLabelValues(c.kind).Add(float64(c.n))
+	}
+}
+
+// countReleaseFailure counts a failed release attempt. A cancelled context is a shutdown or a
+// caller that gave up, not a failure of the release; a deadline is counted (the backend was slow).
+func countReleaseFailure(err error) {
+	if err != nil && !errors.Is(err, context.Canceled) {
+		metricReleaseFailures.Inc()
 	}
 }

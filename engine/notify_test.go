@@ -114,13 +114,15 @@ type receiver struct {
 
 	mu       sync.Mutex
 	refuse   func(n int, now time.Time) bool // n counts requests from 1
+	echo     bool                            // a refusal quotes the body it refused
 	requests int
 	acked    []ackedEvent
+	bodies   [][]byte // of the acked events
 	bad      []string
 }
 
 type ackedEvent struct {
-	ID, Type, Status string
+	ID, Type, Status, BookingID, CheckinCode string
 }
 
 func newReceiver(t testing.TB, clock Clock) *receiver {
@@ -137,13 +139,18 @@ func newReceiver(t testing.TB, clock Clock) *receiver {
 		}
 		if r.refuse != nil && r.refuse(r.requests, r.clock.Now()) {
 			w.WriteHeader(http.StatusServiceUnavailable)
+			if r.echo {
+				_, _ = w.Write(body)
+			}
 			return
 		}
 		var ev struct {
 			ID   string `json:"id"`
 			Type string `json:"type"`
 			Data struct {
-				Status string `json:"status"`
+				Status      string `json:"status"`
+				BookingID   string `json:"booking_id"`
+				CheckinCode string `json:"checkin_code"`
 			} `json:"data"`
 		}
 		if err := json.Unmarshal(body, &ev); err != nil || ev.ID != req.Header.Get("webhook-id") {
@@ -151,7 +158,9 @@ func newReceiver(t testing.TB, clock Clock) *receiver {
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
-		r.acked = append(r.acked, ackedEvent{ID: ev.ID, Type: ev.Type, Status: ev.Data.Status})
+		r.acked = append(r.acked, ackedEvent{ID: ev.ID, Type: ev.Type, Status: ev.Data.Status, BookingID: ev.Data.BookingID,
+			CheckinCode: ev.Data.CheckinCode})
+		r.bodies = append(r.bodies, body)
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(r.srv.Close)
@@ -164,10 +173,17 @@ func (r *receiver) got() (acked []ackedEvent, requests int, bad []string) {
 	return slices.Clone(r.acked), r.requests, slices.Clone(r.bad)
 }
 
+// ackedBodies are the bodies of the acknowledged events, in order.
+func (r *receiver) ackedBodies() [][]byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.bodies)
+}
+
 // webhookBundle is an engine with a fake queue and one webhook endpoint for every event.
-func webhookBundle(t *testing.T) (*testBundle, *fakeQueue, *receiver) {
+func webhookBundle(t *testing.T, mutate ...func(*Options)) (*testBundle, *fakeQueue, *receiver) {
 	q := newFakeQueue()
-	tb := setup(t, func(o *Options) { o.Scheduler = q; o.DefaultGrace = 15 * time.Minute })
+	tb := setup(t, append([]func(*Options){func(o *Options) { o.Scheduler = q; o.DefaultGrace = 15 * time.Minute }}, mutate...)...)
 	r := newReceiver(t, tb.clock)
 	w, err := tb.e.CreateWebhook(context.Background(), System, WebhookInput{URL: r.srv.URL + "/hook"})
 	require.NoError(t, err)
@@ -217,7 +233,7 @@ func TestWebhookReceiverFailingTwiceGetsEverythingOnceInOrder(t *testing.T) {
 	t.Parallel()
 	tb, q, r := webhookBundle(t)
 	r.refuse = func(n int, _ time.Time) bool { return n <= 2 }
-	tb.lifeOfABooking(t)
+	b := tb.lifeOfABooking(t)
 	start := tb.clock.Now()
 	n, err := tb.e.RelayOutbox(context.Background())
 	require.NoError(t, err)
@@ -238,6 +254,10 @@ func TestWebhookReceiverFailingTwiceGetsEverythingOnceInOrder(t *testing.T) {
 	require.Equal(t, len(lifeEvents)+2, requests, "two refusals, then one request per event")
 	require.Equal(t, []string{"CONFIRMED", "RELEASED", "CONFIRMED", "ARRIVED"},
 		[]string{acked[0].Status, acked[1].Status, acked[2].Status, acked[3].Status}, "each event shows the state it announced")
+	for _, a := range acked {
+		require.Equal(t, strconv.FormatUint(b.ID, 10), a.BookingID, "%s names its booking", a.Type)
+		require.Equal(t, b.CheckinCode, a.CheckinCode, "%s carries the check-in code", a.Type)
+	}
 }
 
 // A receiver down for 10 minutes gets everything once it is back, still in order, and the events

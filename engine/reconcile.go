@@ -32,6 +32,8 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 // recomputed — then Redis is marked as holding what SQL says, and the instance may serve.
 func (e *Engine) RepairCounters(ctx context.Context) (ReconcileReport, error) {
 	var rep ReconcileReport
+	// The markers name when the repair began: what it repaired is what happened before then.
+	began := e.clock.Now()
 	venues, err := e.cat.venueList(ctx)
 	if err != nil {
 		return rep, err
@@ -43,7 +45,87 @@ func (e *Engine) RepairCounters(ctx context.Context) (ReconcileReport, error) {
 	if err := errors.Join(errs...); err != nil {
 		return rep, err
 	}
-	return rep, e.rs.MarkAlive(ctx, e.opts.QueueTags, e.clock.Now())
+	return rep, e.rs.MarkAlive(ctx, e.opts.QueueTags, began)
+}
+
+// startupLease is how long the instance doing the start-up repair may be silent before another
+// starting instance takes the repair over; the holder renews it a few times within.
+const startupLease = 15 * time.Second
+
+// StartupOutcome says what ReconcileAtStart did.
+type StartupOutcome struct {
+	// Ran is true when this instance repaired the counters; false when another instance's repair,
+	// begun after this instance started, already covers everything this one would repair.
+	Ran    bool
+	Report ReconcileReport
+}
+
+// ReconcileAtStart is the start-up part of reconciliation (RepairCounters), done once however many
+// instances start together: an instance takes a lease, and repairs unless the markers the last
+// repair left (Redis' alive markers) show that a repair began after startedAt, the time this
+// process started — that repair saw all this instance would (the leftovers of a process it
+// replaces included). The others wait for the lease meanwhile, so no instance serves before Redis
+// holds what SQL says; a holder that dies passes the repair to the next within startupLease. The
+// caller runs the rest of reconciliation (ReconcileRest) only when Ran.
+func (e *Engine) ReconcileAtStart(ctx context.Context, startedAt time.Time) (StartupOutcome, error) {
+	lease := e.Lease("startup_reconcile")
+	for {
+		since, alive, err := e.rs.AliveSince(ctx, e.opts.QueueTags)
+		if err != nil {
+			return StartupOutcome{}, err
+		}
+		if alive && !since.Before(startedAt) {
+			return StartupOutcome{}, nil
+		}
+		held, err := lease.Hold(ctx, startupLease)
+		if err != nil {
+			return StartupOutcome{}, err
+		}
+		if held {
+			break
+		}
+		// Another instance is repairing: look again soon (a lease has no event to wait on).
+		t := time.NewTimer(200 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return StartupOutcome{}, ctx.Err()
+		case <-t.C:
+		}
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		_ = lease.Release(rctx)
+		cancel()
+	}()
+	// The repair that held the lease before this one may have finished since the markers were read.
+	if since, alive, err := e.rs.AliveSince(ctx, e.opts.QueueTags); err != nil {
+		return StartupOutcome{}, err
+	} else if alive && !since.Before(startedAt) {
+		return StartupOutcome{}, nil
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		t := time.NewTicker(startupLease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-rctx.Done():
+				return
+			case <-t.C:
+				if held, err := lease.Hold(rctx, startupLease); err == nil && !held {
+					e.log.Warn("start-up reconciliation lost its lease; another instance may repeat it")
+				}
+			}
+		}
+	}()
+	rep, err := e.RepairCounters(rctx)
+	cancel()
+	<-renewed
+	return StartupOutcome{Ran: true, Report: rep}, err
 }
 
 // ReconcileRest is the part of reconciliation that may run while the instance serves: inventory
@@ -59,11 +141,7 @@ func (e *Engine) ReconcileRest(ctx context.Context, rep ReconcileReport) (Reconc
 	errs = append(errs, err)
 	errs = append(errs, e.completeFinished(ctx))
 	errs = append(errs, e.requeueReleases(ctx, &rep))
-	for kind, n := range map[string]int{"overdue_released": rep.OverdueReleased, "owners_added": rep.OwnersAdded,
-		"owners_removed": rep.OwnersRemoved, "counter_drift": rep.CounterDrift, "holds_requeued": rep.HoldsRequeued,
-		"holds_settled": rep.HoldsSettled, "tasks_scheduled": rep.TasksScheduled, "confirming_resumed": rep.ConfirmingResumed} {
-		metricRepairs.WithLabelValues(kind).Add(float64(n))
-	}
+	countRepairs(rep)
 	return rep, errors.Join(errs...)
 }
 

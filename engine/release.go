@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -18,55 +19,69 @@ import (
 const releaseBatch = 1000
 
 // ReleaseDue decides the release of every CONFIRMED booking of venueID (0: of every venue) whose
-// release_at has come, in batches, under the venue's release mode, and answers how many it decided. It never releases early: a batch takes only
-// bookings whose release_at is at or before now. Each batch's units come back in one script per
-// venue, and the freed resources' first waiters are promoted.
+// release_at has come, in batches, under each venue's release mode, and answers how many it decided.
+// It never releases early: a batch takes only bookings whose release_at is at or before now. Each
+// batch's units come back in one script per venue, and the freed resources' first waiters are
+// promoted.
 func (e *Engine) ReleaseDue(ctx context.Context, venueID uint64) (int, error) {
 	ids, err := e.releaseDue(ctx, venueID)
 	return len(ids), err
 }
 
+// releaseDue is ReleaseDue answering the ids decided. One run per venue key goes on at a time in a
+// process; a caller that finds one under way shares its result (see releaseFlight).
 func (e *Engine) releaseDue(ctx context.Context, venueID uint64) ([]uint64, error) {
+	ch := e.releaseFlight.DoChan(strconv.FormatUint(venueID, 10), func() (any, error) {
+		ids, err := e.releaseRun(context.WithoutCancel(ctx), venueID)
+		countReleaseFailure(err)
+		return ids, err
+	})
+	select {
+	case r := <-ch:
+		ids, _ := r.Val.([]uint64)
+		return ids, r.Err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// releaseRun releases the due bookings of venueID (0: of every venue with one due) in batches of up
+// to releaseBatch that mix venues, so that a second in which a hundred venues each have a few
+// no-shows costs one transaction, not a hundred.
+func (e *Engine) releaseRun(ctx context.Context, venueID uint64) ([]uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, releaseRunTimeout)
+	defer cancel()
+	venues := []uint64{venueID}
 	if venueID == 0 {
-		// Venue by venue: each batch's units come back in one script, and its events are rendered
-		// in the venue's zone, which must be cached before the transaction starts.
-		venues, err := e.ss.DueVenues(ctx, e.clock.Now(), 1000)
-		if err != nil {
+		var err error
+		if venues, err = e.ss.DueVenues(ctx, e.clock.Now(), 1000); err != nil || len(venues) == 0 {
 			return nil, err
 		}
-		var released []uint64
-		var errs []error
-		for _, v := range venues {
-			ids, err := e.releaseDue(ctx, v)
-			released = append(released, ids...)
-			errs = append(errs, err)
-		}
-		return released, errors.Join(errs...)
-	}
-	if _, err := e.cat.venue(ctx, venueID); err != nil {
-		return nil, err
 	}
 	var released []uint64
 	for {
-		// Read at every batch, so that a mode change takes effect at once on every instance.
-		mode, err := e.releaseMode(ctx, venueID)
+		// The rules are read at every batch, so that a mode change takes effect at once on every
+		// instance; the venues' zones (events are rendered in them) are cached before the transaction.
+		modes, policies, err := e.releaseRules(ctx, venues)
 		if err != nil {
 			return released, err
 		}
-		policies, err := e.cat.venuePolicies(ctx, venueID)
-		if err != nil {
-			return released, err
-		}
-		now := e.clock.Now()
-		bs, chs, err := e.ss.ReleaseDue(ctx, sqlstore.DueQuery{VenueID: venueID, Now: now, Limit: releaseBatch},
+		var at time.Time
+		bs, chs, err := e.ss.ReleaseDue(ctx, sqlstore.DueQuery{Venues: venues, Now: e.clock.Now(), Limit: releaseBatch},
 			func(b *sqlstore.Booking) (booking.Change, error) {
+				if at.IsZero() {
+					// Taken once the rows are locked, so that released_at (and the lag measured from
+					// it) is when the batch decided, not when it began to look; still never early,
+					// as the query took only bookings due before it.
+					at = e.clock.Now()
+				}
 				p, ok := policies[b.ResourceID]
 				if !ok {
 					p = booking.DefaultPolicy()
 				}
-				c, err := b.Decide(now, mode, p)
+				c, err := b.Decide(at, modes[b.VenueID], p)
 				if err == nil && !c.None() {
-					e.setTimers(b, now)
+					e.setTimers(b, at)
 				}
 				return c, err
 			})
@@ -81,6 +96,38 @@ func (e *Engine) releaseDue(ctx context.Context, venueID uint64) ([]uint64, erro
 			return released, nil
 		}
 	}
+}
+
+// releaseRunTimeout bounds one release run: a burst of tens of thousands of bookings takes a few
+// seconds; a run that takes longer is stuck on the database.
+const releaseRunTimeout = time.Minute
+
+// releaseRules reads what a batch over venues decides by: each venue's release mode, and the
+// booking rules of their resources that have some.
+func (e *Engine) releaseRules(ctx context.Context, venues []uint64) (map[uint64]booking.ReleaseMode, map[uint64]booking.Policy, error) {
+	stored, err := e.ss.ReleaseModes(ctx, venues)
+	if err != nil {
+		return nil, nil, err
+	}
+	modes := make(map[uint64]booking.ReleaseMode, len(venues))
+	policies := map[uint64]booking.Policy{}
+	for _, v := range venues {
+		if _, err := e.cat.venue(ctx, v); err != nil {
+			return nil, nil, err
+		}
+		mode := e.opts.ReleaseMode
+		if m := stored[v]; m != "" {
+			mode = booking.ReleaseMode(m)
+		}
+		observeMode(v, mode)
+		modes[v] = mode
+		ps, err := e.cat.venuePolicies(ctx, v)
+		if err != nil {
+			return nil, nil, err
+		}
+		maps.Copy(policies, ps)
+	}
+	return modes, policies, nil
 }
 
 // afterRelease carries out what a committed batch of releases leaves to do: units back (one script
@@ -112,7 +159,9 @@ func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []
 	lctx, cancel := later(ctx)
 	defer cancel()
 	for v, fs := range byVenue {
-		if _, err := e.rs.GiveBack(lctx, v, fs, e.clock.Now()); err != nil {
+		n, err := e.rs.GiveBack(lctx, v, fs, e.clock.Now())
+		metricUnitsRestored.Add(float64(n))
+		if err != nil {
 			e.log.Error("give back released units failed; reconciliation will", "venue_id", v, "bookings", len(fs), "err", err)
 		}
 	}
@@ -127,10 +176,12 @@ func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []
 // Release is a release task's work: it moves the booking of ref (and, in the same batch, every
 // other due booking of its venue) to RELEASED. It never acts before release_at (a *NotDueError says
 // how long to wait); a duplicate delivery, a checked-in or cancelled booking, or a ref whose
-// release_at was changed by a restore do nothing.
+// release_at was changed by a restore do nothing. The release loop decides bookings as they fall
+// due; while it runs (its lease is held) a task leaves a booking due for less than releaserSlack to
+// it, so that tasks firing together do not each lock the venue's rows, and acts itself on one the
+// loop has left overdue.
 func (e *Engine) Release(ctx context.Context, ref ReleaseRef) (ReleaseOutcome, error) {
-	// Another releaser's batch may hold the booking locked (and skipped) for a moment: look again
-	// until it is decided, for a bounded time.
+	began := time.Now()
 	for attempt := 0; ; attempt++ {
 		b, err := e.ss.Booking(ctx, ref.BookingID)
 		if errors.Is(err, ErrNotFound) {
@@ -156,8 +207,15 @@ func (e *Engine) Release(ctx context.Context, ref ReleaseRef) (ReleaseOutcome, e
 		default:
 			return NotApplicable, nil
 		}
-		if now := e.clock.Now(); now.Before(b.ReleaseAt) {
+		now := e.clock.Now()
+		if now.Before(b.ReleaseAt) {
 			return "", &NotDueError{Wait: b.ReleaseAt.Sub(now)}
+		}
+		if waited := time.Since(began); waited < releaserSlack && now.Sub(b.ReleaseAt) < releaserSlack && e.releaserRuns(ctx) {
+			if err := sleepCtx(ctx, min(releaserSlack-waited, 100*time.Millisecond)); err != nil {
+				return "", err
+			}
+			continue
 		}
 		if attempt >= 40 {
 			return "", errors.Join(ErrStorageUnavailable, errors.New("the booking stayed locked by another release"))
@@ -172,12 +230,22 @@ func (e *Engine) Release(ctx context.Context, ref ReleaseRef) (ReleaseOutcome, e
 			}
 			return Released, nil
 		}
-		if attempt > 0 {
-			if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
-				return "", err
-			}
+		// Another instance's batch holds it, or the run began before it fell due: look again.
+		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+			return "", err
 		}
 	}
+}
+
+// releaserSlack is how long past release_at a task leaves its booking to the release loop: the
+// loop looks every ReleaseInterval, and a burst's batches take a moment.
+const releaserSlack = time.Second
+
+// releaserRuns reports whether some instance runs the release loop now (holds its lease). A Redis
+// error counts as no: the task then does the work itself.
+func (e *Engine) releaserRuns(ctx context.Context) bool {
+	held, err := e.rs.LeaseHeld(ctx, releaseLoop)
+	return err == nil && held
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -202,20 +270,6 @@ func (e *Engine) NeedsRelease(ctx context.Context, ref ReleaseRef) (bool, error)
 		return false, err
 	}
 	return b.DueAt != nil && b.ReleaseAt.Equal(ref.ReleaseAt), nil
-}
-
-// releaseMode is a venue's release mode, or the deployment's default.
-func (e *Engine) releaseMode(ctx context.Context, venueID uint64) (booking.ReleaseMode, error) {
-	m, err := e.ss.VenueReleaseMode(ctx, venueID)
-	if err != nil {
-		return "", err
-	}
-	mode := e.opts.ReleaseMode
-	if m != "" {
-		mode = booking.ReleaseMode(m)
-	}
-	observeMode(venueID, mode)
-	return mode, nil
 }
 
 // observeMode shows a venue's release mode in metrics: 1 for its mode, 0 for the others.

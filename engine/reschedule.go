@@ -145,7 +145,7 @@ func (e *Engine) Reschedule(ctx context.Context, a Actor, req RescheduleRequest)
 	if _, err := e.rs.FinishMove(lctx, b.VenueID, b.ID, ver); err != nil {
 		e.log.Warn("finish move failed; the sweep will", "booking_id", b.ID, "err", err)
 	}
-	metricTransitions.WithLabelValues(string(booking.Confirmed), "RESCHEDULED").Inc()
+	metricReschedules.Inc()
 	if e.sched != nil {
 		if err := e.sched.CancelRelease(lctx, old); err != nil {
 			e.log.Warn("cancel release task failed; its handler will do nothing", "booking_id", b.ID, "err", err)

@@ -13,9 +13,10 @@ import (
 )
 
 // maxEarlyWait is the longest a release handler waits out an early start before handing the task
-// back to Asynq. A task due one second early and forwarded on whole seconds starts at most ~2 s
-// early; anything earlier (an operator pressing "run" in the dashboard, clock skew) is retried
-// close to release_at instead of holding a worker.
+// back to Asynq. A task is due at the whole second after release_at and should not start early; one
+// that does (clock skew between instances, a task queued before this schedule) waits, and anything
+// earlier still (an operator pressing "run" in the dashboard) is retried close to release_at
+// instead of holding a worker.
 const maxEarlyWait = 5 * time.Second
 
 // releaser, reconciler and their methods are what the handlers need of *engine.Engine.
@@ -48,8 +49,8 @@ func (h *handlers) release(ctx context.Context, t *asynq.Task) error {
 		releases.WithLabelValues("bad_payload").Inc()
 		return fmt.Errorf("%s: %w: %w", TypeRelease, err, asynq.SkipRetry)
 	}
-	// The task starts a second or two early. Wait for the release_at it names before asking the
-	// engine, so an early start costs the database nothing; the engine stays the judge of "due".
+	// Should the task start early, wait for the release_at it names before asking the engine, so an
+	// early start costs the database nothing; the engine stays the judge of "due".
 	budget := maxEarlyWait
 	if early := ref.ReleaseAt.Sub(h.clock.Now()); early > 0 {
 		if early > budget {

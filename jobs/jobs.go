@@ -42,9 +42,9 @@ type Options struct {
 	LoaderInterval time.Duration
 	// ReconcileEvery is the period of the reconciliation; default 1h.
 	ReconcileEvery time.Duration
-	// Concurrency is the number of tasks one instance runs at once; default 64. Release handlers start
-	// up to two seconds early and wait out the rest, so a worker is held about 1.5 s per release:
-	// size it at twice the peak releases per second.
+	// Concurrency is the number of tasks one instance runs at once; default 64. A release task
+	// whose booking the release loop has decided ends after one read; one left undecided waits up
+	// to a second for the loop before acting.
 	Concurrency int
 	// Lease, when set, makes the loader run on one instance at a time.
 	Lease func(name string) loop.Lease

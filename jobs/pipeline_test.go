@@ -41,9 +41,10 @@ func (r *recordingReleaser) count() int {
 	return len(r.released)
 }
 
-// TestQueueReleasesOnTime checks the Asynq side alone — whole-second scheduling, the early start,
-// the forwarder and fetch intervals — against a stand-in engine: releases land at release_at, never
-// before, and well within a second after.
+// TestQueueReleasesOnTime checks the Asynq side alone — whole-second scheduling, the forwarder and
+// fetch intervals — against a stand-in engine: the durable timer behind the release loop releases
+// at release_at, never before, and at most the rest of the second plus the forwarder's interval
+// after.
 func TestQueueReleasesOnTime(t *testing.T) {
 	t.Parallel()
 	b := setup(t, testConfig{jobs: Options{Concurrency: 128}})
@@ -72,5 +73,5 @@ func TestQueueReleasesOnTime(t *testing.T) {
 	rec.mu.Unlock()
 	slices.Sort(lags)
 	t.Logf("queue-only release lag: p50 %s, max %s", lags[n/2], lags[n-1])
-	require.Less(t, lags[n-1], time.Second)
+	require.Less(t, lags[n-1], 1500*time.Millisecond)
 }

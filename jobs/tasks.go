@@ -64,9 +64,12 @@ func ReconcileTaskID(start time.Time) string {
 	return fmt.Sprintf("reconcile:%d", start.Unix())
 }
 
-// ScheduleRelease queues the release task of ref on the booking's release queue. Asynq keeps
-// scheduled times in whole seconds and forwards them on an interval, so the task is due a second
-// early and its handler waits until the exact release_at. A task already queued counts as success.
+// ScheduleRelease queues the release task of ref on the booking's release queue. The engine's
+// release loop releases bookings to the millisecond; the task is the durable timer behind it, for
+// when no instance runs the loop or the loop falls behind. Asynq keeps scheduled times in whole
+// seconds and may start a task up to a second before the one it stores, so the task is due at the
+// first whole second at or after release_at: it does not start early, and rarely finds its booking
+// still undecided. A task already queued counts as success.
 func (j *Jobs) ScheduleRelease(ctx context.Context, ref engine.ReleaseRef) error {
 	task := asynq.NewTask(TypeRelease, encodeRef(ref))
 	err := j.enqueue(ctx, task,
@@ -74,12 +77,20 @@ func (j *Jobs) ScheduleRelease(ctx context.Context, ref engine.ReleaseRef) error
 		asynq.Queue(j.queueOf(ref.BookingID)),
 		asynq.MaxRetry(releaseMaxRetry),
 		asynq.Timeout(releaseTimeout),
-		asynq.ProcessAt(ref.ReleaseAt.Add(-time.Second)),
+		asynq.ProcessAt(taskTime(ref.ReleaseAt)),
 	)
 	if err != nil {
 		return fmt.Errorf("schedule release of booking %d: %w", ref.BookingID, err)
 	}
 	return nil
+}
+
+// taskTime is the first whole second at or after t.
+func taskTime(t time.Time) time.Time {
+	if w := t.Truncate(time.Second); !w.Equal(t) {
+		return w.Add(time.Second)
+	}
+	return t
 }
 
 // enqueue puts a task into its queue; a task with the same ID already there is success.

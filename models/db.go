@@ -2,16 +2,20 @@ package models
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"time"
 
 	"github.com/glebarez/sqlite"
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
 )
 
@@ -20,6 +24,24 @@ import (
 type Pool struct {
 	MaxOpen int // default 32
 	MaxIdle int // default 8
+}
+
+// Defaults of Pool: three instances at the default fit MariaDB's and MySQL's default max_connections
+// of 151 with room for the tools and administrators beside them.
+const (
+	DefaultMaxOpen = 32
+	DefaultMaxIdle = 8
+)
+
+// WithDefaults fills the fields left zero with the defaults.
+func (p Pool) WithDefaults() Pool {
+	if p.MaxOpen <= 0 {
+		p.MaxOpen = DefaultMaxOpen
+	}
+	if p.MaxIdle <= 0 {
+		p.MaxIdle = DefaultMaxIdle
+	}
+	return p
 }
 
 func gormConfig() *gorm.Config {
@@ -67,12 +89,7 @@ func MySQLPool(dsn string, pool Pool) (*sql.DB, error) {
 		return nil, fmt.Errorf("open mysql: %w", err)
 	}
 	conn := sql.OpenDB(connector)
-	if pool.MaxOpen <= 0 {
-		pool.MaxOpen = 32
-	}
-	if pool.MaxIdle <= 0 {
-		pool.MaxIdle = 8
-	}
+	pool = pool.WithDefaults()
 	conn.SetMaxOpenConns(pool.MaxOpen)
 	conn.SetMaxIdleConns(min(pool.MaxIdle, pool.MaxOpen))
 	conn.SetConnMaxLifetime(30 * time.Minute)
@@ -120,47 +137,127 @@ func Ping(ctx context.Context, db *gorm.DB) error {
 	return sqlDB.PingContext(ctx)
 }
 
-// migrateLock names the advisory lock `slotwheel migrate` holds on MySQL, so that two migrations
-// started together run one after the other instead of racing on the same ALTERs.
-const migrateLock = "slotwheel_migrate"
+// migrateLock prefixes the advisory lock a migration holds on MySQL (followed by the database's
+// name, as GET_LOCK names are server-wide — cluster-wide on TiDB — and cut to the 64 characters
+// they may have), so that migrations started together run one after the other instead of racing on
+// the same ALTERs.
+const migrateLock = "slotwheel_migrate."
 
-// Migrate creates or upgrades every table. It is idempotent; on MySQL it holds an advisory lock for
-// its duration (waiting at most until ctx ends), so instances started together migrate once each,
-// in turn, and all but the first find nothing to do.
+// SchemaMark is the one row (ID 1) that says which schema the last migration left: instances that
+// start together with SLOTWHEEL_AUTO_MIGRATE take the migration lock in turn, and all but the first
+// find the mark current and change nothing.
+type SchemaMark struct {
+	ID          uint8     `gorm:"primaryKey;autoIncrement:false"`
+	Fingerprint string    `gorm:"size:64;not null"`
+	MigratedAt  time.Time `gorm:"precision:3;not null"`
+}
+
+// TableName keeps the mark's table name readable.
+func (SchemaMark) TableName() string { return "schema_mark" }
+
+// Migrate creates or upgrades every table; see MigrateOnce.
 func Migrate(ctx context.Context, db *gorm.DB) error {
+	_, err := MigrateOnce(ctx, db)
+	return err
+}
+
+// MigrateOnce creates or upgrades every table, unless the schema mark says the tables already are
+// as the models describe them (Fingerprint), and reports whether it changed the schema. On MySQL it
+// holds an advisory lock for its duration (waiting at most until ctx ends), so of many instances
+// started together one migrates and the others, taking the lock after it, find the mark current.
+func MigrateOnce(ctx context.Context, db *gorm.DB) (migrated bool, err error) {
 	db = db.WithContext(ctx)
 	if db.Dialector.Name() == "mysql" {
 		sqlDB, err := db.DB()
 		if err != nil {
-			return err
+			return false, err
 		}
 		conn, err := sqlDB.Conn(ctx)
 		if err != nil {
-			return fmt.Errorf("migrate: %w", err)
+			return false, fmt.Errorf("migrate: %w", err)
 		}
 		defer conn.Close()
 		wait := 60
 		if d, ok := ctx.Deadline(); ok {
 			wait = max(int(time.Until(d).Seconds()), 1)
 		}
-		var got int
-		if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", migrateLock, wait).Scan(&got); err != nil {
-			return fmt.Errorf("migrate: take lock: %w", err)
+		var got sql.NullInt64
+		if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(LEFT(CONCAT(?, DATABASE()), 64), ?)", migrateLock, wait).Scan(&got); err != nil {
+			return false, fmt.Errorf("migrate: take lock: %w", err)
 		}
-		if got != 1 {
-			return fmt.Errorf("migrate: another migration held the lock for %d s", wait)
+		if got.Int64 != 1 {
+			return false, fmt.Errorf("migrate: another migration held the lock for %d s", wait)
 		}
-		defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(?)", migrateLock) }()
-		db = db.Set("gorm:table_options", "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin")
+		defer func() {
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(LEFT(CONCAT(?, DATABASE()), 64))", migrateLock)
+		}()
+		// Set returns a handle whose chains would share one statement; a new session does not.
+		db = db.Set("gorm:table_options", "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin").Session(&gorm.Session{})
 	}
-	if err := db.AutoMigrate(All()...); err != nil {
-		return fmt.Errorf("migrate: %w", err)
+	fp := Fingerprint()
+	current, err := markCurrent(db, fp)
+	if err != nil {
+		return false, err
+	}
+	if !current {
+		if err := db.AutoMigrate(append(All(), &SchemaMark{})...); err != nil {
+			return false, fmt.Errorf("migrate: %w", err)
+		}
 	}
 	// Rows from before due_at existed (and any a fault left without it) get it back: an undecided
-	// CONFIRMED booking must be in the overdue sweep's index.
+	// CONFIRMED booking must be in the overdue sweep's index. It is a repair of data, not of the
+	// schema, so it runs whether or not the schema changed.
 	if err := db.Model(&Booking{}).Where("status = ? AND due_at IS NULL AND release_held_at IS NULL", "CONFIRMED").
 		Update("due_at", gorm.Expr("release_at")).Error; err != nil {
-		return fmt.Errorf("migrate: due_at: %w", err)
+		return false, fmt.Errorf("migrate: due_at: %w", err)
 	}
-	return nil
+	if current {
+		return false, nil
+	}
+	mark := SchemaMark{ID: 1, Fingerprint: fp, MigratedAt: time.Now().UTC()}
+	if err := db.Clauses(clause.OnConflict{UpdateAll: true}).Create(&mark).Error; err != nil {
+		return false, fmt.Errorf("migrate: schema mark: %w", err)
+	}
+	return true, nil
+}
+
+// markCurrent reports whether the schema mark names fp.
+func markCurrent(db *gorm.DB, fp string) (bool, error) {
+	if !db.Migrator().HasTable(&SchemaMark{}) {
+		return false, nil
+	}
+	var mark SchemaMark
+	err := db.Where("id = ?", 1).Limit(1).Find(&mark).Error
+	if err != nil {
+		return false, fmt.Errorf("migrate: read schema mark: %w", err)
+	}
+	return mark.Fingerprint == fp, nil
+}
+
+// Fingerprint names the schema the models describe: a hash of every table's Go type, with each
+// field's name, type and tags. Any change to a model (a column, an index, a size) changes it, and
+// the next migration runs AutoMigrate again.
+func Fingerprint() string {
+	h := sha256.New()
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				walk(f.Type)
+				continue
+			}
+			fmt.Fprintf(h, "%s %s %q\n", f.Name, f.Type, f.Tag)
+		}
+	}
+	for _, m := range append(All(), &SchemaMark{}) {
+		t := reflect.TypeOf(m).Elem()
+		name := t.Name()
+		if tn, ok := m.(interface{ TableName() string }); ok {
+			name = tn.TableName()
+		}
+		fmt.Fprintf(h, "table %s\n", name)
+		walk(t)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -7,8 +7,10 @@ package backend
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"sync"
@@ -35,6 +37,8 @@ type SQL struct {
 	Migrate bool
 	// StartTimeout bounds the wait for the server to answer; default DefaultStartTimeout.
 	StartTimeout time.Duration
+	// Log receives what the start decided (migrated or not); default slog.Default().
+	Log *slog.Logger
 }
 
 // OpenSQL opens the SQL store and, when asked, migrates it. A server that does not answer within
@@ -43,6 +47,9 @@ type SQL struct {
 func OpenSQL(ctx context.Context, o SQL) (*gorm.DB, error) {
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = DefaultStartTimeout
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
 	}
 	var db *gorm.DB
 	var err error
@@ -58,6 +65,10 @@ func OpenSQL(ctx context.Context, o SQL) (*gorm.DB, error) {
 			_ = conn.Close()
 			return nil, fmt.Errorf("%s: the database did not answer within %s: %w", setting, o.StartTimeout, err)
 		}
+		if err := checkPool(ctx, conn, o.Pool, o.Log); err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
 		if db, err = models.MySQLGorm(conn); err != nil {
 			_ = conn.Close()
 			return nil, fmt.Errorf("%s: %w", setting, err)
@@ -68,9 +79,15 @@ func OpenSQL(ctx context.Context, o SQL) (*gorm.DB, error) {
 	if o.Migrate {
 		mctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
-		if err := models.Migrate(mctx, db); err != nil {
+		migrated, err := models.MigrateOnce(mctx, db)
+		if err != nil {
 			closeDB(db)
 			return nil, fmt.Errorf("%s: %w", setting, err)
+		}
+		if migrated {
+			o.Log.Info("schema migrated")
+		} else {
+			o.Log.Info("schema already up to date; not migrated")
 		}
 		return db, nil
 	}
@@ -81,6 +98,32 @@ func OpenSQL(ctx context.Context, o SQL) (*gorm.DB, error) {
 		return nil, fmt.Errorf("%s: the schema is missing: run `slotwheel migrate` (or set SLOTWHEEL_AUTO_MIGRATE=true)", setting)
 	}
 	return db, nil
+}
+
+// checkPool refuses a pool that one instance alone could grow past the server's max_connections: it
+// would fail requests with error 1040 (too many connections) as soon as the load filled it, on this
+// instance and on every other one using the server. A pool that fits alone but not beside the
+// connections already open is only warned of, since those may be going away (a rolling restart).
+// Servers that report no limit (TiDB's max_connections 0) or cannot say are not checked.
+func checkPool(ctx context.Context, conn *sql.DB, p models.Pool, log *slog.Logger) error {
+	maxOpen := p.WithDefaults().MaxOpen
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var limit int
+	if err := conn.QueryRowContext(qctx, "SELECT @@max_connections").Scan(&limit); err != nil || limit <= 0 {
+		return nil
+	}
+	if maxOpen >= limit {
+		return fmt.Errorf("SLOTWHEEL_MYSQL_MAX_OPEN_CONNS: %d connections cannot fit the server's max_connections of %d; "+
+			"size it so that instances × SLOTWHEEL_MYSQL_MAX_OPEN_CONNS stays below max_connections", maxOpen, limit)
+	}
+	var name string
+	var open int
+	if err := conn.QueryRowContext(qctx, "SHOW GLOBAL STATUS LIKE 'Threads_connected'").Scan(&name, &open); err == nil && open+maxOpen > limit {
+		log.Warn("the MySQL pool may not fit beside the connections already open; lower SLOTWHEEL_MYSQL_MAX_OPEN_CONNS "+
+			"or raise max_connections", "pool", maxOpen, "open_now", open, "max_connections", limit)
+	}
+	return nil
 }
 
 func closeDB(db *gorm.DB) {

@@ -51,6 +51,11 @@ func TestTransitionTableIsClosed(t *testing.T) {
 			require.Equal(t, allowed[[2]Status{from, to}], CanMove(from, to), "%s → %s", from, to)
 		}
 	}
+	listed := map[[2]Status]bool{}
+	for _, tr := range Transitions() {
+		listed[[2]Status{tr.From, tr.To}] = true
+	}
+	require.Equal(t, allowed, listed, "Transitions lists the table, each change once")
 	for _, s := range Statuses() {
 		got, ok := ParseStatus(string(s))
 		require.True(t, ok)

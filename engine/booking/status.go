@@ -48,6 +48,27 @@ var transitions = map[Status][]Status{
 // CanMove reports whether the table allows from → to.
 func CanMove(from, to Status) bool { return slices.Contains(transitions[from], to) }
 
+// Transition is one status change a booking can make.
+type Transition struct{ From, To Status }
+
+// Created is the change that creates a booking: a paid hold (HELD) becomes CONFIRMED. It is not in
+// the table because no booking exists yet to move; it is announced and counted like the others.
+var Created = Transition{From: Status(HoldHeld), To: Confirmed}
+
+// Transitions lists every change the table allows, in the order of Statuses, so that whatever
+// counts or shows transitions (metrics, dashboards) can name each one before it first happens.
+func Transitions() []Transition {
+	var out []Transition
+	for _, from := range Statuses() {
+		for _, to := range Statuses() {
+			if CanMove(from, to) {
+				out = append(out, Transition{from, to})
+			}
+		}
+	}
+	return out
+}
+
 // Occupies reports whether a booking in this status keeps its units taken.
 func (s Status) Occupies() bool { return s == Confirmed || s == Arrived || s == InProgress }
 

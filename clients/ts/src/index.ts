@@ -30,6 +30,8 @@ export type WaitlistEntry = Schemas["WaitlistEntry"];
 /** The arguments of wx.requestPayment, from POST /api/v1/holds/{id}/wechatpay. */
 export type WechatPayParams = Schemas["WechatPayParams"];
 export type Refund = Schemas["Refund"];
+/** What POST /api/v1/admin/users/{id}/erase did: the pseudonym and the records carrying it, per kind. */
+export type Erasure = Schemas["Erasure"];
 export type Token = Schemas["Token"];
 
 /** The languages of error messages. */

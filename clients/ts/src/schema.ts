@@ -733,6 +733,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/users/{id}/erase": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Erase a user's personal data (PIPL)
+         * @description Admin only. slotwheel keeps no names, phone numbers or notes: a person is known by their user id (for a WeChat user, "wx:" and their openid), and this replaces that id by a stable pseudonym wherever it is kept — as the owner of bookings, holds, waitlist entries, refunds and events; in the actors of booking histories (user:, staff: or admin:); as the payer openid of WeChat Pay orders; as user_id inside event data and stored answers to Idempotency-Key requests; and inside error texts of webhook receivers and payment providers. Booking, hold and payment ids, amounts, times and check-in codes stay, so availability, slot counters, unit owners and the books are unchanged, and bookings keep their status, units and release (a guest with the check-in code can still be checked in). What is counted per user keeps counting under the pseudonym (no-shows, live holds); the user's WAITING waitlist entries are cancelled and a no-show freeze ends.
+         *
+         *     Events already delivered cannot be recalled: receivers keep what they were sent. Events not yet delivered go out with the pseudonym (a delivery reads its event when it is attempted; one attempt already in flight may still carry the id), and WeChat messages still pending for the user are skipped.
+         *
+         *     Idempotent: a repeat answers the same counts, and also erases whatever was written under the id since (a hold or a payment racing with the erasure). The id itself is not blocked: a later request with it starts afresh, as a user without holds, bookings, no-shows or freeze. A pseudonym is never accepted as a user id (token subject, dev log-in), nor here: 404. The erasure runs to its end (at most a minute) even if the client stops waiting. Request logs may still show the id in this route's path. The body is empty or {}.
+         */
+        post: operations["eraseUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/venues/{id}/release-mode": {
         parameters: {
             query?: never;
@@ -1488,6 +1512,30 @@ export interface components {
             code: "FAIL";
             /** @description <error code>: <English reason>, for WeChat's logs; it does not follow Accept-Language. */
             message: string;
+        };
+        /** @description What an erasure did. It never repeats the erased id. */
+        Erasure: {
+            /** @description What the user id became in every record: "erased:" and 32 hex digits of SHA-256 over the id. The same for every erasure of the same id; never accepted as a user id. */
+            pseudonym: string;
+            /** @description Per kind, the records that carry the pseudonym now, erased by this request or by an earlier erasure of the same id. Records that end on their own (hold records 24 h after their hold ended, published events and stored answers after their retention) drop out of the counts. */
+            erased: {
+                /** @description Bookings the user owned; their status, units and release are unchanged. */
+                bookings: number;
+                /** @description Status-history rows in which the id acted (as user, staff or admin). */
+                booking_history: number;
+                /** @description Waitlist entries; those still WAITING were cancelled. */
+                waitlist: number;
+                /** @description Refund rows of the user's payments (amounts and payment ids stay). */
+                refunds: number;
+                /** @description WeChat Pay orders the user was the payer of (their openid is gone). */
+                wechat_orders: number;
+                /** @description Outbox events about the user, delivered or not; those not yet delivered go out with the pseudonym. */
+                events: number;
+                /** @description Stored answers to Idempotency-Key requests that showed the user. */
+                stored_answers: number;
+                /** @description Hold records in Redis (live ones keep their units until paid or expired). */
+                holds: number;
+            };
         };
     };
     responses: {
@@ -3559,6 +3607,68 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Default"];
+        };
+    };
+    eraseUser: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description zh-CN or en: the language of error messages.
+                 * @example zh-CN
+                 */
+                "Accept-Language"?: components["parameters"]["AcceptLanguage"];
+                /**
+                 * @description Optional. Scoped to the caller, method and path; kept at least 24 hours. A repeat with the same body answers the first answer (same status and body byte for byte, so an error body's request_id names the first request; header Idempotent-Replayed: true); another body is 422 idempotency_key_reused; a repeat while the first still runs is 409 request_in_progress. 2xx and 4xx answers are stored, 5xx are not. Longer than 255 characters, empty, or sent twice: 400 invalid_idempotency_key.
+                 * @example 3f6c1e0a-5b7d-4c2e-9a18-0d4b6e2f7c91
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The user id to erase, as tokens carry it in sub. An id that cannot be a user id, a pseudonym included, is 404 not_found.
+                 * @example wx:o6_bmjrPTlm6_2sgVt7hMZOPfL2M
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["Empty"];
+            };
+        };
+        responses: {
+            /** @description Erased. The counts are the records carrying the pseudonym now; a repeat answers the same. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Erasure"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            /** @description The id names no person: invalid_user_id (the engine's own name, system); or idempotency_key_reused. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Default"];
         };
     };

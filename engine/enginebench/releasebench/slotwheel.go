@@ -162,7 +162,7 @@ func measureSlotwheel(ctx context.Context, env *Env, cfg Config, s spec, p *Prog
 		return nil, err
 	}
 	jb, err := jobs.New(jobs.Options{Redis: env.AsynqOpt, Engine: eng, Queue: randomName("bench_release_"),
-		Concurrency: cfg.Concurrency, Logger: log})
+		Concurrency: cfg.Concurrency, Lease: eng.Lease, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +185,8 @@ func measureSlotwheel(ctx context.Context, env *Env, cfg Config, s spec, p *Prog
 	if err := jb.Start(runCtx); err != nil {
 		return nil, err
 	}
-	loops := eng.NewLoops(engine.LoopsConfig{})
+	// Leased, as `slotwheel all` runs them: release tasks then leave bookings to the release loop.
+	loops := eng.NewLoops(engine.LoopsConfig{Lease: eng.Lease})
 	loops.Start(runCtx)
 	defer loops.Stop()
 

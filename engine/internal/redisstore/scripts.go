@@ -30,6 +30,7 @@ func prelude() string {
 		{"F_STATUS", hfStatus}, {"F_ID", hfID}, {"F_QTY", hfQty}, {"F_SLOTS", hfSlots}, {"F_DAYS", hfDays},
 		{"F_DEADLINE", hfDeadline}, {"F_SINCE", hfSince}, {"F_BOOKING_ID", hfBookingID}, {"F_ENDED", hfEnded},
 		{"F_RETAKEN", hfRetaken}, {"F_ORDER_NO", hfOrderNo}, {"F_RESOURCE", hfResource}, {"F_ROLES", hfRoles},
+		{"F_USER", hfUser},
 	} {
 		def(f[0], f[1])
 	}
@@ -67,6 +68,7 @@ type scripts struct {
 	leaseRelease   *redis.Script
 	reserveMove    *redis.Script
 	endMove        *redis.Script
+	eraseHolds     *redis.Script
 }
 
 func loadScripts() *scripts {
@@ -95,6 +97,7 @@ func loadScripts() *scripts {
 		endMove:        s("end_move.lua"),
 		idemBegin:      s("idem_begin.lua"),
 		idemFinish:     s("idem_finish.lua"),
+		eraseHolds:     s("erase_holds.lua"),
 	}
 }
 

@@ -55,24 +55,42 @@ func (s *Store) MarkDue(ctx context.Context, venueID uint64, at, now time.Time) 
 	return unavailable("mark due", err)
 }
 
-// DueVenues lists the venues marked in one shard of one second.
-func (s *Store) DueVenues(ctx context.Context, shard int, sec int64) ([]uint64, error) {
-	members, err := s.rdb.SMembers(ctx, s.keys.DueBucket(shard, sec)).Result()
-	if err != nil {
+// DueBetween lists the venues marked in every shard of the seconds from..to (inclusive), each once,
+// in one round trip (a pipeline; on a Redis Cluster, one per master, sent together).
+func (s *Store) DueBetween(ctx context.Context, from, to int64) ([]uint64, error) {
+	pipe := s.rdb.Pipeline()
+	var cmds []*redis.StringSliceCmd
+	for sec := from; sec <= to; sec++ {
+		for shard := range DueShards {
+			cmds = append(cmds, pipe.SMembers(ctx, s.keys.DueBucket(shard, sec)))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, unavailable("due venues", err)
 	}
-	out := make([]uint64, 0, len(members))
-	for _, m := range members {
-		if id, err := strconv.ParseUint(m, 10, 64); err == nil {
-			out = append(out, id)
+	seen := map[uint64]bool{}
+	var out []uint64
+	for _, c := range cmds {
+		for _, m := range c.Val() {
+			if id, err := strconv.ParseUint(m, 10, 64); err == nil && !seen[id] {
+				seen[id] = true
+				out = append(out, id)
+			}
 		}
 	}
 	return out, nil
 }
 
-// DropDue forgets one shard of one second, once its venues were looked at.
-func (s *Store) DropDue(ctx context.Context, shard int, sec int64) error {
-	return unavailable("drop due", s.rdb.Del(ctx, s.keys.DueBucket(shard, sec)).Err())
+// DropDueBetween forgets every shard of the seconds from..to, once their venues were looked at.
+func (s *Store) DropDueBetween(ctx context.Context, from, to int64) error {
+	pipe := s.rdb.Pipeline()
+	for sec := from; sec <= to; sec++ {
+		for shard := range DueShards {
+			pipe.Del(ctx, s.keys.DueBucket(shard, sec))
+		}
+	}
+	_, err := pipe.Exec(ctx)
+	return unavailable("drop due", err)
 }
 
 // HoldLease is the lease of one background loop for one holder (see engine/loop.Lease).
@@ -100,4 +118,31 @@ func (l *HoldLease) Release(ctx context.Context) error {
 		err = nil
 	}
 	return unavailable("release lease", err)
+}
+
+// LeaseHeld reports whether some instance holds the lease named name.
+func (s *Store) LeaseHeld(ctx context.Context, name string) (bool, error) {
+	n, err := s.rdb.Exists(ctx, s.keys.Lease(name)).Result()
+	return n > 0, unavailable("lease held", err)
+}
+
+// AliveSince reads the markers of tags that reconciliation leaves (MarkAlive): the earliest time
+// they name, which is when the oldest of them began repairing, and false when one is missing (Redis
+// lost that data since).
+func (s *Store) AliveSince(ctx context.Context, tags []string) (time.Time, bool, error) {
+	var oldest time.Time
+	for _, t := range tags {
+		v, err := s.rdb.Get(ctx, s.keys.Alive(t)).Int64()
+		if errors.Is(err, redis.Nil) {
+			return time.Time{}, false, nil
+		}
+		if err != nil {
+			return time.Time{}, false, unavailable("alive since", err)
+		}
+		at := time.UnixMilli(v).UTC()
+		if oldest.IsZero() || at.Before(oldest) {
+			oldest = at
+		}
+	}
+	return oldest, true, nil
 }

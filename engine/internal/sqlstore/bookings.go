@@ -129,7 +129,9 @@ var (
 type NewBooking struct {
 	Booking *Booking // ID and CheckinCode are filled in
 	Payment *Payment // nil for a dev confirm
-	Event   Event
+	// Change is the booking's first change (HELD → CONFIRMED); its event is rendered by the store's
+	// Renderer once the row has its id and check-in code, which the event carries.
+	Change booking.Change
 	// Code draws a check-in code; it is called again when one collides.
 	Code func() string
 }
@@ -198,8 +200,13 @@ func (s *Store) CreateBooking(ctx context.Context, nb NewBooking) error {
 				return err
 			}
 		}
-		ev := nb.Event
-		ev.Subject = BookingSubject(b.ID)
+		if s.render == nil {
+			return nil
+		}
+		ev, ok := s.render(b, nb.Change)
+		if !ok {
+			return nil
+		}
 		return insertEvents(tx, []Event{ev})
 	})
 }
@@ -318,12 +325,16 @@ func (s *Store) writeChanges(tx *gorm.DB, cs []changed) error {
 }
 
 func historyRow(b *Booking, c booking.Change) models.BookingHistory {
-	actor := c.Actor
-	if len(actor) > 80 {
-		actor = actor[:80]
-	}
 	return models.BookingHistory{BookingID: b.ID, FromStatus: string(c.From), ToStatus: string(c.To),
-		Version: b.Version, Actor: actor, Reason: c.Reason, At: c.At}
+		Version: b.Version, Actor: storedActor(c.Actor), Reason: c.Reason, At: c.At}
+}
+
+// storedActor is an actor's name as the history's column keeps it: at most 80 bytes.
+func storedActor(name string) string {
+	if len(name) > 80 {
+		return name[:80]
+	}
+	return name
 }
 
 func insertEvents(tx *gorm.DB, evs []Event) error {
@@ -355,13 +366,13 @@ type ListQuery struct {
 	ResourceID uint64
 	Status     booking.Status
 	From, To   time.Time // bookings starting in [From, To), when set
-	BeforeID   uint64    // the cursor: ids below it
+	BeforeID   uint64    // the cursor: the last booking of the previous page
 	Limit      int
 }
 
 // ListBookings lists bookings matching q, newest first.
 func (s *Store) ListBookings(ctx context.Context, q ListQuery) ([]Booking, error) {
-	db := s.db.WithContext(ctx).Order("id DESC").Limit(q.Limit)
+	db := newestFirst(s.db.WithContext(ctx), "bookings", q.BeforeID).Limit(q.Limit)
 	if q.UserID != "" {
 		db = db.Where("user_id = ?", q.UserID)
 	}
@@ -376,9 +387,6 @@ func (s *Store) ListBookings(ctx context.Context, q ListQuery) ([]Booking, error
 	}
 	if !q.From.IsZero() {
 		db = db.Where("start >= ? AND start < ?", q.From.UTC(), q.To.UTC())
-	}
-	if q.BeforeID != 0 {
-		db = db.Where("id < ?", q.BeforeID)
 	}
 	var rows []models.Booking
 	if err := db.Find(&rows).Error; err != nil {
@@ -502,7 +510,13 @@ func (s *Store) MarkQueued(ctx context.Context, rs []Ref) error {
 	for i, r := range rs {
 		pairs[i] = []any{r.BookingID, r.ReleaseAt.UTC()}
 	}
-	err := s.db.WithContext(ctx).Model(&models.Booking{}).Where("(id, release_at) IN ?", pairs).
+	// "id IN" first: MariaDB reads a row-constructor IN of one pair as a scan of the whole primary
+	// key (locking every row), where the ids alone give it a range.
+	ids := make([]uint64, len(rs))
+	for i, r := range rs {
+		ids[i] = r.BookingID
+	}
+	err := s.db.WithContext(ctx).Model(&models.Booking{}).Where("id IN ? AND (id, release_at) IN ?", ids, pairs).
 		Update("queue_at", nil).Error
 	return mapErr("mark queued", err)
 }
@@ -671,9 +685,9 @@ func (s *Store) DueVenues(ctx context.Context, now time.Time, limit int) ([]uint
 
 // DueQuery selects CONFIRMED bookings whose release_at has come.
 type DueQuery struct {
-	VenueID uint64 // 0: every venue
-	Now     time.Time
-	Limit   int
+	Venues []uint64 // the venues whose bookings are taken; required
+	Now    time.Time
+	Limit  int
 }
 
 // ReleaseDue decides, in one transaction, the releases of up to q.Limit CONFIRMED bookings whose
@@ -687,10 +701,10 @@ func (s *Store) ReleaseDue(ctx context.Context, q DueQuery, decide Decide) ([]Bo
 	var chs []booking.Change
 	err := s.tx(ctx, "release due bookings", func(tx *gorm.DB) error {
 		out, chs = out[:0], chs[:0]
-		db := tx.Where("due_at <= ?", q.Now.UTC()).Order("due_at").Limit(q.Limit)
-		if q.VenueID != 0 {
-			db = db.Where("venue_id = ?", q.VenueID)
+		if len(q.Venues) == 0 {
+			return nil
 		}
+		db := tx.Where("due_at <= ? AND venue_id IN ?", q.Now.UTC(), q.Venues).Order("due_at").Limit(q.Limit)
 		if s.mysql {
 			db = db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked})
 		}

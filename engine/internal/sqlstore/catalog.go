@@ -220,12 +220,16 @@ func (s *Store) Graces(ctx context.Context) ([]models.GracePolicy, error) {
 	return rows, mapErr("list grace policies", s.db.WithContext(ctx).Find(&rows).Error)
 }
 
-// VenueReleaseMode reads a venue's release mode as stored ("" for the deployment's default). It is
-// read at each release batch, so a change takes effect at once on every instance.
-func (s *Store) VenueReleaseMode(ctx context.Context, venueID uint64) (string, error) {
-	var v models.Venue
-	err := s.db.WithContext(ctx).Select("id, release_mode").First(&v, venueID).Error
-	return v.ReleaseMode, mapErr("read release mode", err)
+// ReleaseModes reads the release modes of venues ("" for a venue that has none; a venue that does
+// not exist is left out).
+func (s *Store) ReleaseModes(ctx context.Context, venueIDs []uint64) (map[uint64]string, error) {
+	var vs []models.Venue
+	err := s.db.WithContext(ctx).Select("id, release_mode").Where("id IN ?", venueIDs).Find(&vs).Error
+	out := make(map[uint64]string, len(vs))
+	for _, v := range vs {
+		out[v.ID] = v.ReleaseMode
+	}
+	return out, mapErr("read release modes", err)
 }
 
 // Policy reads a resource's booking rules; false when it has none (the defaults apply).

@@ -205,12 +205,9 @@ type DeliveryQuery struct {
 
 // Deliveries lists deliveries matching q.
 func (s *Store) Deliveries(ctx context.Context, q DeliveryQuery) ([]models.Delivery, error) {
-	db := s.db.WithContext(ctx).Where("endpoint_id = ?", q.EndpointID).Order("id DESC").Limit(q.Limit)
+	db := newestFirst(s.db.WithContext(ctx), "deliveries", q.BeforeID).Where("endpoint_id = ?", q.EndpointID).Limit(q.Limit)
 	if q.Status != "" {
 		db = db.Where("status = ?", q.Status)
-	}
-	if q.BeforeID != 0 {
-		db = db.Where("id < ?", q.BeforeID)
 	}
 	var rows []models.Delivery
 	return rows, mapErr("list deliveries", db.Find(&rows).Error)

@@ -125,12 +125,9 @@ type RefundQuery struct {
 
 // Refunds lists refunds matching q.
 func (s *Store) Refunds(ctx context.Context, q RefundQuery) ([]models.Refund, error) {
-	db := s.db.WithContext(ctx).Order("id DESC").Limit(q.Limit)
+	db := newestFirst(s.db.WithContext(ctx), "refunds", q.BeforeID).Limit(q.Limit)
 	if q.Status != "" {
 		db = db.Where("status = ?", q.Status)
-	}
-	if q.BeforeID != 0 {
-		db = db.Where("id < ?", q.BeforeID)
 	}
 	var rows []models.Refund
 	return rows, mapErr("list refunds", db.Find(&rows).Error)

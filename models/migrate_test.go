@@ -1,0 +1,118 @@
+package models_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	mysqldriver "github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/slotwheel/slotwheel/engine/enginetest"
+	"github.com/slotwheel/slotwheel/models"
+)
+
+// emptyMySQL creates an empty database on the test server (no schema, unlike enginetest.NewDB),
+// dropped when the test ends, and returns its DSN; it skips without a server.
+func emptyMySQL(t *testing.T) string {
+	t.Helper()
+	dsn := enginetestDSN(t)
+	admin, err := models.OpenMySQL(dsn, models.Pool{MaxOpen: 2})
+	require.NoError(t, err)
+	name := enginetest.Unique("swm_")
+	require.NoError(t, admin.Exec("CREATE DATABASE "+name).Error)
+	t.Cleanup(func() {
+		_ = admin.Exec("DROP DATABASE IF EXISTS " + name).Error
+		closeDB(admin)
+	})
+	cfg, err := mysqldriver.ParseDSN(dsn)
+	require.NoError(t, err)
+	cfg.DBName = name
+	return cfg.FormatDSN()
+}
+
+func enginetestDSN(t *testing.T) string {
+	t.Helper()
+	dsn := os.Getenv(enginetest.EnvMySQL)
+	if dsn == "" {
+		if os.Getenv(enginetest.EnvRequire) == "1" {
+			t.Fatalf("%s=1 but %s is not set", enginetest.EnvRequire, enginetest.EnvMySQL)
+		}
+		t.Skip("needs a MySQL server (" + enginetest.EnvMySQL + ")")
+	}
+	return dsn
+}
+
+func closeDB(db *gorm.DB) {
+	if s, err := db.DB(); err == nil {
+		_ = s.Close()
+	}
+}
+
+// Instances started together with SLOTWHEEL_AUTO_MIGRATE each migrate on their own pool; one of them
+// changes the schema, the others wait for its lock and find the schema current.
+func TestMigrateOnceAmongInstancesStartingTogether(t *testing.T) {
+	t.Parallel()
+	dsn := emptyMySQL(t)
+	const instances = 4
+	dbs := make([]*gorm.DB, instances)
+	for i := range dbs {
+		db, err := models.OpenMySQL(dsn, models.Pool{MaxOpen: 4})
+		require.NoError(t, err)
+		t.Cleanup(func() { closeDB(db) })
+		dbs[i] = db
+	}
+	migrated := make([]bool, instances)
+	errs := make([]error, instances)
+	var wg sync.WaitGroup
+	for i, db := range dbs {
+		wg.Go(func() { migrated[i], errs[i] = models.MigrateOnce(context.Background(), db) })
+	}
+	wg.Wait()
+	n := 0
+	for i := range instances {
+		require.NoError(t, errs[i])
+		if migrated[i] {
+			n++
+		}
+	}
+	require.Equal(t, 1, n, "one instance migrates")
+	for _, m := range models.All() {
+		require.True(t, dbs[0].Migrator().HasTable(m), "%T", m)
+	}
+	var collation string
+	require.NoError(t, dbs[0].Raw("SELECT table_collation FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'bookings'").
+		Scan(&collation).Error)
+	require.Equal(t, "utf8mb4_bin", collation, "ids and codes compare byte for byte")
+
+	// A model that changed since (here: a mark left by an older schema) is migrated again, once.
+	require.NoError(t, dbs[0].Model(&models.SchemaMark{}).Where("id = 1").Update("fingerprint", "older").Error)
+	again, err := models.MigrateOnce(context.Background(), dbs[1])
+	require.NoError(t, err)
+	require.True(t, again)
+	again, err = models.MigrateOnce(context.Background(), dbs[2])
+	require.NoError(t, err)
+	require.False(t, again)
+}
+
+func TestMigrateOnceOnSQLite(t *testing.T) {
+	t.Parallel()
+	db, err := models.OpenSQLite(filepath.Join(t.TempDir(), "sw.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { closeDB(db) })
+	first, err := models.MigrateOnce(context.Background(), db)
+	require.NoError(t, err)
+	require.True(t, first)
+	second, err := models.MigrateOnce(context.Background(), db)
+	require.NoError(t, err)
+	require.False(t, second, "a current schema is left alone")
+}
+
+// The fingerprint follows the models, so that a change to one is migrated.
+func TestFingerprintIsStable(t *testing.T) {
+	require.Equal(t, models.Fingerprint(), models.Fingerprint())
+	require.Len(t, models.Fingerprint(), 64)
+}
