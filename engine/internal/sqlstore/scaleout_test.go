@@ -179,6 +179,7 @@ func TestCommitConflictRetried(t *testing.T) {
 				require.Equal(t, 2, runs)
 			} else {
 				require.ErrorIs(t, err, ErrCommitUnknown)
+				require.ErrorIs(t, err, booking.ErrStorageUnavailable, "a retryable 503 where the caller cannot resolve it")
 				require.Equal(t, 1, runs)
 			}
 			var n int64

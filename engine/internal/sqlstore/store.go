@@ -135,7 +135,9 @@ func (s *Store) tx(ctx context.Context, op string, fn func(tx *gorm.DB) error) e
 			if retryable(err) && attempt < 4 {
 				continue
 			}
-			return fmt.Errorf("sql %s: %w: %w", op, ErrCommitUnknown, err)
+			// Unavailable too: a caller that cannot resolve the outcome (a check-in, a cancel) answers
+			// 503 and the client's retry finds out; confirm and reschedule look for ErrCommitUnknown first.
+			return fmt.Errorf("sql %s: %w (%w): %w", op, ErrCommitUnknown, booking.ErrStorageUnavailable, err)
 		}
 		if st.events {
 			s.eventsWritten()
