@@ -84,22 +84,17 @@ func serviceInfoOf(s models.Service, links []models.ServiceResource) *serviceInf
 }
 
 // While SQL is failing, a stale entry is answered at once: staleLoadWait bounds how long a load may
-// keep a request waiting when a stale copy could answer instead, and for sqlDownFor after a load
-// failed that way no load is tried for a key that has a stale copy. A MySQL outage then costs the
-// hold path one short wait per staleLoadWait-long window, not a request timeout per request.
-const (
-	staleLoadWait = 500 * time.Millisecond
-	sqlDownFor    = 2 * time.Second
-)
+// keep a request waiting when a stale copy could answer instead, and once a load failed that way SQL
+// counts as down until a load succeeds: requests with a stale copy answer from it without waiting,
+// while one load per key at a time goes on probing. A MySQL outage then costs the hold path one
+// short wait at its start, not a wait per request or per period.
+const staleLoadWait = 500 * time.Millisecond
 
-// sqlHealth remembers when a catalog load last found SQL unavailable; every cache of a catalog
-// shares it, as they share the database.
-type sqlHealth struct{ downAt atomic.Int64 } // unix ns of the clock; 0: never
+// sqlHealth remembers whether a catalog load found SQL unavailable since the last load that
+// succeeded; every cache of a catalog shares it, as they share the database.
+type sqlHealth struct{ isDown atomic.Bool }
 
-func (h *sqlHealth) down(now time.Time) bool {
-	at := h.downAt.Load()
-	return at != 0 && now.Sub(time.Unix(0, at)) < sqlDownFor
-}
+func (h *sqlHealth) down() bool { return h.isDown.Load() }
 
 // cache is a map of entries loaded on demand and kept for cacheTTL. Concurrent loads of one key
 // share one SQL query.
@@ -117,8 +112,8 @@ type cacheEntry[V any] struct {
 }
 
 // get answers key from the cache when it is fresh, else loads it. When SQL is unavailable — the
-// load fails so, or takes longer than staleLoadWait, or a load failed so within sqlDownFor — a
-// stale entry is answered instead. The load goes on without the request (and while SQL is down,
+// load fails so, or takes longer than staleLoadWait, or SQL is down since an earlier load — a stale
+// entry is answered instead. The load goes on without the request (and while SQL is down,
 // one load per key at a time probes it), and fills the cache when it succeeds.
 func (c *cache[K, V]) get(ctx context.Context, now time.Time, key K, load func(context.Context) (V, error)) (V, error) {
 	c.mu.RLock()
@@ -135,10 +130,11 @@ func (c *cache[K, V]) get(ctx context.Context, now time.Time, key K, load func(c
 		v, err := load(lctx)
 		if err != nil {
 			if errors.Is(err, booking.ErrStorageUnavailable) {
-				c.health.downAt.Store(now.UnixNano())
+				c.health.isDown.Store(true)
 			}
 			return v, err
 		}
+		c.health.isDown.Store(false)
 		c.mu.Lock()
 		if c.m == nil {
 			c.m = map[K]cacheEntry[V]{}
@@ -149,7 +145,7 @@ func (c *cache[K, V]) get(ctx context.Context, now time.Time, key K, load func(c
 		c.mu.Unlock()
 		return v, nil
 	})
-	if ok && c.health.down(now) {
+	if ok && c.health.down() {
 		return e.v, nil
 	}
 	var wait <-chan time.Time
@@ -169,7 +165,7 @@ func (c *cache[K, V]) get(ctx context.Context, now time.Time, key K, load func(c
 		var zero V
 		return zero, r.Err
 	case <-wait:
-		c.health.downAt.Store(now.UnixNano())
+		c.health.isDown.Store(true)
 		return e.v, nil
 	case <-ctx.Done():
 		var zero V
