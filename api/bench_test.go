@@ -73,6 +73,54 @@ func BenchmarkHTTPHold(b *testing.B) {
 	}
 }
 
+// BenchmarkHoldsThroughOutage measures, on one server in one run, holds per second for 20 s with
+// MySQL answering, then for 60 s with MySQL silent (it accepts connections and never answers, an
+// outage that drops packets), with and without an Idempotency-Key, and reports the outage's rate as
+// a share of the normal one (goal: at least 90%). MySQL pass only. It runs once, whatever b.N.
+func BenchmarkHoldsThroughOutage(b *testing.B) {
+	for _, withKey := range []bool{false, true} {
+		name := "plain"
+		if withKey {
+			name = "idempotency_key"
+		}
+		b.Run(name, func(b *testing.B) {
+			var proxy *faultproxy.Proxy
+			hs, slots := benchHarness(b, withSQLProxy(&proxy))
+			if proxy == nil {
+				b.Skip("the embedded SQLite is in-process: there is no outage to measure")
+			}
+			hs.hold(hs.token("warm", engine.RoleUser, 0), 1, 8)
+			var next atomic.Uint64
+			before := reportAttack(b, attackFor(b, hs, slots, &next, 20*time.Second, withKey))
+			proxy.Blackhole(true)
+			hs.clock.Advance(time.Minute) // every catalog entry stale: the outage has lasted a while
+			during := attackFor(b, hs, slots, &next, 60*time.Second, withKey)
+			proxy.Blackhole(false)
+			rate := float64(during.Requests) / (during.Duration + during.Wait).Seconds()
+			b.ReportMetric(rate, "outage-req/s")
+			b.ReportMetric(float64(during.Latencies.P99.Microseconds())/1000, "outage-p99-ms")
+			b.ReportMetric(100*rate/before, "outage-%")
+			b.Logf("%s: %.0f holds/s with MySQL, %.0f/s during 60 s of silent MySQL (%.0f%%), p99 %v",
+				name, before, rate, 100*rate/before, during.Latencies.P99)
+		})
+	}
+}
+
+// attackFor sends holds as fast as 32 workers go for d, every one of which must succeed; next
+// carries on the numbering (users, slots, keys) across attacks on one harness.
+func attackFor(b *testing.B, hs *harness, slots []benchSlot, next *atomic.Uint64, d time.Duration, withKey bool) vegeta.Metrics {
+	return attackWith(b, hs, slots, next, durationPacer{d: d}, 32, withKey)
+}
+
+// durationPacer sends hits as fast as the workers allow until d has passed.
+type durationPacer struct{ d time.Duration }
+
+func (p durationPacer) Pace(elapsed time.Duration, _ uint64) (time.Duration, bool) {
+	return 0, elapsed >= p.d
+}
+
+func (durationPacer) Rate(time.Duration) float64 { return 0 }
+
 type benchSlot struct {
 	start, end string
 	at         time.Time
@@ -124,6 +172,19 @@ func benchBareScript(b *testing.B, hs *harness, slots []benchSlot) {
 // attack sends n holds, each by one of 1,000 users on the next slot round robin, at rate per second
 // (0: as fast as 32 workers go).
 func attack(b *testing.B, hs *harness, slots []benchSlot, n uint64, rate float64, withKey bool) vegeta.Metrics {
+	var pacer vegeta.Pacer = countPacer{n: n}
+	workers := uint64(32)
+	if rate > 0 {
+		pacer = &ratePacer{rate: vegeta.Rate{Freq: int(rate), Per: time.Second}, n: n}
+		workers = 256 // a paced attack must never wait for a free worker, or it measures the queue
+	}
+	var next atomic.Uint64
+	return attackWith(b, hs, slots, &next, pacer, workers, withKey)
+}
+
+// attackWith sends holds paced by pacer with workers, each by one of 1,000 users on the next slot
+// round robin, numbered from next; every one must succeed.
+func attackWith(b *testing.B, hs *harness, slots []benchSlot, next *atomic.Uint64, pacer vegeta.Pacer, workers uint64, withKey bool) vegeta.Metrics {
 	srv := httptest.NewServer(hs.h)
 	b.Cleanup(srv.Close)
 	const users = 1000
@@ -131,7 +192,6 @@ func attack(b *testing.B, hs *harness, slots []benchSlot, n uint64, rate float64
 	for i := range tokens {
 		tokens[i] = "Bearer " + hs.token("bench-"+strconv.Itoa(i), engine.RoleUser, 0)
 	}
-	var next atomic.Uint64
 	targeter := func(t *vegeta.Target) error {
 		i := next.Add(1) - 1
 		s := slots[i%uint64(len(slots))]
@@ -143,12 +203,6 @@ func attack(b *testing.B, hs *harness, slots []benchSlot, n uint64, rate float64
 			t.Header.Set(headerIdempotencyKey, "bench-"+strconv.FormatUint(i, 10))
 		}
 		return nil
-	}
-	var pacer vegeta.Pacer = countPacer{n: n}
-	workers := uint64(32)
-	if rate > 0 {
-		pacer = &ratePacer{rate: vegeta.Rate{Freq: int(rate), Per: time.Second}, n: n}
-		workers = 256 // a paced attack must never wait for a free worker, or it measures the queue
 	}
 	attacker := vegeta.NewAttacker(vegeta.Workers(workers), vegeta.MaxWorkers(workers), vegeta.KeepAlive(true),
 		vegeta.Connections(int(workers)*2), vegeta.Timeout(30*time.Second))

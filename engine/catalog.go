@@ -99,11 +99,15 @@ func (h *sqlHealth) down() bool { return h.isDown.Load() }
 // cache is a map of entries loaded on demand and kept for cacheTTL. Concurrent loads of one key
 // share one SQL query.
 type cache[K comparable, V any] struct {
-	mu     sync.RWMutex
-	m      map[K]cacheEntry[V]
-	gen    uint64 // counts forgets, so that a load begun before one does not store what it read
-	loads  singleflight.Group
-	health *sqlHealth // set by newCatalog
+	mu    sync.RWMutex
+	m     map[K]cacheEntry[V]
+	gen   uint64 // counts forgets, so that a load begun before one does not store what it read
+	loads singleflight.Group
+	// loading holds the keys with a load running: while SQL is down a request with a stale copy
+	// starts a load only when none runs, instead of joining one (a load hanging on a silent MySQL
+	// would gather a waiter per request until it times out).
+	loading sync.Map
+	health  *sqlHealth // set by newCatalog
 }
 
 type cacheEntry[V any] struct {
@@ -123,31 +127,14 @@ func (c *cache[K, V]) get(ctx context.Context, now time.Time, key K, load func(c
 	if ok && now.Sub(e.at) < cacheTTL && !now.Before(e.at) {
 		return e.v, nil
 	}
-	ch := c.loads.DoChan(fmt.Sprint(key), func() (any, error) {
-		// Not the caller's context: the load is shared, and goes on when its callers stop waiting.
-		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
-		defer cancel()
-		v, err := load(lctx)
-		if err != nil {
-			if errors.Is(err, booking.ErrStorageUnavailable) {
-				c.health.isDown.Store(true)
-			}
-			return v, err
-		}
-		c.health.isDown.Store(false)
-		c.mu.Lock()
-		if c.m == nil {
-			c.m = map[K]cacheEntry[V]{}
-		}
-		if c.gen == gen {
-			c.m[key] = cacheEntry[V]{v: v, at: now}
-		}
-		c.mu.Unlock()
-		return v, nil
-	})
+	k := fmt.Sprint(key)
 	if ok && c.health.down() {
+		if _, busy := c.loading.Load(k); !busy {
+			c.loads.DoChan(k, c.loader(ctx, now, key, gen, load))
+		}
 		return e.v, nil
 	}
+	ch := c.loads.DoChan(k, c.loader(ctx, now, key, gen, load))
 	var wait <-chan time.Time
 	if ok {
 		t := time.NewTimer(staleLoadWait)
@@ -170,6 +157,37 @@ func (c *cache[K, V]) get(ctx context.Context, now time.Time, key K, load func(c
 	case <-ctx.Done():
 		var zero V
 		return zero, fmt.Errorf("catalog: %w: %w", booking.ErrStorageUnavailable, ctx.Err())
+	}
+}
+
+// loader is the shared load of key: it records whether SQL answered, and stores what it read
+// unless the key was forgotten since gen. It marks the key loading while it runs (only a running
+// load sets the mark, so none is left behind).
+func (c *cache[K, V]) loader(ctx context.Context, now time.Time, key K, gen uint64, load func(context.Context) (V, error)) func() (any, error) {
+	return func() (any, error) {
+		k := fmt.Sprint(key)
+		c.loading.Store(k, true)
+		defer c.loading.Delete(k)
+		// Not the caller's context: the load is shared, and goes on when its callers stop waiting.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
+		defer cancel()
+		v, err := load(lctx)
+		if err != nil {
+			if errors.Is(err, booking.ErrStorageUnavailable) {
+				c.health.isDown.Store(true)
+			}
+			return v, err
+		}
+		c.health.isDown.Store(false)
+		c.mu.Lock()
+		if c.m == nil {
+			c.m = map[K]cacheEntry[V]{}
+		}
+		if c.gen == gen {
+			c.m[key] = cacheEntry[V]{v: v, at: now}
+		}
+		c.mu.Unlock()
+		return v, nil
 	}
 }
 
