@@ -184,8 +184,15 @@ func TestReleaseNeverEarlyAndOnTime(t *testing.T) {
 
 // BenchmarkReleaseLag measures how late releases land: each iteration confirms 200 bookings due
 // about two seconds ahead and waits until all are released. Lag is released_at − release_at as the
-// engine recorded it.
+// engine recorded it. "deployed" runs the worker as `slotwheel worker` does, with the engine's loops
+// (the release loop first, the tasks behind it); "tasks_only" has the Asynq tasks alone, the durable
+// path that works when no loop runs, whose tasks start at the whole second after release_at.
 func BenchmarkReleaseLag(b *testing.B) {
+	b.Run("deployed", func(b *testing.B) { benchReleaseLag(b, true) })
+	b.Run("tasks_only", func(b *testing.B) { benchReleaseLag(b, false) })
+}
+
+func benchReleaseLag(b *testing.B, loops bool) {
 	const batch = 200
 	const grace = 2 * time.Second
 	tb := setup(b, testConfig{
@@ -195,6 +202,11 @@ func BenchmarkReleaseLag(b *testing.B) {
 	ctx := context.Background()
 	_, resourceID := tb.venueWithHall(b, 100_000)
 	require.NoError(b, tb.jobs.Start(ctx))
+	if loops {
+		l := tb.eng.NewLoops(engine.LoopsConfig{Lease: tb.eng.Lease})
+		l.Start(ctx)
+		b.Cleanup(l.Stop)
+	}
 
 	var lags []time.Duration
 	iter := 0
