@@ -182,6 +182,16 @@ func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []
 // loop has left overdue.
 func (e *Engine) Release(ctx context.Context, ref ReleaseRef) (ReleaseOutcome, error) {
 	began := time.Now()
+	// Tasks of a burst fire together at their release_at, when the loop is releasing their bookings
+	// anyway: while it runs, a task whose booking has only just fallen due waits out the loop's
+	// slack before it reads anything, instead of polling SQL with every other task of the burst.
+	if !ref.ReleaseAt.IsZero() {
+		if wait := ref.ReleaseAt.Add(releaserSlack).Sub(e.clock.Now()); wait > 0 && wait <= releaserSlack && e.releaserRuns(ctx) {
+			if err := sleepCtx(ctx, wait); err != nil {
+				return "", err
+			}
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		b, err := e.ss.Booking(ctx, ref.BookingID)
 		if errors.Is(err, ErrNotFound) {
