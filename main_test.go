@@ -210,35 +210,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// silentServer accepts connections and never answers, as a hung MySQL or Redis would.
-func silentServer(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return l.Addr().String()
-}
-
 // A backend that accepts connections but never answers must not hang the start: the binary gives
 // up after its start timeout naming the setting, and a SIGTERM ends it at once at any moment.
 func TestStartGivesUpOnSilentBackends(t *testing.T) {
@@ -246,7 +217,7 @@ func TestStartGivesUpOnSilentBackends(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	bin := binary(t)
-	silent := silentServer(t)
+	silent := enginetest.SilentServer(t)
 	common := []string{"SLOTWHEEL_JWT_SECRET=" + e2eJWT, "SLOTWHEEL_PAYMENT_SECRET=" + e2ePay,
 		"SLOTWHEEL_HTTP_ADDR=" + freeAddr(t), "SLOTWHEEL_SQLITE_PATH=" + filepath.Join(t.TempDir(), "sw.db")}
 	start := func(extra ...string) (*exec.Cmd, *bytes.Buffer, chan error) {

@@ -3,13 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine/enginetest"
@@ -130,24 +128,14 @@ func sweepRuns(t *testing.T, f *fleet.Fleet) int {
 	return total
 }
 
-// commandCalls reads INFO commandstats on every master and sums the calls of every command but
-// INFO itself (the measuring), by master.
+// commandCalls sums, by master, the calls of every command but INFO itself (the measuring).
 func commandCalls(t *testing.T, cluster *redistest.Cluster) map[string]int64 {
 	t.Helper()
+	byAddr, err := redistest.CommandCalls(context.Background(), cluster.Masters())
+	require.NoError(t, err)
 	out := map[string]int64{}
-	for _, addr := range cluster.Masters() {
-		c := redis.NewClient(&redis.Options{Addr: addr})
-		info, err := c.Info(context.Background(), "commandstats").Result()
-		_ = c.Close()
-		require.NoError(t, err)
-		for line := range strings.Lines(info) {
-			name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-			if !ok || !strings.HasPrefix(name, "cmdstat_") || name == "cmdstat_info" {
-				continue
-			}
-			calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
-			n, err := strconv.ParseInt(calls, 10, 64)
-			require.NoError(t, err, line)
+	for addr, calls := range byAddr {
+		for _, n := range calls {
 			out[addr] += n
 		}
 	}

@@ -121,21 +121,12 @@ func spreadFixture(b *testing.B, e *engine.Engine) func(context.Context, uint64)
 // callsByCommand sums the calls of each command over the masters (INFO commandstats), INFO
 // itself left out.
 func callsByCommand(b *testing.B, masters []string) map[string]int64 {
+	byAddr, err := redistest.CommandCalls(context.Background(), masters)
+	require.NoError(b, err)
 	out := map[string]int64{}
-	for _, addr := range masters {
-		c := redis.NewClient(&redis.Options{Addr: addr})
-		info, err := c.Info(context.Background(), "commandstats").Result()
-		_ = c.Close()
-		require.NoError(b, err)
-		for line := range strings.Lines(info) {
-			name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-			if !ok || !strings.HasPrefix(name, "cmdstat_") || name == "cmdstat_info" {
-				continue
-			}
-			calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
-			n, err := strconv.ParseInt(calls, 10, 64)
-			require.NoError(b, err)
-			out[strings.TrimPrefix(name, "cmdstat_")] += n
+	for _, calls := range byAddr {
+		for cmd, n := range calls {
+			out[cmd] += n
 		}
 	}
 	return out

@@ -3,8 +3,6 @@ package jobs
 import (
 	"context"
 	"log/slog"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -89,7 +87,7 @@ func TestQueueGaugesShowArchivedTasks(t *testing.T) {
 // about a second, without queue gauges (never read) and with the timestamp at 0.
 func TestQueueGaugesNeverHoldTheScrape(t *testing.T) {
 	t.Parallel()
-	silent := silentServer(t)
+	silent := enginetest.SilentServer(t)
 	b := setup(t, testConfig{})
 	// The reading left hanging fails after the test has ended; its warning goes nowhere.
 	j, err := New(Options{Redis: asynq.RedisClientOpt{Addr: silent}, Engine: b.eng, Queue: enginetest.Unique("q"),
@@ -104,33 +102,4 @@ func TestQueueGaugesNeverHoldTheScrape(t *testing.T) {
 	require.Less(t, time.Since(began), 3*time.Second, "the scrape answered without waiting for Redis")
 	require.Empty(t, tasks)
 	require.Zero(t, stamp, "never read")
-}
-
-// silentServer accepts connections and never answers, as a hung Redis would.
-func silentServer(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return l.Addr().String()
 }
