@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -263,15 +264,20 @@ func TestStartGivesUpOnSilentBackends(t *testing.T) {
 	}
 }
 
-// privateDB moves a redis:// URL to a database number of its own (2–15) for this run.
+// privateDB moves a redis:// URL to a database number of its own (2–15) for this run: the binary's
+// Asynq queues ignore the key prefix, so two instances on one database would take each other's
+// tasks. Numbers are handed out in turn, so that tests running together never share one.
 func privateDB(t *testing.T, url string) string {
-	n := 2 + time.Now().UnixNano()%14
+	t.Helper()
+	n := 2 + (int64(os.Getpid())+nextDB.Add(1))%14
 	u := url
 	if i := bytes.LastIndexByte([]byte(u), '/'); i > len("redis://") {
 		u = u[:i]
 	}
 	return u + "/" + strconv.FormatInt(n, 10)
 }
+
+var nextDB atomic.Int64
 
 func freeAddr(t *testing.T) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
