@@ -69,13 +69,14 @@ type StartupOutcome struct {
 // caller runs the rest of reconciliation (ReconcileRest) only when Ran.
 func (e *Engine) ReconcileAtStart(ctx context.Context, startedAt time.Time) (StartupOutcome, error) {
 	lease := e.Lease("startup_reconcile")
-	for {
+	// covered: a repair that began after this process started already saw all it would repair.
+	covered := func() (bool, error) {
 		since, alive, err := e.rs.AliveSince(ctx, e.opts.QueueTags)
-		if err != nil {
+		return alive && !since.Before(startedAt), err
+	}
+	for {
+		if done, err := covered(); err != nil || done {
 			return StartupOutcome{}, err
-		}
-		if alive && !since.Before(startedAt) {
-			return StartupOutcome{}, nil
 		}
 		held, err := lease.Hold(ctx, startupLease)
 		if err != nil {
@@ -99,10 +100,8 @@ func (e *Engine) ReconcileAtStart(ctx context.Context, startedAt time.Time) (Sta
 		cancel()
 	}()
 	// The repair that held the lease before this one may have finished since the markers were read.
-	if since, alive, err := e.rs.AliveSince(ctx, e.opts.QueueTags); err != nil {
+	if done, err := covered(); err != nil || done {
 		return StartupOutcome{}, err
-	} else if alive && !since.Before(startedAt) {
-		return StartupOutcome{}, nil
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()

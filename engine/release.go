@@ -177,11 +177,10 @@ func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []
 // other due booking of its venue) to RELEASED. It never acts before release_at (a *NotDueError says
 // how long to wait); a duplicate delivery, a checked-in or cancelled booking, or a ref whose
 // release_at was changed by a restore do nothing. The release loop decides bookings as they fall
-// due; while it runs (its lease is held) a task leaves a booking due for less than releaserSlack to
-// it, so that tasks firing together do not each lock the venue's rows, and acts itself on one the
-// loop has left overdue.
+// due; while it runs (its lease is held) a task first leaves its booking to it until releaserSlack
+// past release_at, so that tasks firing together do not each lock the venue's rows, and then acts
+// itself on one the loop has left overdue.
 func (e *Engine) Release(ctx context.Context, ref ReleaseRef) (ReleaseOutcome, error) {
-	began := time.Now()
 	// Tasks of a burst fire together at their release_at, when the loop is releasing their bookings
 	// anyway: while it runs, a task whose booking has only just fallen due waits out the loop's
 	// slack before it reads anything, instead of polling SQL with every other task of the burst.
@@ -220,12 +219,6 @@ func (e *Engine) Release(ctx context.Context, ref ReleaseRef) (ReleaseOutcome, e
 		now := e.clock.Now()
 		if now.Before(b.ReleaseAt) {
 			return "", &NotDueError{Wait: b.ReleaseAt.Sub(now)}
-		}
-		if waited := time.Since(began); waited < releaserSlack && now.Sub(b.ReleaseAt) < releaserSlack && e.releaserRuns(ctx) {
-			if err := sleepCtx(ctx, min(releaserSlack-waited, 100*time.Millisecond)); err != nil {
-				return "", err
-			}
-			continue
 		}
 		if attempt >= 40 {
 			return "", errors.Join(ErrStorageUnavailable, errors.New("the booking stayed locked by another release"))

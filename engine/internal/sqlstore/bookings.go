@@ -507,14 +507,12 @@ func (s *Store) MarkQueued(ctx context.Context, rs []Ref) error {
 		return nil
 	}
 	pairs := make([][]any, len(rs))
-	for i, r := range rs {
-		pairs[i] = []any{r.BookingID, r.ReleaseAt.UTC()}
-	}
 	// "id IN" first: MariaDB reads a row-constructor IN of one pair as a scan of the whole primary
 	// key (locking every row), where the ids alone give it a range.
 	ids := make([]uint64, len(rs))
 	for i, r := range rs {
 		ids[i] = r.BookingID
+		pairs[i] = []any{r.BookingID, r.ReleaseAt.UTC()}
 	}
 	err := s.db.WithContext(ctx).Model(&models.Booking{}).Where("id IN ? AND (id, release_at) IN ?", ids, pairs).
 		Update("queue_at", nil).Error
