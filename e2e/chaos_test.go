@@ -521,12 +521,10 @@ func chaosTable(rows []chaosRow) string {
 // confirm route, retried as a provider retries) and sometimes checking in at once, on random
 // courts through random instances; failures are counted, not fatal.
 type chaosTraffic struct {
-	done    chan struct{}
-	stopped sync.Once
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	rep     chaosTrafficReport
-	next    atomic.Int64
+	*crowd
+	mu   sync.Mutex
+	rep  chaosTrafficReport
+	next atomic.Int64
 }
 
 type chaosTrafficReport struct {
@@ -551,26 +549,13 @@ func (r chaosTrafficReport) String() string {
 }
 
 func startChaosTraffic(f *fleet.Fleet, courts []fleet.Court, workers int) *chaosTraffic {
-	tr := &chaosTraffic{done: make(chan struct{}), rep: chaosTrafficReport{failed: map[string]int{}}}
+	tr := &chaosTraffic{rep: chaosTrafficReport{failed: map[string]int{}}}
 	prefix := enginetest.Unique("cu")
-	for range workers {
-		tr.wg.Go(func() {
-			for {
-				select {
-				case <-tr.done:
-					return
-				default:
-				}
-				tr.once(f, courts, prefix)
-				// Users, not a benchmark: a pause between one's booking and the next.
-				select {
-				case <-tr.done:
-					return
-				case <-time.After(20*time.Millisecond + rand.N(40*time.Millisecond)):
-				}
-			}
-		})
-	}
+	tr.crowd = startCrowd(workers, func() time.Duration {
+		tr.once(f, courts, prefix)
+		// Users, not a benchmark: a pause between one's booking and the next.
+		return 20*time.Millisecond + rand.N(40*time.Millisecond)
+	})
 	return tr
 }
 
@@ -680,8 +665,7 @@ func (tr *chaosTraffic) fail(what string, err error) {
 
 // stop ends the traffic, waits for requests in flight, and reports.
 func (tr *chaosTraffic) stop() chaosTrafficReport {
-	tr.stopped.Do(func() { close(tr.done) })
-	tr.wg.Wait()
+	tr.crowd.stop()
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	return tr.rep

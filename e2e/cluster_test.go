@@ -317,11 +317,47 @@ func masterFailover(t *testing.T, f *fleet.Fleet, cluster *redistest.Cluster) {
 	require.NoError(t, f.AwaitAudit(ctx, 20*time.Second))
 }
 
+// crowd is workers that each repeat a user's visit until stopped, resting between visits for as
+// long as the visit answers.
+type crowd struct {
+	done    chan struct{}
+	stopped sync.Once
+	wg      sync.WaitGroup
+}
+
+func startCrowd(workers int, visit func() (rest time.Duration)) *crowd {
+	c := &crowd{done: make(chan struct{})}
+	for range workers {
+		c.wg.Go(func() {
+			for {
+				select {
+				case <-c.done:
+					return
+				default:
+				}
+				if rest := visit(); rest > 0 {
+					select {
+					case <-c.done:
+						return
+					case <-time.After(rest):
+					}
+				}
+			}
+		})
+	}
+	return c
+}
+
+// stop ends the visits and waits for those under way; calling it again does nothing more.
+func (c *crowd) stop() {
+	c.stopped.Do(func() { close(c.done) })
+	c.wg.Wait()
+}
+
 // traffic is users holding and paying a court through every instance, each request to an instance
 // picked in turn; failures (a killed instance, a failover) are counted, not fatal.
 type traffic struct {
-	done   chan struct{}
-	wg     sync.WaitGroup
+	*crowd
 	mu     sync.Mutex
 	rep    trafficReport
 	nextID atomic.Int64
@@ -337,37 +373,28 @@ func (r trafficReport) String() string {
 }
 
 func startTraffic(f *fleet.Fleet, court fleet.Court, workers int) *traffic {
-	tr := &traffic{done: make(chan struct{}), rep: trafficReport{failed: map[string]int{}}}
-	ctx := context.Background()
+	tr := &traffic{rep: trafficReport{failed: map[string]int{}}}
 	prefix := enginetest.Unique("u")
-	for range workers {
-		tr.wg.Go(func() {
-			for {
-				select {
-				case <-tr.done:
-					return
-				default:
-				}
-				i := int(tr.nextID.Add(1))
-				rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-				h, err := f.Client(i%3).Hold(rctx, f.Token(prefix+strconv.Itoa(i), "user", ""), court.Resource.ID, court.Start, court.End, 1)
-				if err == nil {
-					tr.count(func(r *trafficReport) { r.holds++ })
-					var p fleet.Payment
-					p, err = f.Client(rand.IntN(3)).Pay(rctx, h, enginetest.Unique("pay-"))
-					if err == nil && p.Outcome == "booked" {
-						tr.count(func(r *trafficReport) { r.booked++ })
-					}
-				}
-				cancel()
-				if err != nil {
-					tr.count(func(r *trafficReport) { r.failed[failure(err)]++ })
-					// A refused connection fails at once: do not spin on a dead instance.
-					time.Sleep(10 * time.Millisecond)
-				}
+	tr.crowd = startCrowd(workers, func() time.Duration {
+		i := int(tr.nextID.Add(1))
+		rctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		h, err := f.Client(i%3).Hold(rctx, f.Token(prefix+strconv.Itoa(i), "user", ""), court.Resource.ID, court.Start, court.End, 1)
+		if err == nil {
+			tr.count(func(r *trafficReport) { r.holds++ })
+			var p fleet.Payment
+			p, err = f.Client(rand.IntN(3)).Pay(rctx, h, enginetest.Unique("pay-"))
+			if err == nil && p.Outcome == "booked" {
+				tr.count(func(r *trafficReport) { r.booked++ })
 			}
-		})
-	}
+		}
+		if err != nil {
+			tr.count(func(r *trafficReport) { r.failed[failure(err)]++ })
+			// A refused connection fails at once: do not spin on a dead instance.
+			return 10 * time.Millisecond
+		}
+		return 0
+	})
 	return tr
 }
 
@@ -378,8 +405,7 @@ func (tr *traffic) count(f func(*trafficReport)) {
 }
 
 func (tr *traffic) stop() trafficReport {
-	close(tr.done)
-	tr.wg.Wait()
+	tr.crowd.stop()
 	return tr.rep
 }
 
