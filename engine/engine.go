@@ -106,6 +106,12 @@ type testHooks struct {
 	// beforeMoveCommit and afterMoveCommit run around a reschedule's commit; errSimulatedCrash makes
 	// the move stop as a killed process would, leaving it reserved.
 	beforeMoveCommit, afterMoveCommit func() error
+	// batchSize, when set, is a release batch's size in place of releaseBatch, so that a burst of a
+	// few hundred bookings spans many overlapping batches.
+	batchSize int
+	// batchLocked runs when a release batch has locked its rows, with how many batch transactions
+	// of its run are open then (itself included).
+	batchLocked func(open int)
 }
 
 // errSimulatedCrash stands for a process killed mid-operation (tests only).

@@ -44,6 +44,11 @@ type LoopsConfig struct {
 // releaseLoop names the loop that releases due bookings (and its lease).
 const releaseLoop = "release_due"
 
+// releaseGap is the least time between the end of a release run and the next one it asks for:
+// bookings falling due every millisecond are released in batches a few milliseconds apart rather
+// than one transaction each.
+const releaseGap = 5 * time.Millisecond
+
 // Loops are the engine's background loops: each has a name, runs on its own interval, and can be
 // driven one run at a time by tests (RunOnce).
 type Loops struct {
@@ -84,6 +89,23 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 		}
 	})
 	e.ss.OnEvents(relay.Kick)
+	// Releases fall due to the millisecond: the loop looks every ReleaseInterval, and after each run
+	// also at the next release_at, so that a booking is released when it falls due rather than up to
+	// an interval later. A run of a burst may take seconds. Its lease outlives a few runs, so that
+	// release tasks know it is alive (releaserRuns).
+	var release *loop.Loop
+	release = mkLoop(releaseLoop, cfg.ReleaseInterval, releaseRunTimeout, time.Second, true, func(ctx context.Context) error {
+		if _, err := e.ReleaseDue(ctx, 0); err != nil {
+			return err
+		}
+		next, err := e.ss.NextDue(ctx)
+		if err == nil && !next.IsZero() {
+			if wait := next.Sub(e.clock.Now()); wait < cfg.ReleaseInterval {
+				release.KickAfter(max(wait, releaseGap))
+			}
+		}
+		return err
+	})
 	return &Loops{loops: []*loop.Loop{
 		// Redis loss first (on every instance: each watches the queues it uses): the others need the
 		// state it rebuilds.
@@ -96,10 +118,7 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 		shared("waitlist", cfg.SweepInterval, e.promoteWaiting),
 		shared("progress", cfg.SweepInterval, e.completeFinished),
 		shared("reminders", cfg.SweepInterval, e.sendReminders),
-		// Releases fall due to the millisecond: the loop looks often, and a run of a burst may take
-		// seconds. Its lease outlives a few runs, so that release tasks know it is alive (releaserRuns).
-		mkLoop(releaseLoop, cfg.ReleaseInterval, releaseRunTimeout, time.Second, true,
-			func(ctx context.Context) error { _, err := e.ReleaseDue(ctx, 0); return err }),
+		release,
 		relay,
 		shared("notify_prune", time.Hour, e.pruneNotifications),
 		shared("refunds", 2*time.Second, e.queueRefunds),

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
@@ -47,7 +48,10 @@ func (e *Engine) releaseDue(ctx context.Context, venueID uint64) ([]uint64, erro
 
 // releaseRun releases the due bookings of venueID (0: of every venue with one due) in batches of up
 // to releaseBatch that mix venues, so that a second in which a hundred venues each have a few
-// no-shows costs one transaction, not a hundred.
+// no-shows costs one transaction, not a hundred. A burst's batches overlap: as soon as one batch has
+// locked a full releaseBatch of rows, the next one starts (SKIP LOCKED gives it the rows after
+// them), up to releaseOverlap transactions at once, and each batch gives its units back while the
+// next one writes. The run returns when every batch it started has finished.
 func (e *Engine) releaseRun(ctx context.Context, venueID uint64) ([]uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, releaseRunTimeout)
 	defer cancel()
@@ -58,44 +62,88 @@ func (e *Engine) releaseRun(ctx context.Context, venueID uint64) ([]uint64, erro
 			return nil, err
 		}
 	}
-	var released []uint64
-	for {
-		// The rules are read at every batch, so that a mode change takes effect at once on every
-		// instance; the venues' zones (events are rendered in them) are cached before the transaction.
-		modes, policies, err := e.releaseRules(ctx, venues)
-		if err != nil {
-			return released, err
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		released []uint64
+		errs     []error
+	)
+	size := releaseBatch
+	if e.hooks.batchSize > 0 {
+		size = e.hooks.batchSize
+	}
+	open := make(chan struct{}, releaseOverlap) // a token per open batch transaction
+	var batch func()
+	batch = func() {
+		defer wg.Done()
+		open <- struct{}{}
+		next := false // whether this batch started its successor (a retried transaction locks again)
+		bs, chs, err := e.decideBatch(ctx, venues, size, func(n int) {
+			if e.hooks.batchLocked != nil {
+				e.hooks.batchLocked(len(open))
+			}
+			if n == size && !next {
+				next = true
+				wg.Add(1)
+				go batch()
+			}
+		})
+		<-open
+		if err == nil {
+			e.afterRelease(ctx, bs, chs)
+			if len(bs) == size && !next {
+				// Where rows are not locked per transaction (SQLite), the batches follow each other.
+				wg.Add(1)
+				go batch()
+			}
 		}
-		var at time.Time
-		bs, chs, err := e.ss.ReleaseDue(ctx, sqlstore.DueQuery{Venues: venues, Now: e.clock.Now(), Limit: releaseBatch},
-			func(b *sqlstore.Booking) (booking.Change, error) {
-				if at.IsZero() {
-					// Taken once the rows are locked, so that released_at (and the lag measured from
-					// it) is when the batch decided, not when it began to look; still never early,
-					// as the query took only bookings due before it.
-					at = e.clock.Now()
-				}
-				p, ok := policies[b.ResourceID]
-				if !ok {
-					p = booking.DefaultPolicy()
-				}
-				c, err := b.Decide(at, modes[b.VenueID], p)
-				if err == nil && !c.None() {
-					e.setTimers(b, at)
-				}
-				return c, err
-			})
-		if err != nil {
-			return released, err
-		}
-		e.afterRelease(ctx, bs, chs)
+		mu.Lock()
+		defer mu.Unlock()
 		for i := range bs {
 			released = append(released, bs[i].ID)
 		}
-		if len(bs) < releaseBatch {
-			return released, nil
+		if err != nil {
+			errs = append(errs, err)
 		}
 	}
+	wg.Add(1)
+	batch()
+	wg.Wait()
+	return released, errors.Join(errs...)
+}
+
+// releaseOverlap is how many batch transactions of one release run may be open at once: one
+// batch's commit and units' return overlap the next one's reads and writes.
+const releaseOverlap = 3
+
+// decideBatch decides one batch of up to size due bookings of venues, in one transaction; locked is
+// told how many rows it locked (see sqlstore.DueQuery).
+func (e *Engine) decideBatch(ctx context.Context, venues []uint64, size int, locked func(n int)) ([]sqlstore.Booking, []booking.Change, error) {
+	// The rules are read at every batch, so that a mode change takes effect at once on every
+	// instance; the venues' zones (events are rendered in them) are cached before the transaction.
+	modes, policies, err := e.releaseRules(ctx, venues)
+	if err != nil {
+		return nil, nil, err
+	}
+	var at time.Time
+	q := sqlstore.DueQuery{Venues: venues, Now: e.clock.Now(), Limit: size, Locked: locked}
+	return e.ss.ReleaseDue(ctx, q, func(b *sqlstore.Booking) (booking.Change, error) {
+		if at.IsZero() {
+			// Taken once the rows are locked, so that released_at (and the lag measured from it) is
+			// when the batch decided, not when it began to look; still never early, as the query
+			// took only bookings due before it.
+			at = e.clock.Now()
+		}
+		p, ok := policies[b.ResourceID]
+		if !ok {
+			p = booking.DefaultPolicy()
+		}
+		c, err := b.Decide(at, modes[b.VenueID], p)
+		if err == nil && !c.None() {
+			e.setTimers(b, at)
+		}
+		return c, err
+	})
 }
 
 // releaseRunTimeout bounds one release run: a burst of tens of thousands of bookings takes a few

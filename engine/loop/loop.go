@@ -64,6 +64,11 @@ type Loop struct {
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	// timerMu guards timer, the pending KickAfter (not mu: Stop holds mu while a run finishes, and
+	// a run may ask for the next one).
+	timerMu sync.Mutex
+	timer   *time.Timer
 }
 
 // New builds a loop; it does not start it.
@@ -129,6 +134,18 @@ func (l *Loop) Kick() {
 	}
 }
 
+// KickAfter asks for a run d from now, in place of an earlier KickAfter that has not fired: a loop
+// whose work falls due at known times runs when it does rather than up to an interval later. The
+// interval's runs go on as well.
+func (l *Loop) KickAfter(d time.Duration) {
+	l.timerMu.Lock()
+	defer l.timerMu.Unlock()
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	l.timer = time.AfterFunc(d, l.Kick)
+}
+
 // Stop ends the loop and waits for a run in progress.
 func (l *Loop) Stop() {
 	l.mu.Lock()
@@ -138,6 +155,11 @@ func (l *Loop) Stop() {
 	}
 	l.cancel()
 	<-l.done
+	l.timerMu.Lock()
+	defer l.timerMu.Unlock()
+	if l.timer != nil {
+		l.timer.Stop()
+	}
 }
 
 // RunOnce runs the loop's work now, bounded by Timeout (and, with a lease, only if this instance

@@ -681,11 +681,28 @@ func (s *Store) DueVenues(ctx context.Context, now time.Time, limit int) ([]uint
 	return ids, mapErr("due venues", err)
 }
 
+// NextDue is the earliest release_at of a CONFIRMED booking whose release is undecided (zero when
+// there is none): one probe of the due_at index.
+func (s *Store) NextDue(ctx context.Context) (time.Time, error) {
+	var at []time.Time
+	err := s.db.WithContext(ctx).Model(&models.Booking{}).Where("due_at IS NOT NULL").
+		Order("due_at").Limit(1).Pluck("due_at", &at).Error
+	if err != nil || len(at) == 0 {
+		return time.Time{}, mapErr("next due", err)
+	}
+	return at[0].UTC(), nil
+}
+
 // DueQuery selects CONFIRMED bookings whose release_at has come.
 type DueQuery struct {
 	Venues []uint64 // the venues whose bookings are taken; required
 	Now    time.Time
 	Limit  int
+	// Locked, when set, is told how many bookings the transaction locked, as soon as it has them
+	// (again if the transaction is retried): a full batch means more may be waiting for another
+	// transaction. Only MySQL tells: its rows are locked for this transaction alone, and another
+	// skips them; SQLite serialises writers, so a second transaction would only wait for the first.
+	Locked func(n int)
 }
 
 // ReleaseDue decides, in one transaction, the releases of up to q.Limit CONFIRMED bookings whose
@@ -709,6 +726,9 @@ func (s *Store) ReleaseDue(ctx context.Context, q DueQuery, decide Decide) ([]Bo
 		var rows []models.Booking
 		if err := db.Find(&rows).Error; err != nil {
 			return err
+		}
+		if q.Locked != nil && s.mysql {
+			q.Locked(len(rows))
 		}
 		out = make([]Booking, 0, len(rows)) // cs points into it: it must not grow
 		var cs []changed

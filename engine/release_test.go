@@ -1,0 +1,159 @@
+package engine
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
+	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
+	"github.com/slotwheel/slotwheel/models"
+)
+
+// A burst released by overlapping batches, by several runs at once and with check-ins racing them:
+// every due booking ends either checked in (a check-in that came after its batch restores it) or
+// released exactly once (one version step, one history row, one event, its unit back), and a
+// booking due a millisecond later is left alone.
+func TestOverlappingBatchesReleaseABurstOnce(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(o *Options) { o.DefaultGrace = 15 * time.Minute })
+	ctx := context.Background()
+	const n, later = 300, 20
+	tb.e.hooks.batchSize = 25
+	var mostOpen atomic.Int64
+	tb.e.hooks.batchLocked = func(open int) {
+		for {
+			m := mostOpen.Load()
+			if int64(open) <= m || mostOpen.CompareAndSwap(m, int64(open)) {
+				return
+			}
+		}
+	}
+	res := tb.resource(t, n, 60, "08:00", "22:00")
+	var due, notYet []Booking
+	for i := range n {
+		due = append(due, tb.book(t, Actor{UserID: "u" + strconv.Itoa(i), Role: RoleUser}, res, at("11:00")))
+	}
+	for i := range later {
+		notYet = append(notYet, tb.book(t, Actor{UserID: "w" + strconv.Itoa(i), Role: RoleUser}, res, at("12:00")))
+	}
+	releaseAt := due[0].ReleaseAt.UTC()
+	// The later bookings fall due a millisecond after the burst: still CONFIRMED once it is released.
+	require.NoError(t, tb.db.Gorm.Model(&models.Booking{}).Where("id IN ?", ids(notYet)).
+		Updates(map[string]any{"release_at": releaseAt.Add(time.Millisecond), "due_at": releaseAt.Add(time.Millisecond)}).Error)
+	deskClock := NewSimulatedClock(releaseAt.Add(-time.Millisecond))
+	deskOpts := tb.opts
+	deskOpts.Clock = deskClock
+	desk, err := New(deskOpts)
+	require.NoError(t, err)
+	staff := Actor{UserID: "desk", Role: RoleStaff, VenueID: res.VenueID}
+	tb.clock.Set(releaseAt)
+
+	gate := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < n; i += 10 {
+		wg.Add(1)
+		go func(b Booking) {
+			defer wg.Done()
+			<-gate
+			_, err := desk.CheckIn(ctx, staff, b.CheckinCode)
+			require.NoError(t, err)
+		}(due[i])
+	}
+	// Runs over every venue and over this one are separate flights: they share the burst.
+	for _, venue := range []uint64{0, res.VenueID, 0, res.VenueID} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-gate
+			_, err := tb.e.ReleaseDue(ctx, venue)
+			require.NoError(t, err)
+		}()
+	}
+	close(gate)
+	wg.Wait()
+	_, err = tb.e.ReleaseDue(ctx, 0)
+	require.NoError(t, err)
+	if tb.db.MySQL {
+		require.Greater(t, mostOpen.Load(), int64(1), "a burst's batches overlap")
+	}
+
+	owners := map[string]bool{}
+	for _, o := range tb.owners(t, res.VenueID) {
+		owners[o] = true
+	}
+	var history []models.BookingHistory
+	require.NoError(t, tb.db.Gorm.Where("to_status = ?", string(booking.Released)).Find(&history).Error)
+	releases := map[uint64]int{}
+	for _, h := range history {
+		releases[h.BookingID]++
+	}
+	var events []models.OutboxEvent
+	require.NoError(t, tb.db.Gorm.Where("type = ?", "booking.released").Find(&events).Error)
+	announced := map[string]int{}
+	for _, ev := range events {
+		announced[ev.Subject]++
+	}
+	arrived := 0
+	for i, b := range due {
+		got, err := tb.e.GetBooking(ctx, System, b.ID)
+		require.NoError(t, err)
+		owned := owners[string(redisstore.BookingOwner(b.ID))]
+		if i%10 == 0 {
+			require.Equal(t, booking.Arrived, got.Status, "booking %d was checked in before release_at", b.ID)
+			require.True(t, owned, "booking %d keeps its unit", b.ID)
+			arrived++
+			continue
+		}
+		require.Equal(t, booking.Released, got.Status, "booking %d", b.ID)
+		require.Equal(t, 2, got.Version, "booking %d released in one step", b.ID)
+		require.Equal(t, 1, releases[b.ID], "booking %d has one release in its history", b.ID)
+		require.Equal(t, 1, announced[sqlstore.BookingSubject(b.ID)], "booking %d announced once", b.ID)
+		require.False(t, owned, "booking %d gave its unit back", b.ID)
+	}
+	for _, b := range notYet {
+		got, err := tb.e.GetBooking(ctx, System, b.ID)
+		require.NoError(t, err)
+		require.Equal(t, booking.Confirmed, got.Status, "booking %d is due a millisecond later", b.ID)
+		require.Zero(t, releases[b.ID])
+	}
+	require.Equal(t, arrived, tb.used(t, res.VenueID, res.ID, at("11:00")), "every unit counted once")
+}
+
+func ids(bs []Booking) []uint64 {
+	out := make([]uint64, len(bs))
+	for i, b := range bs {
+		out[i] = b.ID
+	}
+	return out
+}
+
+// The release loop looks again when the next booking falls due, not only at its interval: with an
+// hourly interval, a booking due 10 ms after a run is released once its release_at has come.
+func TestReleaseLoopWakesAtTheNextReleaseAt(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(o *Options) { o.DefaultGrace = 15 * time.Minute })
+	ctx := context.Background()
+	res := tb.resource(t, 1, 60, "08:00", "22:00")
+	b := tb.book(t, alice, res, at("11:00"))
+	tb.clock.Set(b.ReleaseAt.Add(-10 * time.Millisecond))
+	loops := tb.e.NewLoops(LoopsConfig{ReleaseInterval: time.Hour, SweepInterval: time.Hour, ExpiryInterval: time.Hour,
+		WheelSweepInterval: time.Hour, RelayInterval: time.Hour})
+	loops.Start(ctx)
+	defer loops.Stop()
+	require.NoError(t, loops.Run(ctx, releaseLoop))
+	got, err := tb.e.GetBooking(ctx, alice, b.ID)
+	require.NoError(t, err)
+	require.Equal(t, booking.Confirmed, got.Status, "not due yet")
+	tb.clock.Set(b.ReleaseAt)
+	require.Eventually(t, func() bool {
+		got, err := tb.e.GetBooking(ctx, alice, b.ID)
+		return err == nil && got.Status == booking.Released
+	}, 10*time.Second, 5*time.Millisecond, "released by the run the loop asked for at release_at")
+}
