@@ -1,10 +1,13 @@
 package jobs
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -26,25 +29,33 @@ const releaseMaxRetry = 8
 // one engine call.
 const releaseTimeout = time.Minute
 
-// refPayload is the payload of a release task: ids only, so a task never carries state
-// that could go stale. The engine reads the booking itself.
-type refPayload struct {
-	BookingID   uint64 `json:"booking_id"`
-	ReleaseAtMs int64  `json:"release_at_ms"`
-}
-
+// A release task's payload is its booking's ref, "<booking_id>:<release_at in Unix ms>": ids only,
+// so that a task never carries state that could go stale (the engine reads the booking itself), and
+// short, because every booking within the horizon keeps one task in Redis. Its task ID is the same
+// ref behind "release:". Tasks queued by versions before 2026-12 carry it as JSON
+// ({"booking_id":…,"release_at_ms":…}), which is still read.
 func encodeRef(ref engine.ReleaseRef) []byte {
-	b, err := json.Marshal(refPayload{BookingID: ref.BookingID, ReleaseAtMs: ref.ReleaseAt.UnixMilli()})
-	if err != nil {
-		panic(err) // two integers always encode
-	}
-	return b
+	b := append(strconv.AppendUint(make([]byte, 0, 34), ref.BookingID, 10), ':')
+	return strconv.AppendInt(b, ref.ReleaseAt.UnixMilli(), 10)
 }
 
 func decodeRef(b []byte) (engine.ReleaseRef, error) {
-	var p refPayload
-	if err := json.Unmarshal(b, &p); err != nil {
-		return engine.ReleaseRef{}, fmt.Errorf("decode payload: %w", err)
+	var p struct {
+		BookingID   uint64 `json:"booking_id"`
+		ReleaseAtMs int64  `json:"release_at_ms"`
+	}
+	if bytes.HasPrefix(b, []byte("{")) {
+		if err := json.Unmarshal(b, &p); err != nil {
+			return engine.ReleaseRef{}, fmt.Errorf("decode payload: %w", err)
+		}
+	} else {
+		id, at, ok := strings.Cut(string(b), ":")
+		var err1, err2 error
+		p.BookingID, err1 = strconv.ParseUint(id, 10, 64)
+		p.ReleaseAtMs, err2 = strconv.ParseInt(at, 10, 64)
+		if !ok || err1 != nil || err2 != nil {
+			return engine.ReleaseRef{}, fmt.Errorf("decode payload: want <booking_id>:<release_at_ms>, got %q", b)
+		}
 	}
 	if p.BookingID == 0 || p.ReleaseAtMs <= 0 {
 		return engine.ReleaseRef{}, fmt.Errorf("decode payload: booking_id and release_at_ms are required: %s", b)
@@ -55,7 +66,7 @@ func decodeRef(b []byte) (engine.ReleaseRef, error) {
 // ReleaseTaskID is the Asynq task ID of a release: one per booking and release_at, so scheduling twice
 // is a no-op and a restored booking (new release_at) gets a new task.
 func ReleaseTaskID(ref engine.ReleaseRef) string {
-	return fmt.Sprintf("release:%d:%d", ref.BookingID, ref.ReleaseAt.UnixMilli())
+	return "release:" + string(encodeRef(ref))
 }
 
 // ReconcileTaskID is the Asynq task ID of the reconciliation of the period starting at start, so that

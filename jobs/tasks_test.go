@@ -23,16 +23,21 @@ func TestNewValidates(t *testing.T) {
 func TestPayloadRoundTrip(t *testing.T) {
 	t.Parallel()
 	ref := engine.ReleaseRef{BookingID: 7, ReleaseAt: time.UnixMilli(1_700_000_000_123).UTC()}
-	require.JSONEq(t, `{"booking_id":7,"release_at_ms":1700000000123}`, string(encodeRef(ref)))
+	require.Equal(t, "7:1700000000123", string(encodeRef(ref)))
 	got, err := decodeRef(encodeRef(ref))
 	require.NoError(t, err)
 	require.Equal(t, ref, got)
 	require.Equal(t, "release:7:1700000000123", ReleaseTaskID(ref))
+	// Tasks queued before the payload was shortened still run.
+	got, err = decodeRef([]byte(`{"booking_id":7,"release_at_ms":1700000000123}`))
+	require.NoError(t, err)
+	require.Equal(t, ref, got)
 
-	_, err = decodeRef([]byte(`{"booking_id":0,"release_at_ms":1}`))
-	require.Error(t, err)
-	_, err = decodeRef([]byte(`nope`))
-	require.Error(t, err)
+	for _, bad := range []string{`{"booking_id":0,"release_at_ms":1}`, `nope`, `7`, `7:`, `:1700000000123`, `0:1700000000123`,
+		`7:0`, `7:-5`, `-7:1700000000123`, `7:17x`, `{"booking_id":"7"}`, ``} {
+		_, err = decodeRef([]byte(bad))
+		require.Error(t, err, "payload %q", bad)
+	}
 }
 
 func TestScheduleAndCancelRelease(t *testing.T) {
@@ -132,4 +137,23 @@ func TestPeriodStart(t *testing.T) {
 	require.Equal(t, time.Date(2025, 3, 9, 10, 0, 0, 0, time.UTC), periodStart(at, time.Hour))
 	require.Equal(t, time.Date(2025, 3, 9, 10, 30, 0, 0, time.UTC), periodStart(at, 15*time.Minute))
 	require.Equal(t, "reconcile:1741514400", ReconcileTaskID(periodStart(at, time.Hour)))
+}
+
+// FuzzDecodeRef: a payload from Redis (anyone's) never panics the handler, and whatever decodes is
+// a ref that encodes and decodes back to itself.
+func FuzzDecodeRef(f *testing.F) {
+	for _, s := range []string{"7:1700000000123", `{"booking_id":7,"release_at_ms":1700000000123}`, "nope", "7:", ":1", "18446744073709551615:9223372036854775807"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ref, err := decodeRef(b)
+		if err != nil {
+			return
+		}
+		require.NotZero(t, ref.BookingID)
+		require.Positive(t, ref.ReleaseAt.UnixMilli())
+		back, err := decodeRef(encodeRef(ref))
+		require.NoError(t, err)
+		require.Equal(t, ref, back)
+	})
 }
