@@ -58,7 +58,7 @@ func (e *Engine) EraseUser(ctx context.Context, a Actor, userID string) (Erased,
 	if err != nil {
 		return Erased{}, err
 	}
-	if err := e.rs.SetFrozen(ctx, x.UserID, time.Time{}, now); err != nil {
+	if err := e.rs.SetFrozen(ctx, map[string]time.Time{x.UserID: {}}, now); err != nil {
 		return Erased{}, err
 	}
 	rows, err := e.ss.EraseUser(ctx, x, now)

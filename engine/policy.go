@@ -123,16 +123,15 @@ func (e *Engine) refreshFreezes(ctx context.Context, users []string) error {
 		return err
 	}
 	now := e.clock.Now()
-	for _, u := range users {
-		times, err := e.ss.NoshowTimes(ctx, u, now.Add(-p.Within))
-		if err != nil {
-			return err
-		}
-		if err := e.rs.SetFrozen(ctx, u, p.FrozenUntil(times, now), now); err != nil {
-			return err
-		}
+	times, err := e.ss.NoshowTimes(ctx, users, now.Add(-p.Within))
+	if err != nil {
+		return err
 	}
-	return nil
+	until := make(map[string]time.Time, len(users))
+	for _, u := range users {
+		until[u] = p.FrozenUntil(times[u], now)
+	}
+	return e.rs.SetFrozen(ctx, until, now)
 }
 
 // checkFrozen refuses a new hold of a user frozen for no-shows (the end of the freeze in loc, the

@@ -176,27 +176,36 @@ func TestNoshowFreezeOnHolds(t *testing.T) {
 	t.Parallel()
 	tb := setup(t, func(o *Options) { o.DefaultGrace = 15 * time.Minute })
 	ctx := context.Background()
-	res := tb.resource(t, 4, 60, "08:00", "22:00")
+	res := tb.resource(t, 6, 60, "08:00", "22:00")
 	_, err := tb.e.SetNoshowPolicy(ctx, alice, booking.NoshowPolicyInput{MaxNoshows: 2, WithinDays: 30, FreezeDays: 7})
 	require.ErrorIs(t, err, ErrForbidden)
 	_, err = tb.e.SetNoshowPolicy(ctx, System, booking.NoshowPolicyInput{MaxNoshows: 2, WithinDays: 30, FreezeDays: 7})
 	require.NoError(t, err)
 	first := tb.book(t, alice, res, at("11:00"))
 	tb.book(t, alice, res, at("11:00"))
-	hold := func() error {
-		_, err := tb.e.Hold(ctx, HoldRequest{UserID: "alice", ResourceID: res.ID, Start: at("18:00"), End: at("19:00")})
+	// Released in the same batch: carol reaches the threshold too, bob stays under it.
+	carol, bob := Actor{UserID: "carol", Role: RoleUser}, Actor{UserID: "bob", Role: RoleUser}
+	tb.book(t, carol, res, at("11:00"))
+	tb.book(t, carol, res, at("11:00"))
+	tb.book(t, bob, res, at("11:00"))
+	holdBy := func(user string) error {
+		_, err := tb.e.Hold(ctx, HoldRequest{UserID: user, ResourceID: res.ID, Start: at("18:00"), End: at("19:00")})
 		return err
 	}
+	hold := func() error { return holdBy("alice") }
 	require.NoError(t, hold(), "no no-show yet")
 	tb.clock.Set(at("11:15"))
-	_, err = tb.e.ReleaseDue(ctx, res.VenueID)
+	n, err := tb.e.ReleaseDue(ctx, res.VenueID)
 	require.NoError(t, err)
-	err = hold()
-	require.ErrorIs(t, err, ErrAccountFrozen)
-	e, _ := AsError(err)
-	require.Equal(t, at("11:15").Add(7*24*time.Hour).UTC(), e.Details["until"].(time.Time).UTC())
-	_, err = tb.e.Hold(ctx, HoldRequest{UserID: "bob", ResourceID: res.ID, Start: at("18:00"), End: at("19:00")})
-	require.NoError(t, err, "others are not frozen")
+	require.Equal(t, 5, n)
+	for _, user := range []string{"alice", "carol"} {
+		err = holdBy(user)
+		require.ErrorIs(t, err, ErrAccountFrozen, user)
+		e, _ := AsError(err)
+		require.Equal(t, at("11:15").Add(7*24*time.Hour).UTC(), e.Details["until"].(time.Time).UTC(), user)
+	}
+	require.NoError(t, holdBy("bob"), "one no-show: under the threshold")
+	require.NoError(t, holdBy("dave"), "others are not frozen")
 
 	tb.clock.Set(at("11:20"))
 	_, err = tb.e.Restore(ctx, alice, first.ID)

@@ -29,14 +29,23 @@ func (s *Store) FrozenUntil(ctx context.Context, userID string) (time.Time, erro
 	return time.UnixMilli(n).UTC(), nil
 }
 
-// SetFrozen freezes a user until until (the key expires then, as measured from now), or unfreezes
-// them when until is not after now.
-func (s *Store) SetFrozen(ctx context.Context, userID string, until, now time.Time) error {
-	key := s.keys.Frozen(userID)
-	if !until.After(now) {
-		return unavailable("unfreeze", s.rdb.Del(ctx, key).Err())
+// SetFrozen freezes each user of until until their time (the key expires then, as measured from
+// now), or unfreezes them when it is not after now; one pipeline for all of them.
+func (s *Store) SetFrozen(ctx context.Context, until map[string]time.Time, now time.Time) error {
+	if len(until) == 0 {
+		return nil
 	}
-	return unavailable("freeze", s.rdb.Set(ctx, key, ms(until), until.Sub(now)).Err())
+	pipe := s.rdb.Pipeline()
+	for user, t := range until {
+		key := s.keys.Frozen(user)
+		if !t.After(now) {
+			pipe.Del(ctx, key)
+		} else {
+			pipe.Set(ctx, key, ms(t), t.Sub(now))
+		}
+	}
+	_, err := pipe.Exec(ctx)
+	return unavailable("freeze", err)
 }
 
 // Allow counts one request of addr at now against a limit of perSecond; false when it is over it.

@@ -446,13 +446,29 @@ func (s *Store) NoShows(ctx context.Context, userID string, since time.Time) (in
 	return int(n), mapErr("count no-shows", err)
 }
 
-// NoshowTimes lists when a user's no-shows (bookings still released) were released, since since.
-func (s *Store) NoshowTimes(ctx context.Context, userID string, since time.Time) ([]time.Time, error) {
-	var at []time.Time
-	err := s.db.WithContext(ctx).Model(&models.Booking{}).
-		Where("user_id = ? AND status IN ? AND released_at >= ?", userID, statusStrings(booking.NoShowStatuses()), since.UTC()).
-		Pluck("released_at", &at).Error
-	return at, mapErr("no-show times", err)
+// NoshowTimes lists, for each of users, when their no-shows (bookings still released) were released,
+// since since: one query per thousand users, so that a burst's batch refreshes its users' freezes
+// at once.
+func (s *Store) NoshowTimes(ctx context.Context, users []string, since time.Time) (map[string][]time.Time, error) {
+	out := make(map[string][]time.Time, len(users))
+	for len(users) > 0 {
+		n := min(len(users), 1000)
+		var rows []struct {
+			UserID     string
+			ReleasedAt time.Time
+		}
+		err := s.db.WithContext(ctx).Model(&models.Booking{}).Select("user_id, released_at").
+			Where("user_id IN ? AND status IN ? AND released_at >= ?", users[:n], statusStrings(booking.NoShowStatuses()), since.UTC()).
+			Scan(&rows).Error
+		if err != nil {
+			return nil, mapErr("no-show times", err)
+		}
+		for _, r := range rows {
+			out[r.UserID] = append(out[r.UserID], r.ReleasedAt.UTC())
+		}
+		users = users[n:]
+	}
+	return out, nil
 }
 
 // UsersWithNoshows lists the users with a no-show released since since.
