@@ -109,6 +109,9 @@ type testHooks struct {
 	// batchSize, when set, is a release batch's size in place of releaseBatch, so that a burst of a
 	// few hundred bookings spans many overlapping batches.
 	batchSize int
+	// afterBatchCommit runs after a release batch committed and before its units go back;
+	// errSimulatedCrash makes the run stop there as a killed process would.
+	afterBatchCommit func() error
 	// batchLocked runs when a release batch has locked its rows, with how many batch transactions
 	// of its run are open then (itself included).
 	batchLocked func(open int)

@@ -92,13 +92,11 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 	// Releases fall due to the millisecond: the loop looks every ReleaseInterval, and after each run
 	// also at the next release_at, so that a booking is released when it falls due rather than up to
 	// an interval later. A run of a burst may take seconds. Its lease outlives a few runs, so that
-	// release tasks know it is alive (releaserRuns).
+	// release tasks know it is alive (Release).
 	var release *loop.Loop
-	release = mkLoop(releaseLoop, cfg.ReleaseInterval, releaseRunTimeout, time.Second, true, func(ctx context.Context) error {
-		if _, err := e.ReleaseDue(ctx, 0); err != nil {
-			return err
-		}
-		next, err := e.ss.NextDue(ctx)
+	var rl releaser
+	release = mkLoop(releaseLoop, cfg.ReleaseInterval, releaseRunTimeout, releaseTakeover, true, func(ctx context.Context) error {
+		next, err := e.releaseLoopRun(ctx, &rl)
 		if err == nil && !next.IsZero() {
 			if wait := next.Sub(e.clock.Now()); wait < cfg.ReleaseInterval {
 				release.KickAfter(max(wait, releaseGap))

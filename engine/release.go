@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
@@ -89,6 +90,9 @@ func (e *Engine) releaseRun(ctx context.Context, venueID uint64) ([]uint64, erro
 			}
 		})
 		<-open
+		if err == nil && e.hooks.afterBatchCommit != nil {
+			err = e.hooks.afterBatchCommit()
+		}
 		if err == nil {
 			e.afterRelease(ctx, bs, chs)
 			if len(bs) == size && !next {
@@ -225,17 +229,24 @@ func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []
 // other due booking of its venue) to RELEASED. It never acts before release_at (a *NotDueError says
 // how long to wait); a duplicate delivery, a checked-in or cancelled booking, or a ref whose
 // release_at was changed by a restore do nothing. The release loop decides bookings as they fall
-// due; while it runs (its lease is held) a task first leaves its booking to it until releaserSlack
-// past release_at, so that tasks firing together do not each lock the venue's rows, and then acts
-// itself on one the loop has left overdue.
+// due, and says up to when it has (releaseLoopRun): a task whose release_at is before that is
+// Settled without reading the booking. While the loop runs (its lease is held) a task whose
+// booking has only just fallen due leaves it to the loop until releaserSlack past release_at, so
+// that tasks firing together do not each lock the venue's rows, and then acts itself on one the
+// loop has left undecided.
 func (e *Engine) Release(ctx context.Context, ref ReleaseRef) (ReleaseOutcome, error) {
-	// Tasks of a burst fire together at their release_at, when the loop is releasing their bookings
-	// anyway: while it runs, a task whose booking has only just fallen due waits out the loop's
-	// slack before it reads anything, instead of polling SQL with every other task of the burst.
 	if !ref.ReleaseAt.IsZero() {
-		if wait := ref.ReleaseAt.Add(releaserSlack).Sub(e.clock.Now()); wait > 0 && wait <= releaserSlack && e.releaserRuns(ctx) {
+		// A Redis error counts as no word from the loop: the task then reads SQL itself.
+		held, settled, err := e.rs.Looper(ctx, releaseLoop)
+		if err == nil && ref.ReleaseAt.Before(settled) {
+			return Settled, nil
+		}
+		if wait := ref.ReleaseAt.Add(releaserSlack).Sub(e.clock.Now()); wait > 0 && wait <= releaserSlack && err == nil && held {
 			if err := sleepCtx(ctx, wait); err != nil {
 				return "", err
+			}
+			if _, settled, err := e.rs.Looper(ctx, releaseLoop); err == nil && ref.ReleaseAt.Before(settled) {
+				return Settled, nil
 			}
 		}
 	}
@@ -292,11 +303,76 @@ func (e *Engine) Release(ctx context.Context, ref ReleaseRef) (ReleaseOutcome, e
 // loop looks every ReleaseInterval, and a burst's batches take a moment.
 const releaserSlack = time.Second
 
-// releaserRuns reports whether some instance runs the release loop now (holds its lease). A Redis
-// error counts as no: the task then does the work itself.
-func (e *Engine) releaserRuns(ctx context.Context) bool {
-	held, err := e.rs.LeaseHeld(ctx, releaseLoop)
-	return err == nil && held
+// releaser is the release loop's state on this instance.
+type releaser struct {
+	lastRun atomic.Int64 // when its last run ended (Unix ns); 0 before the first
+}
+
+// releaseTakeover is how long without a run of the release loop on this instance means that it
+// has just taken the loop (its lease lasts a second) or starts: the instance that ran it before
+// may have died between a batch's commit and its units' return.
+const releaseTakeover = time.Second
+
+// releaseSettledTTL is how long the loop's word on what it has settled stands: should the loop stop,
+// release tasks go back to reading their bookings.
+const releaseSettledTTL = 10 * time.Second
+
+// releaseLoopRun is one run of the release loop: every due booking is decided (ReleaseDue), and the
+// loop then says, in Redis, up to when bookings are decided with their units back — the earliest
+// release_at still undecided, or now — so that release tasks of bookings before it finish without
+// reading SQL. A run that takes the loop over first gives back the units of the last hour's
+// releases (GiveBack only frees what its version no longer holds), so that a holder that died
+// between a commit and its units' return leaves nothing taken, although tasks no longer look. It
+// answers the earliest undecided release_at (zero when none).
+func (e *Engine) releaseLoopRun(ctx context.Context, r *releaser) (time.Time, error) {
+	if last := r.lastRun.Load(); last == 0 || time.Since(time.Unix(0, last)) > releaseTakeover {
+		if err := e.giveBackRecentReleases(ctx); err != nil {
+			return time.Time{}, err
+		}
+	}
+	if _, err := e.ReleaseDue(ctx, 0); err != nil {
+		return time.Time{}, err
+	}
+	asOf := e.clock.Now()
+	next, err := e.ss.NextDue(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	settled := next
+	if settled.IsZero() {
+		settled = asOf
+	}
+	if err := e.rs.SetSettled(ctx, releaseLoop, settled, releaseSettledTTL); err != nil {
+		// Tasks read their bookings meanwhile; the releases themselves are done.
+		e.log.Warn("could not note the releases settled", "err", err)
+	}
+	r.lastRun.Store(time.Now().UnixNano())
+	return next, nil
+}
+
+// giveBackRecentReleases gives back, once more, the units of the bookings released in the last
+// hour (see releaseLoopRun): one read of SQL and one script per venue.
+func (e *Engine) giveBackRecentReleases(ctx context.Context) error {
+	now := e.clock.Now()
+	bs, err := e.ss.RecentlyReleased(ctx, now.Add(-time.Hour), now.Add(-time.Hour))
+	if err != nil {
+		return err
+	}
+	byVenue := map[uint64][]redisstore.Freed{}
+	for i := range bs {
+		byVenue[bs[i].VenueID] = append(byVenue[bs[i].VenueID], freed(&bs[i]))
+	}
+	for v, fs := range byVenue {
+		n, err := e.rs.GiveBack(ctx, v, fs, now)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			metricUnitsRestored.Add(float64(n))
+			e.log.Warn("gave back units of releases whose return was lost", "venue_id", v, "bookings", n)
+		}
+	}
+	return nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -157,3 +157,70 @@ func TestReleaseLoopWakesAtTheNextReleaseAt(t *testing.T) {
 		return err == nil && got.Status == booking.Released
 	}, 10*time.Second, 5*time.Millisecond, "released by the run the loop asked for at release_at")
 }
+
+// Once the release loop has decided the bookings due before a moment, their release tasks finish
+// without reading SQL; a task of a booking the loop has not decided yet still releases it itself.
+func TestReleaseTasksSettledByTheLoop(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(o *Options) { o.DefaultGrace = 15 * time.Minute })
+	ctx := context.Background()
+	res := tb.resource(t, 2, 60, "08:00", "22:00")
+	early := tb.book(t, alice, res, at("11:00"))
+	late := tb.book(t, alice, res, at("12:00"))
+	loops := tb.e.NewLoops(LoopsConfig{ReleaseInterval: time.Hour})
+	tb.clock.Set(early.ReleaseAt)
+	require.NoError(t, loops.Run(ctx, releaseLoop))
+
+	out, err := tb.e.Release(ctx, ReleaseRef{BookingID: early.ID, ReleaseAt: early.ReleaseAt})
+	require.NoError(t, err)
+	require.Equal(t, Settled, out, "the loop released it")
+	got, err := tb.e.GetBooking(ctx, alice, early.ID)
+	require.NoError(t, err)
+	require.Equal(t, booking.Released, got.Status)
+
+	// The loop said "settled before 12:15" (the next release_at); nobody runs it any more, and the
+	// later booking's task does the work.
+	tb.clock.Set(late.ReleaseAt)
+	out, err = tb.e.Release(ctx, ReleaseRef{BookingID: late.ID, ReleaseAt: late.ReleaseAt})
+	require.NoError(t, err)
+	require.Equal(t, Released, out)
+	require.Equal(t, 0, tb.used(t, res.VenueID, res.ID, at("11:00")))
+	require.Equal(t, 0, tb.used(t, res.VenueID, res.ID, at("12:00")))
+}
+
+// A release loop that died between a batch's commit and its units' return says nothing settled, so
+// the tasks still look; and the instance that takes the loop over gives the units back at once.
+func TestReleaseLoopTakeoverGivesBackLostUnits(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(o *Options) { o.DefaultGrace = 15 * time.Minute })
+	ctx := context.Background()
+	res := tb.resource(t, 3, 60, "08:00", "22:00")
+	var bs []Booking
+	for i := range 3 {
+		bs = append(bs, tb.book(t, Actor{UserID: "u" + strconv.Itoa(i), Role: RoleUser}, res, at("11:00")))
+	}
+	tb.clock.Set(bs[0].ReleaseAt)
+	tb.e.hooks.afterBatchCommit = func() error { return errSimulatedCrash }
+	require.ErrorIs(t, tb.e.NewLoops(LoopsConfig{}).Run(ctx, releaseLoop), errSimulatedCrash)
+	require.Equal(t, 3, tb.used(t, res.VenueID, res.ID, at("11:00")), "committed, units not back yet")
+	_, settled, err := tb.e.rs.Looper(ctx, releaseLoop)
+	require.NoError(t, err)
+	require.False(t, bs[0].ReleaseAt.Before(settled), "a run that died says nothing settled")
+
+	// A task that fires now finds its booking RELEASED and gives its units back.
+	out, err := tb.e.Release(ctx, ReleaseRef{BookingID: bs[0].ID, ReleaseAt: bs[0].ReleaseAt})
+	require.NoError(t, err)
+	require.Equal(t, AlreadyReleased, out)
+	require.Equal(t, 2, tb.used(t, res.VenueID, res.ID, at("11:00")))
+
+	// Another instance takes the loop over: the other two come back before it says they are settled.
+	tb.restart(t)
+	tb.clock.Advance(time.Second) // the lease of the dead holder runs out
+	require.NoError(t, tb.e.NewLoops(LoopsConfig{}).Run(ctx, releaseLoop))
+	require.Equal(t, 0, tb.used(t, res.VenueID, res.ID, at("11:00")))
+	for _, b := range bs[1:] {
+		out, err := tb.e.Release(ctx, ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
+		require.NoError(t, err)
+		require.Equal(t, Settled, out)
+	}
+}

@@ -235,6 +235,7 @@ const (
 	Released        ReleaseOutcome = "released"         // CONFIRMED → RELEASED now
 	AlreadyReleased ReleaseOutcome = "already_released" // a duplicate delivery
 	NotApplicable   ReleaseOutcome = "not_applicable"   // checked in, cancelled, restored or rescheduled
+	Settled         ReleaseOutcome = "settled"          // the release loop had decided it: nothing read
 )
 
 // ReconcileReport counts what a reconciliation found and repaired.

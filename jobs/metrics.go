@@ -10,7 +10,7 @@ import (
 var (
 	releases = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "slotwheel_release_tasks_total",
-		Help: "Release task runs by outcome: released, already_released, not_applicable, early (handed back to the queue), error, bad_payload.",
+		Help: "Release task runs by outcome: released, already_released, not_applicable, settled (the release loop had decided it), early (handed back to the queue), error, bad_payload.",
 	}, []string{"outcome"})
 	tasksScheduled = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "slotwheel_tasks_scheduled_total",
@@ -27,7 +27,7 @@ var (
 )
 
 func init() {
-	for _, o := range []string{"released", "already_released", "not_applicable", "early", "error", "bad_payload"} {
+	for _, o := range []string{"released", "already_released", "not_applicable", "settled", "early", "error", "bad_payload"} {
 		releases.WithLabelValues(o)
 	}
 	for _, a := range []string{"deleted", "rerun"} {

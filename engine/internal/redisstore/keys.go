@@ -60,6 +60,10 @@ func (k Keys) DueBucket(shard int, unixSecond int64) string {
 // Lease is the key by which one instance holds a background loop (or a share of one) at a time.
 func (k Keys) Lease(name string) string { return k.prefix + ":{lease}:" + name }
 
+// Settled is the key where the holder of the lease named name says up to when its work is done
+// (SetSettled); in the lease's hash slot, so that one read answers both.
+func (k Keys) Settled(name string) string { return k.Lease(name) + ":settled" }
+
 // VenueKeys are the keys of one venue.
 type VenueKeys struct{ base string }
 

@@ -120,10 +120,25 @@ func (l *HoldLease) Release(ctx context.Context) error {
 	return unavailable("release lease", err)
 }
 
-// LeaseHeld reports whether some instance holds the lease named name.
-func (s *Store) LeaseHeld(ctx context.Context, name string) (bool, error) {
-	n, err := s.rdb.Exists(ctx, s.keys.Lease(name)).Result()
-	return n > 0, unavailable("lease held", err)
+// SetSettled notes, for ttl, that the work of the loop named name is done up to before (for the
+// release loop: every booking due before it is decided, and its units are back).
+func (s *Store) SetSettled(ctx context.Context, name string, before time.Time, ttl time.Duration) error {
+	return unavailable("note settled", s.rdb.Set(ctx, s.keys.Settled(name), ms(before), ttl).Err())
+}
+
+// Looper is what a leased loop tells others: whether some instance holds its lease now, and up to
+// when its work is done (zero when nobody said so within the note's ttl).
+func (s *Store) Looper(ctx context.Context, name string) (held bool, settled time.Time, err error) {
+	vs, err := s.rdb.MGet(ctx, s.keys.Lease(name), s.keys.Settled(name)).Result()
+	if err != nil {
+		return false, time.Time{}, unavailable("read lease", err)
+	}
+	if v, ok := vs[1].(string); ok {
+		if n, perr := strconv.ParseInt(v, 10, 64); perr == nil {
+			settled = time.UnixMilli(n).UTC()
+		}
+	}
+	return vs[0] != nil, settled, nil
 }
 
 // AliveSince reads the markers of tags that reconciliation leaves (MarkAlive): the earliest time

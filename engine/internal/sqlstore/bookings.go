@@ -697,6 +697,23 @@ func (s *Store) DueVenues(ctx context.Context, now time.Time, limit int) ([]uint
 	return ids, mapErr("due venues", err)
 }
 
+// RecentlyReleased lists the bookings RELEASED at or after since whose release_at is at or after
+// dueSince (which bounds the index range read): their ids, venues and versions.
+func (s *Store) RecentlyReleased(ctx context.Context, dueSince, since time.Time) ([]Booking, error) {
+	var rows []models.Booking
+	err := s.db.WithContext(ctx).Select("id, venue_id, version").
+		Where("status = ? AND release_at >= ? AND released_at >= ?", string(booking.Released), dueSince.UTC(), since.UTC()).
+		Find(&rows).Error
+	if err != nil {
+		return nil, mapErr("recently released", err)
+	}
+	out := make([]Booking, len(rows))
+	for i := range rows {
+		out[i] = Booking{Booking: booking.Booking{ID: rows[i].ID, VenueID: rows[i].VenueID, Version: rows[i].Version}}
+	}
+	return out, nil
+}
+
 // NextDue is the earliest release_at of a CONFIRMED booking whose release is undecided (zero when
 // there is none): one probe of the due_at index.
 func (s *Store) NextDue(ctx context.Context) (time.Time, error) {
