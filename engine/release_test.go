@@ -47,25 +47,14 @@ func TestOverlappingBatchesReleaseABurstOnce(t *testing.T) {
 	// The later bookings fall due a millisecond after the burst: still CONFIRMED once it is released.
 	require.NoError(t, tb.db.Gorm.Model(&models.Booking{}).Where("id IN ?", ids(notYet)).
 		Updates(map[string]any{"release_at": releaseAt.Add(time.Millisecond), "due_at": releaseAt.Add(time.Millisecond)}).Error)
-	deskClock := NewSimulatedClock(releaseAt.Add(-time.Millisecond))
-	deskOpts := tb.opts
-	deskOpts.Clock = deskClock
-	desk, err := New(deskOpts)
-	require.NoError(t, err)
-	staff := Actor{UserID: "desk", Role: RoleStaff, VenueID: res.VenueID}
 	tb.clock.Set(releaseAt)
-
 	gate := make(chan struct{})
 	var wg sync.WaitGroup
+	var desk []Booking
 	for i := 0; i < n; i += 10 {
-		wg.Add(1)
-		go func(b Booking) {
-			defer wg.Done()
-			<-gate
-			_, err := desk.CheckIn(ctx, staff, b.CheckinCode)
-			require.NoError(t, err)
-		}(due[i])
+		desk = append(desk, due[i])
 	}
+	tb.racingCheckIns(t, res.VenueID, releaseAt, desk, gate, &wg)
 	// Runs over every venue and over this one are separate flights: they share the burst.
 	for _, venue := range []uint64{0, res.VenueID, 0, res.VenueID} {
 		wg.Add(1)
@@ -78,7 +67,7 @@ func TestOverlappingBatchesReleaseABurstOnce(t *testing.T) {
 	}
 	close(gate)
 	wg.Wait()
-	_, err = tb.e.ReleaseDue(ctx, 0)
+	_, err := tb.e.ReleaseDue(ctx, 0)
 	require.NoError(t, err)
 	if tb.db.MySQL {
 		require.Greater(t, mostOpen.Load(), int64(1), "a burst's batches overlap")

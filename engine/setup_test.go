@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
@@ -110,4 +112,23 @@ func (tb *testBundle) slotOf(t testing.TB, resourceID uint64, start time.Time) S
 	}
 	t.Fatalf("no slot at %s", start)
 	return SlotAvailability{}
+}
+
+// racingCheckIns starts, for each of bs, a check-in at the front desk of another instance whose
+// clock reads a millisecond before releaseAt (the releasing instance reads it at releaseAt); each
+// waits for gate, so that the check-ins race a release.
+func (tb *testBundle) racingCheckIns(t *testing.T, venueID uint64, releaseAt time.Time, bs []Booking, gate <-chan struct{}, wg *sync.WaitGroup) {
+	t.Helper()
+	deskOpts := tb.opts
+	deskOpts.Clock = NewSimulatedClock(releaseAt.Add(-time.Millisecond))
+	desk, err := New(deskOpts)
+	require.NoError(t, err)
+	staff := Actor{UserID: "desk", Role: RoleStaff, VenueID: venueID}
+	for _, b := range bs {
+		wg.Go(func() {
+			<-gate
+			_, err := desk.CheckIn(context.Background(), staff, b.CheckinCode)
+			assert.NoError(t, err, "check-in of booking %d before release_at", b.ID)
+		})
+	}
 }
