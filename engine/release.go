@@ -94,7 +94,7 @@ func (e *Engine) releaseRun(ctx context.Context, venueID uint64) ([]uint64, erro
 			err = e.hooks.afterBatchCommit()
 		}
 		if err == nil {
-			e.afterRelease(ctx, bs, chs)
+			err = e.afterRelease(ctx, bs, chs)
 			if len(bs) == size && !next {
 				// Where rows are not locked per transaction (SQLite), the batches follow each other.
 				wg.Add(1)
@@ -183,10 +183,11 @@ func (e *Engine) releaseRules(ctx context.Context, venues []uint64) (map[uint64]
 }
 
 // afterRelease carries out what a committed batch of releases leaves to do: units back (one script
-// per venue), waiters promoted, metrics.
-func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []booking.Change) {
+// per venue), waiters promoted, metrics. It answers whether every unit went back: a run that could
+// not give some back fails, so that the release loop does not say them settled (releaseLoopRun).
+func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []booking.Change) error {
 	if len(bs) == 0 {
-		return
+		return nil
 	}
 	byVenue := map[uint64][]redisstore.Freed{}
 	var resources []uint64
@@ -210,11 +211,13 @@ func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []
 	}
 	lctx, cancel := later(ctx)
 	defer cancel()
+	var errs []error
 	for v, fs := range byVenue {
 		n, err := e.rs.GiveBack(lctx, v, fs, e.clock.Now())
 		metricUnitsRestored.Add(float64(n))
 		if err != nil {
-			e.log.Error("give back released units failed; reconciliation will", "venue_id", v, "bookings", len(fs), "err", err)
+			e.log.Error("give back released units failed; the release loop's next run will", "venue_id", v, "bookings", len(fs), "err", err)
+			errs = append(errs, err)
 		}
 	}
 	for _, r := range resources {
@@ -223,6 +226,7 @@ func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []
 	if err := e.refreshFreezes(lctx, users); err != nil {
 		e.log.Warn("refresh no-show freezes failed; reconciliation will", "err", err)
 	}
+	return errors.Join(errs...)
 }
 
 // Release is a release task's work: it moves the booking of ref (and, in the same batch, every
@@ -235,8 +239,10 @@ func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []
 // that tasks firing together do not each lock the venue's rows, and then acts itself on one the
 // loop has left undecided.
 func (e *Engine) Release(ctx context.Context, ref ReleaseRef) (ReleaseOutcome, error) {
-	if !ref.ReleaseAt.IsZero() {
-		// A Redis error counts as no word from the loop: the task then reads SQL itself.
+	if !ref.ReleaseAt.IsZero() && !ref.Retried {
+		// A Redis error counts as no word from the loop: the task then reads SQL itself. So does a
+		// retried delivery: its first one failed, perhaps after a commit whose units did not come
+		// back, and reading the booking gives them back (below).
 		held, settled, err := e.rs.Looper(ctx, releaseLoop)
 		if err == nil && ref.ReleaseAt.Before(settled) {
 			return Settled, nil
@@ -331,6 +337,9 @@ func (e *Engine) releaseLoopRun(ctx context.Context, r *releaser) (time.Time, er
 		}
 	}
 	if _, err := e.ReleaseDue(ctx, 0); err != nil {
+		// A batch may have committed without word (its acknowledgement lost) or without its units'
+		// return: the next run gives back the recent releases' units before it says them settled.
+		r.lastRun.Store(0)
 		return time.Time{}, err
 	}
 	asOf := e.clock.Now()

@@ -213,3 +213,28 @@ func TestReleaseLoopTakeoverGivesBackLostUnits(t *testing.T) {
 		require.Equal(t, Settled, out)
 	}
 }
+
+// A run whose batch committed without word (the acknowledgement lost) fails; the same instance's
+// next run gives the units back before it says the bookings settled.
+func TestReleaseLoopRepairsAfterAFailedRun(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(o *Options) { o.DefaultGrace = 15 * time.Minute })
+	ctx := context.Background()
+	res := tb.resource(t, 2, 60, "08:00", "22:00")
+	b := tb.book(t, alice, res, at("11:00"))
+	loops := tb.e.NewLoops(LoopsConfig{})
+	require.NoError(t, loops.Run(ctx, releaseLoop), "a run before, so that the next is no takeover")
+	tb.clock.Set(b.ReleaseAt)
+	tb.e.hooks.afterBatchCommit = func() error { return sqlstore.ErrCommitUnknown }
+	require.ErrorIs(t, loops.Run(ctx, releaseLoop), sqlstore.ErrCommitUnknown)
+	tb.e.hooks.afterBatchCommit = nil
+	require.Equal(t, 1, tb.used(t, res.VenueID, res.ID, at("11:00")), "committed, units not back yet")
+
+	require.NoError(t, loops.Run(ctx, releaseLoop))
+	require.Equal(t, 0, tb.used(t, res.VenueID, res.ID, at("11:00")), "the next run gave them back")
+	tb.clock.Advance(time.Millisecond)
+	require.NoError(t, loops.Run(ctx, releaseLoop))
+	out, err := tb.e.Release(ctx, ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
+	require.NoError(t, err)
+	require.Equal(t, Settled, out)
+}

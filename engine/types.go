@@ -218,6 +218,9 @@ type PaymentResult struct {
 type ReleaseRef struct {
 	BookingID uint64
 	ReleaseAt time.Time
+	// Retried marks a delivery of the task after one that failed: Release then reads the booking
+	// whatever the release loop says (not part of the task's identity).
+	Retried bool
 }
 
 // ReleaseScheduler puts release tasks into the durable queue. jobs/ implements it; the engine calls

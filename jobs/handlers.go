@@ -49,6 +49,9 @@ func (h *handlers) release(ctx context.Context, t *asynq.Task) error {
 		releases.WithLabelValues("bad_payload").Inc()
 		return fmt.Errorf("%s: %w: %w", TypeRelease, err, asynq.SkipRetry)
 	}
+	if n, ok := asynq.GetRetryCount(ctx); ok && n > 0 {
+		ref.Retried = true
+	}
 	// Should the task start early, wait for the release_at it names before asking the engine, so an
 	// early start costs the database nothing; the engine stays the judge of "due".
 	budget := maxEarlyWait
