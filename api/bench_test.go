@@ -59,13 +59,7 @@ func BenchmarkHTTPHold(b *testing.B) {
 			name += "_idempotency_key"
 		}
 		b.Run(name, func(b *testing.B) {
-			var proxy *faultproxy.Proxy
-			hs, slots := benchHarness(b, withSQLProxy(&proxy))
-			if proxy == nil {
-				b.Skip("the embedded SQLite is in-process: there is no outage to measure")
-			}
-			// A live server has sold holds before the outage: its catalog (rules included) is cached.
-			hs.hold(hs.token("warm", engine.RoleUser, 0), 1, 8)
+			hs, slots, proxy := outageHarness(b)
 			proxy.Blackhole(true)
 			hs.clock.Advance(time.Minute) // every catalog entry stale: the outage has lasted a while
 			reportAttack(b, attack(b, hs, slots, uint64(b.N), 0, withKey))
@@ -84,12 +78,7 @@ func BenchmarkHoldsThroughOutage(b *testing.B) {
 			name = "idempotency_key"
 		}
 		b.Run(name, func(b *testing.B) {
-			var proxy *faultproxy.Proxy
-			hs, slots := benchHarness(b, withSQLProxy(&proxy))
-			if proxy == nil {
-				b.Skip("the embedded SQLite is in-process: there is no outage to measure")
-			}
-			hs.hold(hs.token("warm", engine.RoleUser, 0), 1, 8)
+			hs, slots, proxy := outageHarness(b)
 			var next atomic.Uint64
 			before := reportAttack(b, attackFor(b, hs, slots, &next, 20*time.Second, withKey))
 			proxy.Blackhole(true)
@@ -129,6 +118,19 @@ type benchSlot struct {
 
 // benchHarness makes a resource with room for every hold of the run, on 13 days × 14 hourly slots
 // that are loaded into Redis before the clock starts.
+// outageHarness is a bench harness whose MySQL sits behind a proxy that can go silent, with a hold
+// sold already: a live server has sold holds before an outage, so its catalog (rules included) is
+// cached. The embedded SQLite is in-process and has no outage to measure: the benchmark is skipped.
+func outageHarness(b *testing.B) (*harness, []benchSlot, *faultproxy.Proxy) {
+	var proxy *faultproxy.Proxy
+	hs, slots := benchHarness(b, withSQLProxy(&proxy))
+	if proxy == nil {
+		b.Skip("the embedded SQLite is in-process: there is no outage to measure")
+	}
+	hs.hold(hs.token("warm", engine.RoleUser, 0), 1, 8)
+	return hs, slots, proxy
+}
+
 func benchHarness(b *testing.B, options ...harnessOption) (*harness, []benchSlot) {
 	hs := newHarness(b, append([]harnessOption{withCapacity(1_000_000)}, options...)...)
 	resID, _ := strconv.ParseUint(hs.res, 10, 64)

@@ -130,11 +130,11 @@ func (c *cache[K, V]) get(ctx context.Context, now time.Time, key K, load func(c
 	k := fmt.Sprint(key)
 	if ok && c.health.down() {
 		if _, busy := c.loading.Load(k); !busy {
-			c.loads.DoChan(k, c.loader(ctx, now, key, gen, load))
+			c.loads.DoChan(k, c.loader(ctx, now, key, k, gen, load))
 		}
 		return e.v, nil
 	}
-	ch := c.loads.DoChan(k, c.loader(ctx, now, key, gen, load))
+	ch := c.loads.DoChan(k, c.loader(ctx, now, key, k, gen, load))
 	var wait <-chan time.Time
 	if ok {
 		t := time.NewTimer(staleLoadWait)
@@ -160,12 +160,11 @@ func (c *cache[K, V]) get(ctx context.Context, now time.Time, key K, load func(c
 	}
 }
 
-// loader is the shared load of key: it records whether SQL answered, and stores what it read
+// loader is the shared load of key (k: its name in loads and loading): it records whether SQL answered, and stores what it read
 // unless the key was forgotten since gen. It marks the key loading while it runs (only a running
 // load sets the mark, so none is left behind).
-func (c *cache[K, V]) loader(ctx context.Context, now time.Time, key K, gen uint64, load func(context.Context) (V, error)) func() (any, error) {
+func (c *cache[K, V]) loader(ctx context.Context, now time.Time, key K, k string, gen uint64, load func(context.Context) (V, error)) func() (any, error) {
 	return func() (any, error) {
-		k := fmt.Sprint(key)
 		c.loading.Store(k, true)
 		defer c.loading.Delete(k)
 		// Not the caller's context: the load is shared, and goes on when its callers stop waiting.

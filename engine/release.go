@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -75,18 +76,18 @@ func (e *Engine) releaseRun(ctx context.Context, venueID uint64) ([]uint64, erro
 	}
 	open := make(chan struct{}, releaseOverlap) // a token per open batch transaction
 	var batch func()
+	next := func() { wg.Add(1); go batch() }
 	batch = func() {
 		defer wg.Done()
 		open <- struct{}{}
-		next := false // whether this batch started its successor (a retried transaction locks again)
+		started := false // whether this batch started its successor (a retried transaction locks again)
 		bs, chs, err := e.decideBatch(ctx, venues, size, func(n int) {
 			if e.hooks.batchLocked != nil {
 				e.hooks.batchLocked(len(open))
 			}
-			if n == size && !next {
-				next = true
-				wg.Add(1)
-				go batch()
+			if n == size && !started {
+				started = true
+				next()
 			}
 		})
 		<-open
@@ -95,10 +96,8 @@ func (e *Engine) releaseRun(ctx context.Context, venueID uint64) ([]uint64, erro
 		}
 		if err == nil {
 			err = e.afterRelease(ctx, bs, chs)
-			if len(bs) == size && !next {
-				// Where rows are not locked per transaction (SQLite), the batches follow each other.
-				wg.Add(1)
-				go batch()
+			if len(bs) == size && !started {
+				next() // where rows are not locked per transaction (SQLite), batches follow each other
 			}
 		}
 		mu.Lock()
@@ -211,14 +210,9 @@ func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []
 	}
 	lctx, cancel := later(ctx)
 	defer cancel()
-	var errs []error
-	for v, fs := range byVenue {
-		n, err := e.rs.GiveBack(lctx, v, fs, e.clock.Now())
-		metricUnitsRestored.Add(float64(n))
-		if err != nil {
-			e.log.Error("give back released units failed; the release loop's next run will", "venue_id", v, "bookings", len(fs), "err", err)
-			errs = append(errs, err)
-		}
+	_, gerr := e.giveBackVenues(lctx, byVenue)
+	if gerr != nil {
+		e.log.Error("give back released units failed; the release loop's next run will", "err", gerr)
 	}
 	for _, r := range resources {
 		e.promoteAfterFree(lctx, r)
@@ -226,7 +220,23 @@ func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []
 	if err := e.refreshFreezes(lctx, users); err != nil {
 		e.log.Warn("refresh no-show freezes failed; reconciliation will", "err", err)
 	}
-	return errors.Join(errs...)
+	return gerr
+}
+
+// giveBackVenues gives back the units of each venue's freed owners, one script per venue (per
+// thousand), and answers how many gave units back.
+func (e *Engine) giveBackVenues(ctx context.Context, byVenue map[uint64][]redisstore.Freed) (int, error) {
+	total := 0
+	var errs []error
+	for v, fs := range byVenue {
+		n, err := e.rs.GiveBack(ctx, v, fs, e.clock.Now())
+		total += n
+		if err != nil {
+			errs = append(errs, fmt.Errorf("venue %d, %d bookings: %w", v, len(fs), err))
+		}
+	}
+	metricUnitsRestored.Add(float64(total))
+	return total, errors.Join(errs...)
 }
 
 // Release is a release task's work: it moves the booking of ref (and, in the same batch, every
@@ -243,17 +253,15 @@ func (e *Engine) Release(ctx context.Context, ref ReleaseRef) (ReleaseOutcome, e
 		// A Redis error counts as no word from the loop: the task then reads SQL itself. So does a
 		// retried delivery: its first one failed, perhaps after a commit whose units did not come
 		// back, and reading the booking gives them back (below).
-		held, settled, err := e.rs.Looper(ctx, releaseLoop)
-		if err == nil && ref.ReleaseAt.Before(settled) {
-			return Settled, nil
-		}
-		if wait := ref.ReleaseAt.Add(releaserSlack).Sub(e.clock.Now()); wait > 0 && wait <= releaserSlack && err == nil && held {
+		held, done := e.settledByLoop(ctx, ref)
+		if wait := ref.ReleaseAt.Add(releaserSlack).Sub(e.clock.Now()); !done && held && wait > 0 && wait <= releaserSlack {
 			if err := sleepCtx(ctx, wait); err != nil {
 				return "", err
 			}
-			if _, settled, err := e.rs.Looper(ctx, releaseLoop); err == nil && ref.ReleaseAt.Before(settled) {
-				return Settled, nil
-			}
+			_, done = e.settledByLoop(ctx, ref)
+		}
+		if done {
+			return Settled, nil
 		}
 	}
 	for attempt := 0; ; attempt++ {
@@ -309,6 +317,16 @@ func (e *Engine) Release(ctx context.Context, ref ReleaseRef) (ReleaseOutcome, e
 // loop looks every ReleaseInterval, and a burst's batches take a moment.
 const releaserSlack = time.Second
 
+// settledByLoop reads what the release loop says: whether it runs (its lease is held), and whether
+// it has decided ref's booking (ref's release_at is before its mark). A Redis error says neither.
+func (e *Engine) settledByLoop(ctx context.Context, ref ReleaseRef) (held, done bool) {
+	held, settled, err := e.rs.Looper(ctx, releaseLoop)
+	if err != nil {
+		return false, false
+	}
+	return held, ref.ReleaseAt.Before(settled)
+}
+
 // releaser is the release loop's state on this instance.
 type releaser struct {
 	lastRun atomic.Int64 // when its last run ended (Unix ns); 0 before the first
@@ -362,8 +380,7 @@ func (e *Engine) releaseLoopRun(ctx context.Context, r *releaser) (time.Time, er
 // giveBackRecentReleases gives back, once more, the units of the bookings released in the last
 // hour (see releaseLoopRun): one read of SQL and one script per venue.
 func (e *Engine) giveBackRecentReleases(ctx context.Context) error {
-	now := e.clock.Now()
-	bs, err := e.ss.RecentlyReleased(ctx, now.Add(-time.Hour), now.Add(-time.Hour))
+	bs, err := e.ss.RecentlyReleased(ctx, e.clock.Now().Add(-time.Hour))
 	if err != nil {
 		return err
 	}
@@ -371,17 +388,11 @@ func (e *Engine) giveBackRecentReleases(ctx context.Context) error {
 	for i := range bs {
 		byVenue[bs[i].VenueID] = append(byVenue[bs[i].VenueID], freed(&bs[i]))
 	}
-	for v, fs := range byVenue {
-		n, err := e.rs.GiveBack(ctx, v, fs, now)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			metricUnitsRestored.Add(float64(n))
-			e.log.Warn("gave back units of releases whose return was lost", "venue_id", v, "bookings", n)
-		}
+	n, err := e.giveBackVenues(ctx, byVenue)
+	if n > 0 {
+		e.log.Warn("gave back units of releases whose return was lost", "bookings", n)
 	}
-	return nil
+	return err
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -697,12 +697,12 @@ func (s *Store) DueVenues(ctx context.Context, now time.Time, limit int) ([]uint
 	return ids, mapErr("due venues", err)
 }
 
-// RecentlyReleased lists the bookings RELEASED at or after since whose release_at is at or after
-// dueSince (which bounds the index range read): their ids, venues and versions.
-func (s *Store) RecentlyReleased(ctx context.Context, dueSince, since time.Time) ([]Booking, error) {
+// RecentlyReleased lists the bookings RELEASED since since that fell due since then too (which
+// bounds the (status, release_at) index range read): their ids, venues and versions.
+func (s *Store) RecentlyReleased(ctx context.Context, since time.Time) ([]Booking, error) {
 	var rows []models.Booking
 	err := s.db.WithContext(ctx).Select("id, venue_id, version").
-		Where("status = ? AND release_at >= ? AND released_at >= ?", string(booking.Released), dueSince.UTC(), since.UTC()).
+		Where("status = ? AND release_at >= ? AND released_at >= ?", string(booking.Released), since.UTC(), since.UTC()).
 		Find(&rows).Error
 	if err != nil {
 		return nil, mapErr("recently released", err)
