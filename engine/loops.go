@@ -52,7 +52,8 @@ const releaseGap = 5 * time.Millisecond
 // Loops are the engine's background loops: each has a name, runs on its own interval, and can be
 // driven one run at a time by tests (RunOnce).
 type Loops struct {
-	loops []*loop.Loop
+	loops   []*loop.Loop
+	release *releaser
 }
 
 // NewLoops builds the engine's background loops; Start runs them.
@@ -94,17 +95,15 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 	// an interval later. A run of a burst may take seconds. Its lease outlives a few runs, so that
 	// release tasks know it is alive (Release).
 	var release *loop.Loop
-	var rl releaser
+	rl := newReleaser()
 	release = mkLoop(releaseLoop, cfg.ReleaseInterval, releaseRunTimeout, releaseTakeover, true, func(ctx context.Context) error {
-		next, err := e.releaseLoopRun(ctx, &rl)
-		if err == nil && !next.IsZero() {
+		return e.releaseLoopRun(ctx, rl, func(next time.Time) {
 			if wait := next.Sub(e.clock.Now()); wait < cfg.ReleaseInterval {
 				release.KickAfter(max(wait, releaseGap))
 			}
-		}
-		return err
+		})
 	})
-	return &Loops{loops: []*loop.Loop{
+	return &Loops{release: rl, loops: []*loop.Loop{
 		// Redis loss first (on every instance: each watches the queues it uses): the others need the
 		// state it rebuilds.
 		mkLoop("redis_loss", cfg.SweepInterval, 2*time.Second, 0, false, e.reconcileIfRedisLost),
@@ -126,6 +125,8 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 
 // Start runs every loop until ctx ends or Stop.
 func (l *Loops) Start(ctx context.Context) {
+	// In the background, release runs overlap (see releaser); a test's Run waits for its run.
+	l.release.overlap.Store(true)
 	for _, x := range l.loops {
 		x.Start(ctx)
 	}
@@ -136,6 +137,8 @@ func (l *Loops) Stop() {
 	for _, x := range l.loops {
 		x.Stop()
 	}
+	l.release.overlap.Store(false)
+	l.release.wg.Wait() // release runs the loop left at work
 }
 
 // RunOnce runs every loop once, in order, and joins their errors (for tests and tools).

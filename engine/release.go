@@ -35,7 +35,7 @@ func (e *Engine) ReleaseDue(ctx context.Context, venueID uint64) (int, error) {
 // process; a caller that finds one under way shares its result (see releaseFlight).
 func (e *Engine) releaseDue(ctx context.Context, venueID uint64) ([]uint64, error) {
 	ch := e.releaseFlight.DoChan(strconv.FormatUint(venueID, 10), func() (any, error) {
-		ids, err := e.releaseRun(context.WithoutCancel(ctx), venueID)
+		ids, err := e.releaseRun(context.WithoutCancel(ctx), venueID, nil, nil)
 		countReleaseFailure(err)
 		return ids, err
 	})
@@ -53,8 +53,10 @@ func (e *Engine) releaseDue(ctx context.Context, venueID uint64) ([]uint64, erro
 // no-shows costs one transaction, not a hundred. A burst's batches overlap: as soon as one batch has
 // locked a full releaseBatch of rows, the next one starts (SKIP LOCKED gives it the rows after
 // them), up to releaseOverlap transactions at once, and each batch gives its units back while the
-// next one writes. The run returns when every batch it started has finished.
-func (e *Engine) releaseRun(ctx context.Context, venueID uint64) ([]uint64, error) {
+// next one writes. The run returns when every batch it started has finished. locked, when set, is
+// told the earliest release_at of each batch whose rows are locked (on MySQL, before it commits);
+// open, when set, holds the tokens of open batch transactions that the run shares with others.
+func (e *Engine) releaseRun(ctx context.Context, venueID uint64, locked func(earliest time.Time), open chan struct{}) ([]uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, releaseRunTimeout)
 	defer cancel()
 	venues := []uint64{venueID}
@@ -74,16 +76,21 @@ func (e *Engine) releaseRun(ctx context.Context, venueID uint64) ([]uint64, erro
 	if e.hooks.batchSize > 0 {
 		size = e.hooks.batchSize
 	}
-	open := make(chan struct{}, releaseOverlap) // a token per open batch transaction
+	if open == nil {
+		open = make(chan struct{}, releaseOverlap) // a token per open batch transaction
+	}
 	var batch func()
 	next := func() { wg.Add(1); go batch() }
 	batch = func() {
 		defer wg.Done()
 		open <- struct{}{}
 		started := false // whether this batch started its successor (a retried transaction locks again)
-		bs, chs, err := e.decideBatch(ctx, venues, size, func(n int) {
+		bs, chs, err := e.decideBatch(ctx, venues, size, func(n int, earliest time.Time) {
 			if e.hooks.batchLocked != nil {
 				e.hooks.batchLocked(len(open))
+			}
+			if locked != nil && n > 0 {
+				locked(earliest)
 			}
 			if n == size && !started {
 				started = true
@@ -115,13 +122,14 @@ func (e *Engine) releaseRun(ctx context.Context, venueID uint64) ([]uint64, erro
 	return released, errors.Join(errs...)
 }
 
-// releaseOverlap is how many batch transactions of one release run may be open at once: one
-// batch's commit and units' return overlap the next one's reads and writes.
+// releaseOverlap is how many batch transactions of one release run (or of the release loop's
+// overlapping runs together) may be open at once: one batch's commit and units' return overlap the
+// next one's reads and writes.
 const releaseOverlap = 3
 
 // decideBatch decides one batch of up to size due bookings of venues, in one transaction; locked is
 // told how many rows it locked (see sqlstore.DueQuery).
-func (e *Engine) decideBatch(ctx context.Context, venues []uint64, size int, locked func(n int)) ([]sqlstore.Booking, []booking.Change, error) {
+func (e *Engine) decideBatch(ctx context.Context, venues []uint64, size int, locked func(n int, earliest time.Time)) ([]sqlstore.Booking, []booking.Change, error) {
 	// The rules are read at every batch, so that a mode change takes effect at once on every
 	// instance; the venues' zones (events are rendered in them) are cached before the transaction.
 	modes, policies, err := e.releaseRules(ctx, venues)
@@ -327,10 +335,37 @@ func (e *Engine) settledByLoop(ctx context.Context, ref ReleaseRef) (held, done 
 	return held, ref.ReleaseAt.Before(settled)
 }
 
-// releaser is the release loop's state on this instance.
+// releaser is the release loop's state on this instance. Its runs may overlap: once a run has
+// locked its bookings, if it is still writing them releaseStall later (a slow commit, a stalled
+// disk), the loop starts the next run, which skips the rows the first holds; up to releaseOverlap
+// runs are open at once. So one slow transaction does not hold back every release falling due
+// behind it.
 type releaser struct {
-	lastRun atomic.Int64 // when its last run ended (Unix ns); 0 before the first
+	overlap atomic.Bool    // whether runs may overlap: only while the loop runs in the background
+	slots   chan struct{}  // a token per open run
+	batches chan struct{}  // a token per open batch transaction of its runs (see releaseRun)
+	wg      sync.WaitGroup // runs in flight
+
+	mu       sync.Mutex
+	open     map[*releaseRound]struct{}
+	failed   int       // runs that failed
+	repaired int       // of those, how many a give-back of the recent releases has covered
+	lastRun  time.Time // when a run last succeeded or gave the recent releases back; zero before
 }
+
+// releaseRound is one open run of the release loop.
+type releaseRound struct {
+	earliest time.Time // the earliest release_at it has locked; zero: none yet
+}
+
+func newReleaser() *releaser {
+	return &releaser{slots: make(chan struct{}, releaseOverlap), batches: make(chan struct{}, releaseOverlap),
+		open: map[*releaseRound]struct{}{}}
+}
+
+// releaseStall is how long a run of the release loop that has locked its bookings may go on writing
+// them before the loop starts the next run beside it; a run usually takes a few milliseconds.
+const releaseStall = 10 * time.Millisecond
 
 // releaseTakeover is how long without a run of the release loop on this instance means that it
 // has just taken the loop (its lease lasts a second) or starts: the instance that ran it before
@@ -341,23 +376,79 @@ const releaseTakeover = time.Second
 // release tasks go back to reading their bookings.
 const releaseSettledTTL = 10 * time.Second
 
-// releaseLoopRun is one run of the release loop: every due booking is decided (ReleaseDue), and the
+// releaseLoopRun is one run of the release loop (see releaseRound): it returns when the run has
+// ended or, where runs may overlap, when it has locked its bookings and is still at work
+// releaseStall later. kick is told when the next run is wanted: at the earliest release_at still
+// undecided, or at once when a run is left at work.
+func (e *Engine) releaseLoopRun(ctx context.Context, r *releaser, kick func(next time.Time)) error {
+	select {
+	case r.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	rd := r.begin()
+	locked := make(chan struct{}, 1)
+	done := make(chan error, 1)
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer func() { <-r.slots }()
+		// The run outlives the loop's run when it is left at work: it has its own bound.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseRunTimeout)
+		defer cancel()
+		next, err := e.releaseRound(ctx, r, rd, func() {
+			select {
+			case locked <- struct{}{}:
+			default:
+			}
+		})
+		if err == nil && !next.IsZero() {
+			kick(next)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-locked:
+	}
+	if !r.overlap.Load() {
+		return <-done
+	}
+	t := time.NewTimer(releaseStall)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		kick(e.clock.Now())
+		return nil
+	}
+}
+
+// releaseRound is one run of the release loop: every due booking is decided (releaseRun), and the
 // loop then says, in Redis, up to when bookings are decided with their units back — the earliest
-// release_at still undecided, or now — so that release tasks of bookings before it finish without
-// reading SQL. A run that takes the loop over first gives back the units of the last hour's
-// releases (GiveBack only frees what its version no longer holds), so that a holder that died
-// between a commit and its units' return leaves nothing taken, although tasks no longer look. It
-// answers the earliest undecided release_at (zero when none).
-func (e *Engine) releaseLoopRun(ctx context.Context, r *releaser) (time.Time, error) {
-	if last := r.lastRun.Load(); last == 0 || time.Since(time.Unix(0, last)) > releaseTakeover {
+// release_at still undecided, or now, and never past a booking of another run still open — so that
+// release tasks of bookings before it finish without reading SQL. A run that takes the loop over,
+// or follows a run that failed (its batch may have committed without word, or without its units'
+// return), first gives back the units of the last hour's releases (GiveBack only frees what its
+// version no longer holds); until that has been done, no run says anything settled. It answers the
+// earliest undecided release_at (zero when none).
+func (e *Engine) releaseRound(ctx context.Context, r *releaser, rd *releaseRound, locked func()) (time.Time, error) {
+	if failed, ok := r.needsRepair(); ok {
 		if err := e.giveBackRecentReleases(ctx); err != nil {
+			r.end(rd, err)
 			return time.Time{}, err
 		}
+		r.repairedUpTo(failed)
 	}
-	if _, err := e.ReleaseDue(ctx, 0); err != nil {
-		// A batch may have committed without word (its acknowledgement lost) or without its units'
-		// return: the next run gives back the recent releases' units before it says them settled.
-		r.lastRun.Store(0)
+	_, err := e.releaseRun(ctx, 0, func(earliest time.Time) {
+		r.locked(rd, earliest)
+		locked()
+	}, r.batches)
+	countReleaseFailure(err)
+	r.end(rd, err)
+	if err != nil {
 		return time.Time{}, err
 	}
 	asOf := e.clock.Now()
@@ -369,12 +460,80 @@ func (e *Engine) releaseLoopRun(ctx context.Context, r *releaser) (time.Time, er
 	if settled.IsZero() {
 		settled = asOf
 	}
-	if err := e.rs.SetSettled(ctx, releaseLoop, settled, releaseSettledTTL); err != nil {
-		// Tasks read their bookings meanwhile; the releases themselves are done.
-		e.log.Warn("could not note the releases settled", "err", err)
+	if settled, ok := r.settledBefore(settled); ok {
+		if err := e.rs.SetSettled(ctx, releaseLoop, settled, releaseSettledTTL); err != nil {
+			// Tasks read their bookings meanwhile; the releases themselves are done.
+			e.log.Warn("could not note the releases settled", "err", err)
+		}
 	}
-	r.lastRun.Store(time.Now().UnixNano())
 	return next, nil
+}
+
+// begin opens a run.
+func (r *releaser) begin() *releaseRound {
+	rd := &releaseRound{}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.open[rd] = struct{}{}
+	return rd
+}
+
+// locked notes that rd locked bookings due from earliest on: until rd ends, no run says them
+// settled, although, once rd commits, SQL no longer shows them due.
+func (r *releaser) locked(rd *releaseRound, earliest time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rd.earliest.IsZero() || earliest.Before(rd.earliest) {
+		rd.earliest = earliest
+	}
+}
+
+// end closes rd, which failed with err or succeeded.
+func (r *releaser) end(rd *releaseRound, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.open, rd)
+	if err != nil {
+		r.failed++
+		return
+	}
+	r.lastRun = time.Now()
+}
+
+// needsRepair reports whether a run must first give back the recent releases' units: the loop is
+// taken over or starts, or a run failed since the last give-back. failed is what the give-back
+// covers.
+func (r *releaser) needsRepair() (failed int, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	takeover := r.lastRun.IsZero() || time.Since(r.lastRun) > releaseTakeover
+	return r.failed, takeover || r.failed > r.repaired
+}
+
+// repairedUpTo notes a give-back of the recent releases that covers failed failures: the runs
+// open beside it need not repeat it.
+func (r *releaser) repairedUpTo(failed int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.repaired = max(r.repaired, failed)
+	r.lastRun = time.Now()
+}
+
+// settledBefore is what the loop may say settled, given that SQL shows nothing undecided before
+// at: at, or earlier if an open run holds bookings due before it; nothing (false) while a failed
+// run's units have not been given back.
+func (r *releaser) settledBefore(at time.Time) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failed > r.repaired {
+		return time.Time{}, false
+	}
+	for rd := range r.open {
+		if !rd.earliest.IsZero() && rd.earliest.Before(at) {
+			at = rd.earliest
+		}
+	}
+	return at, true
 }
 
 // giveBackRecentReleases gives back, once more, the units of the bookings released in the last

@@ -2,12 +2,14 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
@@ -237,4 +239,78 @@ func TestReleaseLoopRepairsAfterAFailedRun(t *testing.T) {
 	out, err := tb.e.Release(ctx, ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
 	require.NoError(t, err)
 	require.Equal(t, Settled, out)
+}
+
+// A release run stuck after its commit (a slow disk, a lost acknowledgement being waited for) does
+// not hold back the bookings falling due behind it: the loop runs on beside it. It says nothing
+// settled past the stuck run's booking until that booking's unit is back.
+func TestReleaseLoopRunsPastAStalledRun(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(o *Options) { o.DefaultGrace = 15 * time.Minute })
+	if !tb.db.MySQL {
+		t.Skip("runs overlap where rows are locked per transaction (MySQL); SQLite serialises writers")
+	}
+	ctx := context.Background()
+	res := tb.resource(t, 2, 60, "08:00", "22:00")
+	bob := Actor{UserID: "bob", Role: RoleUser}
+	stuck := tb.book(t, alice, res, at("11:00"))
+	behind := tb.book(t, bob, res, at("11:00"))
+	// behind falls due a millisecond after stuck.
+	behind.ReleaseAt = stuck.ReleaseAt.Add(time.Millisecond)
+	require.NoError(t, tb.db.Gorm.Model(&models.Booking{}).Where("id = ?", behind.ID).
+		Updates(map[string]any{"release_at": behind.ReleaseAt, "due_at": behind.ReleaseAt}).Error)
+
+	stalled, resume := make(chan struct{}), make(chan struct{})
+	var later atomic.Bool
+	tb.e.hooks.afterBatchCommit = func() error {
+		if !later.Swap(true) {
+			close(stalled)
+			<-resume
+		}
+		return nil
+	}
+	loops := tb.e.NewLoops(LoopsConfig{ReleaseInterval: 10 * time.Millisecond, SweepInterval: time.Hour, ExpiryInterval: time.Hour,
+		WheelSweepInterval: time.Hour, RelayInterval: time.Hour})
+	tb.clock.Set(stuck.ReleaseAt)
+	loops.Start(ctx)
+	defer loops.Stop()
+	var resumed sync.Once
+	defer resumed.Do(func() { close(resume) }) // before Stop, which waits for the stuck run
+	<-stalled
+
+	// state reads what a user and a release task would see: the units taken of the slot, whether
+	// behind is RELEASED, and up to when the loop says bookings settled.
+	state := func() (used int, released bool, settled time.Time, err error) {
+		used, err = tb.redis.Client.HGet(ctx, tb.e.rs.Keys().Venue(res.VenueID).Used(), redisstore.SlotField(res.ID, at("11:00").Unix()/60)).Int()
+		if errors.Is(err, redis.Nil) {
+			used, err = 0, nil // no unit taken
+		}
+		if err != nil {
+			return 0, false, time.Time{}, err
+		}
+		got, err := tb.e.GetBooking(ctx, bob, behind.ID)
+		if err != nil {
+			return 0, false, time.Time{}, err
+		}
+		_, settled, err = tb.e.rs.Looper(ctx, releaseLoop)
+		return used, got.Status == booking.Released, settled, err
+	}
+	tb.clock.Set(behind.ReleaseAt)
+	require.Eventually(t, func() bool {
+		used, released, _, err := state()
+		return err == nil && released && used == 1
+	}, 10*time.Second, 5*time.Millisecond, "behind released, its unit back, while the run before it is stuck")
+	_, _, settled, err := state()
+	require.NoError(t, err)
+	require.False(t, stuck.ReleaseAt.Before(settled), "nothing said settled past the stuck run's booking")
+	out, err := tb.e.Release(ctx, ReleaseRef{BookingID: behind.ID, ReleaseAt: behind.ReleaseAt})
+	require.NoError(t, err)
+	require.Equal(t, AlreadyReleased, out, "its task reads the booking")
+
+	resumed.Do(func() { close(resume) })
+	tb.clock.Advance(time.Millisecond)
+	require.Eventually(t, func() bool {
+		used, _, settled, err := state()
+		return err == nil && used == 0 && behind.ReleaseAt.Before(settled)
+	}, 10*time.Second, 5*time.Millisecond, "the stuck run ends: its unit back, both said settled")
 }

@@ -731,11 +731,12 @@ type DueQuery struct {
 	Venues []uint64 // the venues whose bookings are taken; required
 	Now    time.Time
 	Limit  int
-	// Locked, when set, is told how many bookings the transaction locked, as soon as it has them
-	// (again if the transaction is retried): a full batch means more may be waiting for another
-	// transaction. Only MySQL tells: its rows are locked for this transaction alone, and another
-	// skips them; SQLite serialises writers, so a second transaction would only wait for the first.
-	Locked func(n int)
+	// Locked, when set, is told how many bookings the transaction locked and the earliest release_at
+	// among them, as soon as it has them (again if the transaction is retried): a full batch means
+	// more may be waiting for another transaction. Only MySQL tells: its rows are locked for this
+	// transaction alone, and another skips them; SQLite serialises writers, so a second transaction
+	// would only wait for the first.
+	Locked func(n int, earliest time.Time)
 }
 
 // ReleaseDue decides, in one transaction, the releases of up to q.Limit CONFIRMED bookings whose
@@ -761,7 +762,13 @@ func (s *Store) ReleaseDue(ctx context.Context, q DueQuery, decide Decide) ([]Bo
 			return err
 		}
 		if q.Locked != nil && s.mysql {
-			q.Locked(len(rows))
+			var earliest time.Time
+			for i := range rows {
+				if earliest.IsZero() || rows[i].ReleaseAt.Before(earliest) {
+					earliest = rows[i].ReleaseAt
+				}
+			}
+			q.Locked(len(rows), earliest.UTC())
 		}
 		out = make([]Booking, 0, len(rows)) // cs points into it: it must not grow
 		var cs []changed
