@@ -125,7 +125,8 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 
 // Start runs every loop until ctx ends or Stop.
 func (l *Loops) Start(ctx context.Context) {
-	// In the background, release runs overlap (see releaser); a test's Run waits for its run.
+	// In the background, release runs overlap (see releaser); Run on loops not started waits for
+	// its run to end.
 	l.release.overlap.Store(true)
 	for _, x := range l.loops {
 		x.Start(ctx)

@@ -191,7 +191,7 @@ func (e *Engine) releaseRules(ctx context.Context, venues []uint64) (map[uint64]
 
 // afterRelease carries out what a committed batch of releases leaves to do: units back (one script
 // per venue), waiters promoted, metrics. It answers whether every unit went back: a run that could
-// not give some back fails, so that the release loop does not say them settled (releaseLoopRun).
+// not give some back fails, so that the release loop does not say them settled (releaseRound).
 func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []booking.Change) error {
 	if len(bs) == 0 {
 		return nil
@@ -251,7 +251,7 @@ func (e *Engine) giveBackVenues(ctx context.Context, byVenue map[uint64][]rediss
 // other due booking of its venue) to RELEASED. It never acts before release_at (a *NotDueError says
 // how long to wait); a duplicate delivery, a checked-in or cancelled booking, or a ref whose
 // release_at was changed by a restore do nothing. The release loop decides bookings as they fall
-// due, and says up to when it has (releaseLoopRun): a task whose release_at is before that is
+// due, and says up to when it has (releaseRound): a task whose release_at is before that is
 // Settled without reading the booking. While the loop runs (its lease is held) a task whose
 // booking has only just fallen due leaves it to the loop until releaserSlack past release_at, so
 // that tasks firing together do not each lock the venue's rows, and then acts itself on one the
@@ -350,7 +350,7 @@ type releaser struct {
 	open     map[*releaseRound]struct{}
 	failed   int       // runs that failed
 	repaired int       // of those, how many a give-back of the recent releases has covered
-	lastRun  time.Time // when a run last succeeded or gave the recent releases back; zero before
+	lastHeld time.Time // when the loop last ran here (it runs only while this instance holds its lease)
 }
 
 // releaseRound is one open run of the release loop.
@@ -367,9 +367,9 @@ func newReleaser() *releaser {
 // them before the loop starts the next run beside it; a run usually takes a few milliseconds.
 const releaseStall = 10 * time.Millisecond
 
-// releaseTakeover is how long without a run of the release loop on this instance means that it
-// has just taken the loop (its lease lasts a second) or starts: the instance that ran it before
-// may have died between a batch's commit and its units' return.
+// releaseTakeover is how long without the release loop running on this instance (holding its
+// lease, which lasts a second) means that it has just taken the loop over or starts: the instance
+// that ran it before may have died between a batch's commit and its units' return.
 const releaseTakeover = time.Second
 
 // releaseSettledTTL is how long the loop's word on what it has settled stands: should the loop stop,
@@ -378,17 +378,20 @@ const releaseSettledTTL = 10 * time.Second
 
 // releaseLoopRun is one run of the release loop (see releaseRound): it returns when the run has
 // ended or, where runs may overlap, when it has locked its bookings and is still at work
-// releaseStall later. kick is told when the next run is wanted: at the earliest release_at still
-// undecided, or at once when a run is left at work.
+// releaseStall later. When releaseOverlap runs are open already it starts none: the loop comes
+// back at its next tick, and its lease is renewed meanwhile. kick is told when the next run is
+// wanted: at the earliest release_at still undecided (releaseGap after the last run at the
+// soonest) or, when a run is left at work, releaseGap from now.
 func (e *Engine) releaseLoopRun(ctx context.Context, r *releaser, kick func(next time.Time)) error {
 	select {
 	case r.slots <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	default:
+		return nil
 	}
-	rd := r.begin()
+	rd, takeover := r.begin()
 	locked := make(chan struct{}, 1)
 	done := make(chan error, 1)
+	var detached atomic.Bool // the loop's run returned and left this one at work
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -396,7 +399,7 @@ func (e *Engine) releaseLoopRun(ctx context.Context, r *releaser, kick func(next
 		// The run outlives the loop's run when it is left at work: it has its own bound.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseRunTimeout)
 		defer cancel()
-		next, err := e.releaseRound(ctx, r, rd, func() {
+		next, err := e.releaseRound(ctx, r, rd, takeover, func() {
 			select {
 			case locked <- struct{}{}:
 			default:
@@ -404,6 +407,9 @@ func (e *Engine) releaseLoopRun(ctx context.Context, r *releaser, kick func(next
 		})
 		if err == nil && !next.IsZero() {
 			kick(next)
+		}
+		if err != nil && detached.Load() {
+			e.log.Warn("release run left at work failed", "err", err)
 		}
 		done <- err
 	}()
@@ -421,6 +427,7 @@ func (e *Engine) releaseLoopRun(ctx context.Context, r *releaser, kick func(next
 	case err := <-done:
 		return err
 	case <-t.C:
+		detached.Store(true)
 		kick(e.clock.Now())
 		return nil
 	}
@@ -429,20 +436,23 @@ func (e *Engine) releaseLoopRun(ctx context.Context, r *releaser, kick func(next
 // releaseRound is one run of the release loop: every due booking is decided (releaseRun), and the
 // loop then says, in Redis, up to when bookings are decided with their units back — the earliest
 // release_at still undecided, or now, and never past a booking of another run still open — so that
-// release tasks of bookings before it finish without reading SQL. A run that takes the loop over,
-// or follows a run that failed (its batch may have committed without word, or without its units'
-// return), first gives back the units of the last hour's releases (GiveBack only frees what its
-// version no longer holds); until that has been done, no run says anything settled. It answers the
-// earliest undecided release_at (zero when none).
-func (e *Engine) releaseRound(ctx context.Context, r *releaser, rd *releaseRound, locked func()) (time.Time, error) {
-	if failed, ok := r.needsRepair(); ok {
+// release tasks of bookings before it finish without reading SQL. A run that takes the loop over
+// (takeover), or follows a run that failed (its batch may have committed without word, or without
+// its units' return), first gives back the units of the last hour's releases (GiveBack only frees
+// what its version no longer holds); after a failure, no run says anything settled until that has
+// been done. It answers when the loop should look next: the earliest undecided release_at, or zero
+// (at its tick) when there is none, or when that booking was due as this run looked and it found
+// nothing — another run holds it, and a run every releaseGap would only find nothing again.
+func (e *Engine) releaseRound(ctx context.Context, r *releaser, rd *releaseRound, takeover bool, locked func()) (time.Time, error) {
+	if failed, ok := r.needsRepair(); ok || takeover {
 		if err := e.giveBackRecentReleases(ctx); err != nil {
 			r.end(rd, err)
 			return time.Time{}, err
 		}
 		r.repairedUpTo(failed)
 	}
-	_, err := e.releaseRun(ctx, 0, func(earliest time.Time) {
+	start := e.clock.Now()
+	ids, err := e.releaseRun(ctx, 0, func(earliest time.Time) {
 		r.locked(rd, earliest)
 		locked()
 	}, r.batches)
@@ -466,16 +476,23 @@ func (e *Engine) releaseRound(ctx context.Context, r *releaser, rd *releaseRound
 			e.log.Warn("could not note the releases settled", "err", err)
 		}
 	}
+	if len(ids) == 0 && !next.After(start) {
+		return time.Time{}, nil
+	}
 	return next, nil
 }
 
-// begin opens a run.
-func (r *releaser) begin() *releaseRound {
-	rd := &releaseRound{}
+// begin opens a run, and tells whether the loop has just been taken over by (or started on) this
+// instance: it has not run here for releaseTakeover.
+func (r *releaser) begin() (rd *releaseRound, takeover bool) {
+	rd = &releaseRound{}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.open[rd] = struct{}{}
-	return rd
+	now := time.Now()
+	takeover = r.lastHeld.IsZero() || now.Sub(r.lastHeld) > releaseTakeover
+	r.lastHeld = now
+	return rd, takeover
 }
 
 // locked notes that rd locked bookings due from earliest on: until rd ends, no run says them
@@ -495,28 +512,22 @@ func (r *releaser) end(rd *releaseRound, err error) {
 	delete(r.open, rd)
 	if err != nil {
 		r.failed++
-		return
 	}
-	r.lastRun = time.Now()
 }
 
-// needsRepair reports whether a run must first give back the recent releases' units: the loop is
-// taken over or starts, or a run failed since the last give-back. failed is what the give-back
-// covers.
+// needsRepair reports whether a run failed since the last give-back of the recent releases' units;
+// failed is what a give-back begun now covers.
 func (r *releaser) needsRepair() (failed int, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	takeover := r.lastRun.IsZero() || time.Since(r.lastRun) > releaseTakeover
-	return r.failed, takeover || r.failed > r.repaired
+	return r.failed, r.failed > r.repaired
 }
 
-// repairedUpTo notes a give-back of the recent releases that covers failed failures: the runs
-// open beside it need not repeat it.
+// repairedUpTo notes a give-back of the recent releases that covers failed failures.
 func (r *releaser) repairedUpTo(failed int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.repaired = max(r.repaired, failed)
-	r.lastRun = time.Now()
 }
 
 // settledBefore is what the loop may say settled, given that SQL shows nothing undecided before
@@ -537,7 +548,7 @@ func (r *releaser) settledBefore(at time.Time) (time.Time, bool) {
 }
 
 // giveBackRecentReleases gives back, once more, the units of the bookings released in the last
-// hour (see releaseLoopRun): one read of SQL and one script per venue.
+// hour (see releaseRound): one read of SQL and one script per venue.
 func (e *Engine) giveBackRecentReleases(ctx context.Context) error {
 	bs, err := e.ss.RecentlyReleased(ctx, e.clock.Now().Add(-time.Hour))
 	if err != nil {
