@@ -348,7 +348,7 @@ type releaser struct {
 
 	mu       sync.Mutex
 	open     map[*releaseRound]struct{}
-	failed   int       // runs that failed
+	failed   int       // runs that failed, and takeovers
 	repaired int       // of those, how many a give-back of the recent releases has covered
 	lastHeld time.Time // when the loop last ran here (it runs only while this instance holds its lease)
 }
@@ -383,12 +383,13 @@ const releaseSettledTTL = 10 * time.Second
 // wanted: at the earliest release_at still undecided (releaseGap after the last run at the
 // soonest) or, when a run is left at work, releaseGap from now.
 func (e *Engine) releaseLoopRun(ctx context.Context, r *releaser, kick func(next time.Time)) error {
+	r.running()
 	select {
 	case r.slots <- struct{}{}:
 	default:
 		return nil
 	}
-	rd, takeover := r.begin()
+	rd := r.begin()
 	locked := make(chan struct{}, 1)
 	done := make(chan error, 1)
 	var detached atomic.Bool // the loop's run returned and left this one at work
@@ -399,7 +400,7 @@ func (e *Engine) releaseLoopRun(ctx context.Context, r *releaser, kick func(next
 		// The run outlives the loop's run when it is left at work: it has its own bound.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseRunTimeout)
 		defer cancel()
-		next, err := e.releaseRound(ctx, r, rd, takeover, func() {
+		next, err := e.releaseRound(ctx, r, rd, func() {
 			select {
 			case locked <- struct{}{}:
 			default:
@@ -436,15 +437,14 @@ func (e *Engine) releaseLoopRun(ctx context.Context, r *releaser, kick func(next
 // releaseRound is one run of the release loop: every due booking is decided (releaseRun), and the
 // loop then says, in Redis, up to when bookings are decided with their units back — the earliest
 // release_at still undecided, or now, and never past a booking of another run still open — so that
-// release tasks of bookings before it finish without reading SQL. A run that takes the loop over
-// (takeover), or follows a run that failed (its batch may have committed without word, or without
-// its units' return), first gives back the units of the last hour's releases (GiveBack only frees
-// what its version no longer holds); after a failure, no run says anything settled until that has
-// been done. It answers when the loop should look next: the earliest undecided release_at, or zero
+// release tasks of bookings before it finish without reading SQL. A run that takes the loop over,
+// or follows a run that failed (its batch may have committed without word, or without its units'
+// return), first gives back the units of the last hour's releases (GiveBack only frees what its
+// version no longer holds); until that has been done, no run says anything settled. It answers when the loop should look next: the earliest undecided release_at, or zero
 // (at its tick) when there is none, or when that booking was due as this run looked and it found
 // nothing — another run holds it, and a run every releaseGap would only find nothing again.
-func (e *Engine) releaseRound(ctx context.Context, r *releaser, rd *releaseRound, takeover bool, locked func()) (time.Time, error) {
-	if failed, ok := r.needsRepair(); ok || takeover {
+func (e *Engine) releaseRound(ctx context.Context, r *releaser, rd *releaseRound, locked func()) (time.Time, error) {
+	if failed, ok := r.needsRepair(); ok {
 		if err := e.giveBackRecentReleases(ctx); err != nil {
 			r.end(rd, err)
 			return time.Time{}, err
@@ -482,17 +482,26 @@ func (e *Engine) releaseRound(ctx context.Context, r *releaser, rd *releaseRound
 	return next, nil
 }
 
-// begin opens a run, and tells whether the loop has just been taken over by (or started on) this
-// instance: it has not run here for releaseTakeover.
-func (r *releaser) begin() (rd *releaseRound, takeover bool) {
-	rd = &releaseRound{}
+// running notes that the loop runs here, which it does only while this instance holds its lease.
+// When it has not for releaseTakeover, it has just taken the loop over or starts: that counts as a
+// failure, which the next run repairs (see releaseRound).
+func (r *releaser) running() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	if r.lastHeld.IsZero() || now.Sub(r.lastHeld) > releaseTakeover {
+		r.failed++
+	}
+	r.lastHeld = now
+}
+
+// begin opens a run.
+func (r *releaser) begin() *releaseRound {
+	rd := &releaseRound{}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.open[rd] = struct{}{}
-	now := time.Now()
-	takeover = r.lastHeld.IsZero() || now.Sub(r.lastHeld) > releaseTakeover
-	r.lastHeld = now
-	return rd, takeover
+	return rd
 }
 
 // locked notes that rd locked bookings due from earliest on: until rd ends, no run says them
@@ -515,8 +524,8 @@ func (r *releaser) end(rd *releaseRound, err error) {
 	}
 }
 
-// needsRepair reports whether a run failed since the last give-back of the recent releases' units;
-// failed is what a give-back begun now covers.
+// needsRepair reports whether a run failed, or the loop was taken over, since the last give-back
+// of the recent releases' units; failed is what a give-back begun now covers.
 func (r *releaser) needsRepair() (failed int, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -531,8 +540,8 @@ func (r *releaser) repairedUpTo(failed int) {
 }
 
 // settledBefore is what the loop may say settled, given that SQL shows nothing undecided before
-// at: at, or earlier if an open run holds bookings due before it; nothing (false) while a failed
-// run's units have not been given back.
+// at: at, or earlier if an open run holds bookings due before it; nothing (false) until a failed
+// run's or a takeover's give-back has been done.
 func (r *releaser) settledBefore(at time.Time) (time.Time, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
