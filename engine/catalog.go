@@ -160,9 +160,9 @@ func (c *cache[K, V]) get(ctx context.Context, now time.Time, key K, load func(c
 	}
 }
 
-// loader is the shared load of key (k: its name in loads and loading): it records whether SQL answered, and stores what it read
-// unless the key was forgotten since gen. It marks the key loading while it runs (only a running
-// load sets the mark, so none is left behind).
+// loader is the shared load of key (k: its name in loads and loading): it records whether SQL
+// answered, and stores what it read unless the key was forgotten since gen. It marks the key
+// loading while it runs (only a running load sets the mark, so none is left behind).
 func (c *cache[K, V]) loader(ctx context.Context, now time.Time, key K, k string, gen uint64, load func(context.Context) (V, error)) func() (any, error) {
 	return func() (any, error) {
 		c.loading.Store(k, true)

@@ -342,15 +342,14 @@ func (e *Engine) settledByLoop(ctx context.Context, ref ReleaseRef) (held, done 
 // behind it.
 type releaser struct {
 	overlap atomic.Bool    // whether runs may overlap: only while the loop runs in the background
-	slots   chan struct{}  // a token per open run
 	batches chan struct{}  // a token per open batch transaction of its runs (see releaseRun)
 	wg      sync.WaitGroup // runs in flight
 
 	mu       sync.Mutex
-	open     map[*releaseRound]struct{}
-	failed   int       // runs that failed, and takeovers
-	repaired int       // of those, how many a give-back of the recent releases has covered
-	lastHeld time.Time // when the loop last ran here (it runs only while this instance holds its lease)
+	open     map[*releaseRound]struct{} // at most releaseOverlap
+	failed   int                        // runs that failed, and takeovers
+	repaired int                        // of those, how many a give-back of recent releases covered
+	lastHeld time.Time                  // when the loop last ran here (only while holding its lease)
 }
 
 // releaseRound is one open run of the release loop.
@@ -359,8 +358,7 @@ type releaseRound struct {
 }
 
 func newReleaser() *releaser {
-	return &releaser{slots: make(chan struct{}, releaseOverlap), batches: make(chan struct{}, releaseOverlap),
-		open: map[*releaseRound]struct{}{}}
+	return &releaser{batches: make(chan struct{}, releaseOverlap), open: map[*releaseRound]struct{}{}}
 }
 
 // releaseStall is how long a run of the release loop that has locked its bookings may go on writing
@@ -384,19 +382,16 @@ const releaseSettledTTL = 10 * time.Second
 // soonest) or, when a run is left at work, releaseGap from now.
 func (e *Engine) releaseLoopRun(ctx context.Context, r *releaser, kick func(next time.Time)) error {
 	r.running()
-	select {
-	case r.slots <- struct{}{}:
-	default:
+	rd := r.begin()
+	if rd == nil {
 		return nil
 	}
-	rd := r.begin()
 	locked := make(chan struct{}, 1)
 	done := make(chan error, 1)
 	var detached atomic.Bool // the loop's run returned and left this one at work
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		defer func() { <-r.slots }()
 		// The run outlives the loop's run when it is left at work: it has its own bound.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseRunTimeout)
 		defer cancel()
@@ -440,9 +435,10 @@ func (e *Engine) releaseLoopRun(ctx context.Context, r *releaser, kick func(next
 // release tasks of bookings before it finish without reading SQL. A run that takes the loop over,
 // or follows a run that failed (its batch may have committed without word, or without its units'
 // return), first gives back the units of the last hour's releases (GiveBack only frees what its
-// version no longer holds); until that has been done, no run says anything settled. It answers when the loop should look next: the earliest undecided release_at, or zero
-// (at its tick) when there is none, or when that booking was due as this run looked and it found
-// nothing — another run holds it, and a run every releaseGap would only find nothing again.
+// version no longer holds); until that has been done, no run says anything settled. It answers
+// when the loop should look next: the earliest undecided release_at, or zero (at its tick) when
+// there is none, or when that booking was due as this run looked and it found nothing — another
+// run holds it, and a run every releaseGap would only find nothing again.
 func (e *Engine) releaseRound(ctx context.Context, r *releaser, rd *releaseRound, locked func()) (time.Time, error) {
 	if failed, ok := r.needsRepair(); ok {
 		if err := e.giveBackRecentReleases(ctx); err != nil {
@@ -495,11 +491,14 @@ func (r *releaser) running() {
 	r.lastHeld = now
 }
 
-// begin opens a run.
+// begin opens a run; nil when releaseOverlap runs are open already.
 func (r *releaser) begin() *releaseRound {
-	rd := &releaseRound{}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if len(r.open) >= releaseOverlap {
+		return nil
+	}
+	rd := &releaseRound{}
 	r.open[rd] = struct{}{}
 	return rd
 }

@@ -2,14 +2,12 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
@@ -117,6 +115,13 @@ func TestOverlappingBatchesReleaseABurstOnce(t *testing.T) {
 	require.Equal(t, arrived, tb.used(t, res.VenueID, res.ID, at("11:00")), "every unit counted once")
 }
 
+// releaseOnly configures loops in which only the release loop runs, every every; the others wait an
+// hour.
+func releaseOnly(every time.Duration) LoopsConfig {
+	return LoopsConfig{ReleaseInterval: every, SweepInterval: time.Hour, ExpiryInterval: time.Hour,
+		WheelSweepInterval: time.Hour, RelayInterval: time.Hour}
+}
+
 func ids(bs []Booking) []uint64 {
 	out := make([]uint64, len(bs))
 	for i, b := range bs {
@@ -134,8 +139,7 @@ func TestReleaseLoopWakesAtTheNextReleaseAt(t *testing.T) {
 	res := tb.resource(t, 1, 60, "08:00", "22:00")
 	b := tb.book(t, alice, res, at("11:00"))
 	tb.clock.Set(b.ReleaseAt.Add(-10 * time.Millisecond))
-	loops := tb.e.NewLoops(LoopsConfig{ReleaseInterval: time.Hour, SweepInterval: time.Hour, ExpiryInterval: time.Hour,
-		WheelSweepInterval: time.Hour, RelayInterval: time.Hour})
+	loops := tb.e.NewLoops(releaseOnly(time.Hour))
 	loops.Start(ctx)
 	defer loops.Stop()
 	require.NoError(t, loops.Run(ctx, releaseLoop))
@@ -162,9 +166,7 @@ func TestReleaseTasksSettledByTheLoop(t *testing.T) {
 	tb.clock.Set(early.ReleaseAt)
 	require.NoError(t, loops.Run(ctx, releaseLoop))
 
-	out, err := tb.e.Release(ctx, ReleaseRef{BookingID: early.ID, ReleaseAt: early.ReleaseAt})
-	require.NoError(t, err)
-	require.Equal(t, Settled, out, "the loop released it")
+	require.Equal(t, Settled, tb.releaseTask(t, early), "the loop released it")
 	got, err := tb.e.GetBooking(ctx, alice, early.ID)
 	require.NoError(t, err)
 	require.Equal(t, booking.Released, got.Status)
@@ -172,9 +174,7 @@ func TestReleaseTasksSettledByTheLoop(t *testing.T) {
 	// The loop said "settled before 12:15" (the next release_at); nobody runs it any more, and the
 	// later booking's task does the work.
 	tb.clock.Set(late.ReleaseAt)
-	out, err = tb.e.Release(ctx, ReleaseRef{BookingID: late.ID, ReleaseAt: late.ReleaseAt})
-	require.NoError(t, err)
-	require.Equal(t, Released, out)
+	require.Equal(t, Released, tb.releaseTask(t, late))
 	require.Equal(t, 0, tb.used(t, res.VenueID, res.ID, at("11:00")))
 	require.Equal(t, 0, tb.used(t, res.VenueID, res.ID, at("12:00")))
 }
@@ -199,9 +199,7 @@ func TestReleaseLoopTakeoverGivesBackLostUnits(t *testing.T) {
 	require.False(t, bs[0].ReleaseAt.Before(settled), "a run that died says nothing settled")
 
 	// A task that fires now finds its booking RELEASED and gives its units back.
-	out, err := tb.e.Release(ctx, ReleaseRef{BookingID: bs[0].ID, ReleaseAt: bs[0].ReleaseAt})
-	require.NoError(t, err)
-	require.Equal(t, AlreadyReleased, out)
+	require.Equal(t, AlreadyReleased, tb.releaseTask(t, bs[0]))
 	require.Equal(t, 2, tb.used(t, res.VenueID, res.ID, at("11:00")))
 
 	// Another instance takes the loop over: the other two come back before it says they are settled.
@@ -210,9 +208,7 @@ func TestReleaseLoopTakeoverGivesBackLostUnits(t *testing.T) {
 	require.NoError(t, tb.e.NewLoops(LoopsConfig{}).Run(ctx, releaseLoop))
 	require.Equal(t, 0, tb.used(t, res.VenueID, res.ID, at("11:00")))
 	for _, b := range bs[1:] {
-		out, err := tb.e.Release(ctx, ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
-		require.NoError(t, err)
-		require.Equal(t, Settled, out)
+		require.Equal(t, Settled, tb.releaseTask(t, b))
 	}
 }
 
@@ -236,9 +232,7 @@ func TestReleaseLoopRepairsAfterAFailedRun(t *testing.T) {
 	require.Equal(t, 0, tb.used(t, res.VenueID, res.ID, at("11:00")), "the next run gave them back")
 	tb.clock.Advance(time.Millisecond)
 	require.NoError(t, loops.Run(ctx, releaseLoop))
-	out, err := tb.e.Release(ctx, ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
-	require.NoError(t, err)
-	require.Equal(t, Settled, out)
+	require.Equal(t, Settled, tb.releaseTask(t, b))
 }
 
 // A release run stuck after its commit (a slow disk, a lost acknowledgement being waited for) does
@@ -269,8 +263,7 @@ func TestReleaseLoopRunsPastAStalledRun(t *testing.T) {
 		}
 		return nil
 	}
-	loops := tb.e.NewLoops(LoopsConfig{ReleaseInterval: 10 * time.Millisecond, SweepInterval: time.Hour, ExpiryInterval: time.Hour,
-		WheelSweepInterval: time.Hour, RelayInterval: time.Hour})
+	loops := tb.e.NewLoops(releaseOnly(10 * time.Millisecond))
 	tb.clock.Set(stuck.ReleaseAt)
 	loops.Start(ctx)
 	defer loops.Stop()
@@ -285,10 +278,7 @@ func TestReleaseLoopRunsPastAStalledRun(t *testing.T) {
 	// state reads what a user and a release task would see: the units taken of the slot, whether
 	// behind is RELEASED, and up to when the loop says bookings settled.
 	state := func() (used int, released bool, settled time.Time, err error) {
-		used, err = tb.redis.Client.HGet(ctx, tb.e.rs.Keys().Venue(res.VenueID).Used(), redisstore.SlotField(res.ID, at("11:00").Unix()/60)).Int()
-		if errors.Is(err, redis.Nil) {
-			used, err = 0, nil // no unit taken
-		}
+		used, err = tb.usedErr(res.VenueID, res.ID, at("11:00"))
 		if err != nil {
 			return 0, false, time.Time{}, err
 		}
@@ -306,9 +296,7 @@ func TestReleaseLoopRunsPastAStalledRun(t *testing.T) {
 		used, released, settled, err := state()
 		return err == nil && released && used == 1 && settled.Equal(stuck.ReleaseAt)
 	}, 10*time.Second, 5*time.Millisecond, "behind released, its unit back, while the run before it is stuck")
-	out, err := tb.e.Release(ctx, ReleaseRef{BookingID: behind.ID, ReleaseAt: behind.ReleaseAt})
-	require.NoError(t, err)
-	require.Equal(t, AlreadyReleased, out, "its task reads the booking")
+	require.Equal(t, AlreadyReleased, tb.releaseTask(t, behind), "its task reads the booking")
 
 	resumed.Do(func() { close(resume) })
 	tb.clock.Advance(time.Millisecond)

@@ -94,11 +94,28 @@ func at(hhmm string) time.Time {
 // used reads the units taken of one slot from Redis.
 func (tb *testBundle) used(t testing.TB, venueID, resourceID uint64, start time.Time) int {
 	t.Helper()
-	n, err := tb.redis.Client.HGet(context.Background(), tb.e.rs.Keys().Venue(venueID).Used(), redisstore.SlotField(resourceID, start.Unix()/60)).Int()
-	if err != nil && !errors.Is(err, redis.Nil) {
+	n, err := tb.usedErr(venueID, resourceID, start)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// usedErr is used for a condition polled off the test's goroutine, which must not fail the test.
+func (tb *testBundle) usedErr(venueID, resourceID uint64, start time.Time) (int, error) {
+	n, err := tb.redis.Client.HGet(context.Background(), tb.e.rs.Keys().Venue(venueID).Used(), redisstore.SlotField(resourceID, start.Unix()/60)).Int()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil // no unit taken
+	}
+	return n, err
+}
+
+// releaseTask runs b's release task as the queue would deliver it, and answers its outcome.
+func (tb *testBundle) releaseTask(t testing.TB, b Booking) ReleaseOutcome {
+	t.Helper()
+	out, err := tb.e.Release(context.Background(), ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
+	require.NoError(t, err)
+	return out
 }
 
 func (tb *testBundle) slotOf(t testing.TB, resourceID uint64, start time.Time) SlotAvailability {
