@@ -144,14 +144,18 @@ func TestWechatPayStory(t *testing.T) {
 	}
 	require.Equal(t, "HELD", c.do("GET", "/api/v1/holds/"+hid, alice, nil, 200)["status"], "nothing was booked")
 
-	// 3. The payer pays: WeChat's notification books the hold. WeChat repeating it (signed anew) is
-	// answered as handled; the same signed request again is a replay, refused, and changes nothing.
+	// 3. The payer pays: WeChat's notification books the hold. WeChat resends a notification until it
+	// hears success — signed anew, or byte for byte when its first delivery's answer was lost — and
+	// each copy is acknowledged and changes nothing.
 	require.Equal(t, http.StatusNoContent, fake.Pay(order.OutTradeNo, ""))
 	hdr, body := fake.PaymentNotification(order.OutTradeNo, order.AmountCents)
 	status, answer := fake.Send(notifyURL, hdr, body)
 	require.Equal(t, http.StatusNoContent, status, string(answer))
-	status, _ = fake.Send(notifyURL, hdr, body)
-	require.Equal(t, http.StatusUnauthorized, status, "a replay is refused")
+	status, answer = fake.Send(notifyURL, hdr, body)
+	require.Equal(t, http.StatusNoContent, status, "the very same notification again is acknowledged: %s", answer)
+	hdr2, body2 := fake.PaymentNotification(order.OutTradeNo, order.AmountCents)
+	status, answer = fake.Send(notifyURL, hdr2, body2)
+	require.Equal(t, http.StatusNoContent, status, "a resend signed anew is acknowledged: %s", answer)
 	bookings := c.do("GET", "/api/v1/bookings", alice, nil, 200)["items"].([]any)
 	require.Len(t, bookings, 1)
 	bk := bookings[0].(map[string]any)
@@ -179,6 +183,11 @@ func TestWechatPayStory(t *testing.T) {
 	require.Len(t, requested, 1)
 	require.Equal(t, "no_show", requested[0].(map[string]any)["reason"])
 	require.Equal(t, http.StatusNoContent, fake.CompleteRefund(rf.OutRefundNo, true))
+	rh, rbody := fake.RefundNotification(rf.OutRefundNo)
+	for range 2 { // the same REFUND.SUCCESS, resent, and resent byte for byte
+		status, answer := fake.Send(notifyURL, rh, rbody)
+		require.Equal(t, http.StatusNoContent, status, "a refund notification again is acknowledged: %s", answer)
+	}
 	done := c.do("GET", "/api/v1/admin/refunds?status=succeeded", admin, nil, 200)["items"].([]any)
 	require.Len(t, done, 1)
 	require.NotEmpty(t, done[0].(map[string]any)["provider_refund_id"])

@@ -48,9 +48,6 @@ func (k Keys) RateLimit(addr string, unixSecond int64) string {
 	return k.prefix + ":rate:{" + addr + "}:" + strconv.FormatInt(unixSecond, 10)
 }
 
-// Seen marks a provider notification as handled, for the replay guard.
-func (k Keys) Seen(id string) string { return k.prefix + ":seen:{" + id + "}" }
-
 // DueBucket is the SET of venue ids with a timer due at one unix second, in one shard (see
 // timers.go); each shard has a hash tag of its own.
 func (k Keys) DueBucket(shard int, unixSecond int64) string {

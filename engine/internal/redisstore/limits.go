@@ -61,13 +61,3 @@ func (s *Store) Allow(ctx context.Context, addr string, now time.Time, perSecond
 func (s *Store) SetOrderNo(ctx context.Context, venueID uint64, holdID, orderNo string) error {
 	return unavailable("note order", s.scripts.setOrder.Run(ctx, s.rdb, []string{s.keys.Venue(venueID).Hold(holdID)}, orderNo).Err())
 }
-
-// Seen reports whether key was seen within ttl, and notes it when it was not (SET NX): a replay
-// guard for provider notifications.
-func (s *Store) Seen(ctx context.Context, key string, ttl time.Duration) (bool, error) {
-	fresh, err := s.rdb.SetNX(ctx, s.keys.Seen(key), 1, ttl).Result()
-	if err != nil {
-		return false, unavailable("replay guard", err)
-	}
-	return !fresh, nil
-}
