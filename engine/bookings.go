@@ -40,7 +40,7 @@ func (e *Engine) apply(ctx context.Context, id uint64, decide func(b *sqlstore.B
 		if err != nil || c.None() {
 			return c, err
 		}
-		if c.TakeUnits && !took {
+		if c.TakesUnits() && !took {
 			// For the change about to be written: a give-back of an earlier change leaves them.
 			if err := e.takeUnits(ctx, b, b.Version+1); err != nil {
 				return booking.Change{}, err
@@ -59,13 +59,13 @@ func (e *Engine) apply(ctx context.Context, id uint64, decide func(b *sqlstore.B
 		if errors.Is(err, ErrNotFound) {
 			return b, c, ErrNotFound
 		}
-		return b, c, err
+		return b, c, e.ledgerRefusal(b.VenueID, err)
 	}
 	if c.None() {
 		return b, c, nil
 	}
 	metricTransitions.WithLabelValues(string(c.From), string(c.To)).Inc()
-	if c.FreeUnits {
+	if c.FreesUnits() {
 		e.giveBack(ctx, &b)
 		e.promoteAfterFree(ctx, b.ResourceID)
 	}
@@ -84,6 +84,20 @@ func (e *Engine) apply(ctx context.Context, id uint64, decide func(b *sqlstore.B
 		}
 	}
 	return b, c, nil
+}
+
+// ledgerRefusal answers a change of a booking that the capacity ledger refused (err) as the slot
+// being full, and has the venue's Redis state rebuilt: Redis let the units be taken, so it is
+// behind MySQL. Any other error is answered as it is.
+func (e *Engine) ledgerRefusal(venueID uint64, err error) error {
+	if !errors.Is(err, sqlstore.ErrOverCapacity) {
+		return err
+	}
+	metricConfirms.WithLabelValues("refused").Inc()
+	e.log.Warn("the capacity ledger refused a booking change that Redis allowed; rebuilding the venue from MySQL",
+		"venue_id", venueID, "err", err)
+	e.rebuildVenueSoon(venueID)
+	return ErrSlotFull
 }
 
 // mayRead answers a booking if actor may see it, else ErrNotFound (nobody learns what exists).

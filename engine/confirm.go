@@ -33,8 +33,11 @@ func (e *Engine) Confirm(ctx context.Context, a Actor, holdID string) (Booking, 
 		return Booking{}, ErrNotFound
 	}
 	b, err := e.confirm(ctx, r, nil)
-	if errors.Is(err, errUnitsGone) {
+	switch {
+	case errors.Is(err, errUnitsGone):
 		return Booking{}, ErrHoldExpired
+	case errors.Is(err, errLedgerRefused):
+		return Booking{}, ErrSoldOut
 	}
 	return b, err
 }
@@ -79,6 +82,10 @@ func (e *Engine) Pay(ctx context.Context, n PaymentNotice) (PaymentResult, error
 		return e.awaitPayment(ctx, n)
 	case errors.Is(err, errUnitsGone):
 		return e.recordPayment(ctx, n, nil, booking.RefundLatePayment)
+	case errors.Is(err, errLedgerRefused):
+		// Paid for units MySQL counts as sold: acknowledged, and refunded like a late payment (the
+		// refusal's transaction recorded the payment for refund).
+		return PaymentResult{Outcome: OutcomeRefund, PaymentID: n.PaymentID, HoldID: n.HoldID}, nil
 	case err != nil:
 		return PaymentResult{}, err
 	case b.PaymentID != n.PaymentID:
@@ -284,7 +291,8 @@ func (e *Engine) commitBooking(ctx context.Context, r *redisstore.HoldRecord, pa
 		ReleaseAt: booking.ReleaseAt(r.Start, now, grace), ConfirmedAt: now, AmountCents: r.AmountCents, Roles: r.Roles},
 		Fields: r.Fields}
 	nb := sqlstore.NewBooking{Booking: b, Code: newCheckinCode,
-		Change: booking.Change{From: booking.Status(booking.HoldHeld), To: booking.Confirmed, At: now}}
+		Change:  booking.Change{From: booking.Status(booking.HoldHeld), To: booking.Confirmed, At: now},
+		Refusal: e.refusal(ctx, r, pay, now)}
 	if pay != nil {
 		b.PaymentID = pay.PaymentID
 		nb.Payment = &sqlstore.Payment{PaymentID: pay.PaymentID, HoldID: r.ID, AmountCents: pay.AmountCents, PaidAt: pay.PaidAt.UTC(), At: now,
@@ -309,6 +317,8 @@ func (e *Engine) commitBooking(ctx context.Context, r *redisstore.HoldRecord, pa
 	case errors.Is(err, sqlstore.ErrPaymentTaken):
 		e.unconfirm(ctx, r)
 		return Booking{}, errPaymentTaken
+	case errors.Is(err, sqlstore.ErrOverCapacity):
+		return Booking{}, e.refuseConfirm(ctx, r, err)
 	case errors.Is(err, sqlstore.ErrCommitUnknown):
 		// The acknowledgement of COMMIT was lost. Giving the units back now could sell them twice if
 		// the booking did commit: find out, and while SQL cannot tell, leave the hold CONFIRMING.

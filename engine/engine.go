@@ -11,6 +11,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -89,6 +90,10 @@ type Engine struct {
 	// tasks of one venue fire together, and each starting a SELECT … FOR UPDATE SKIP LOCKED of its
 	// own starves the batch that holds the rows (and swells InnoDB's lock memory).
 	releaseFlight singleflight.Group
+	// rebuilds are the rebuilds of venues' Redis state that ledger refusals asked for.
+	rebuilds rebuilds
+	// primary is the identity of the Redis primaries last seen (watchPrimary).
+	primary atomic.Value
 }
 
 // testHooks let tests inject failures at the steps DESIGN.md orders; nil in production.
@@ -165,6 +170,10 @@ func New(opts Options) (*Engine, error) {
 	e.token = newClaimToken()
 	e.ss = sqlstore.New(opts.DB, e.renderChange)
 	e.ss.SetRefundRenderer(refundEvent)
+	e.ss.OnLedgerDrift(func(slots int) {
+		metricLedgerDrift.Add(float64(slots))
+		e.log.Warn("a booking change gave back units the capacity ledger did not count; reconciliation repairs the ledger", "slots", slots)
+	})
 	e.cat = newCatalog(e.ss, e.clock)
 	return e, nil
 }

@@ -107,6 +107,8 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 		// Redis loss first (on every instance: each watches the queues it uses): the others need the
 		// state it rebuilds.
 		mkLoop("redis_loss", cfg.SweepInterval, 2*time.Second, 0, false, e.reconcileIfRedisLost),
+		// So does a failover (on every instance: each watches the primaries it writes to).
+		mkLoop("redis_failover", cfg.SweepInterval, failoverRepairTimeout, 0, false, e.watchPrimary),
 		// The wheel's lease is short, so that a dead holder's venues expire on time elsewhere.
 		mkLoop("wheel", cfg.ExpiryInterval, 10*time.Second, 5*cfg.ExpiryInterval, true,
 			func(ctx context.Context) error { return e.runWheel(ctx, cfg.ExpiryBatch) }),
@@ -120,6 +122,7 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 		shared("notify_prune", time.Hour, e.pruneNotifications),
 		shared("refunds", 2*time.Second, e.queueRefunds),
 		shared("deliveries_requeue", 5*time.Second, e.requeueDeliveries),
+		shared("orders_sweep", 5*time.Second, e.sweepOrders),
 	}}
 }
 

@@ -22,7 +22,7 @@ var (
 		Name: "slotwheel_holds_expired_total", Help: "Holds whose units the wheel gave back at their deadline.",
 	})
 	metricConfirms = promauto.NewCounterVec(prometheus.CounterOpts{
-		Name: "slotwheel_confirms_total", Help: "Confirms by outcome (booked, retaken, refund, failed, unknown: the commit's acknowledgement was lost).",
+		Name: "slotwheel_confirms_total", Help: "Confirms by outcome (booked, retaken, refund, refused: the capacity ledger refused the booking, failed, unknown: the commit's acknowledgement was lost).",
 	}, []string{"outcome"})
 	metricTransitions = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "slotwheel_booking_transitions_total", Help: "Booking status transitions, by from and to status (HELD → CONFIRMED: a booking created).",
@@ -73,13 +73,19 @@ var (
 	metricReminders = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "slotwheel_reminders_total", Help: "Reminders sent (booking.reminder events written).",
 	})
+	metricSlotsOver = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "slotwheel_slots_over_capacity", Help: "Slots whose occupying bookings take more units than the slot has, as this instance's last check of the capacity ledger found them: an oversell.",
+	})
+	metricLedgerDrift = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "slotwheel_ledger_drift_total", Help: "Slots whose capacity-ledger count was short of the units a booking change gave back (repaired by reconciliation's check of the ledger).",
+	})
 )
 
 func init() {
 	for _, o := range []redisstore.HoldOutcome{redisstore.HoldOK, redisstore.HoldFull, redisstore.HoldClosed, redisstore.HoldLimit, redisstore.HoldCold} {
 		metricHolds.WithLabelValues(string(o))
 	}
-	for _, o := range []string{"booked", "retaken", "refund", "failed", "unknown"} {
+	for _, o := range []string{"booked", "retaken", "refund", "refused", "failed", "unknown"} {
 		metricConfirms.WithLabelValues(o)
 	}
 	for _, tr := range append(booking.Transitions(), booking.Created) {
@@ -97,6 +103,7 @@ func init() {
 		metricRepairs.WithLabelValues(r.kind)
 	}
 	metricRepairs.WithLabelValues(repairRedisLost)
+	metricRepairs.WithLabelValues(repairRedisFailover)
 }
 
 // countTransition counts one booking status change.
@@ -104,8 +111,13 @@ func countTransition(tr booking.Transition) {
 	metricTransitions.WithLabelValues(string(tr.From), string(tr.To)).Inc()
 }
 
-// repairRedisLost is the repair kind of a Redis found to have lost its data (and rebuilt).
-const repairRedisLost = "redis_lost"
+// repairRedisLost is the repair kind of a Redis found to have lost its data (and rebuilt);
+// repairRedisFailover that of a Redis primary found replaced (a failover, which may have rolled
+// acknowledged writes back).
+const (
+	repairRedisLost     = "redis_lost"
+	repairRedisFailover = "redis_failover"
+)
 
 // repairCount is one kind of repair and how many a report made.
 type repairCount struct {
@@ -119,7 +131,8 @@ type repairCount struct {
 func (r ReconcileReport) repairs() []repairCount {
 	return []repairCount{{"overdue_released", r.OverdueReleased}, {"owners_added", r.OwnersAdded},
 		{"owners_removed", r.OwnersRemoved}, {"counter_drift", r.CounterDrift}, {"holds_requeued", r.HoldsRequeued},
-		{"holds_settled", r.HoldsSettled}, {"tasks_scheduled", r.TasksScheduled}, {"confirming_resumed", r.ConfirmingResumed}}
+		{"holds_settled", r.HoldsSettled}, {"tasks_scheduled", r.TasksScheduled}, {"confirming_resumed", r.ConfirmingResumed},
+		{"holds_refused", r.HoldsRefused}, {"ledger_repaired", r.LedgerRepaired}}
 }
 
 // countRepairs adds the repairs of r to the metrics.

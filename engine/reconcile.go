@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
@@ -10,15 +11,19 @@ import (
 	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
 )
 
-// Reconcile makes Redis and the queue agree with SQL, which is the truth. It runs at start-up and
-// hourly, and is safe to run at any time on any number of instances:
+// Reconcile makes Redis and the queue agree with SQL, which is the truth. It runs at start-up, hourly
+// and when a Redis failover is noticed, and is safe to run at any time on any number of instances:
 //   - inventory is kept generated horizon_days ahead;
 //   - overdue CONFIRMED bookings are released (a lost or archived task changes nothing);
 //   - finished ARRIVED bookings complete and give their units back;
 //   - every occupying booking's units are counted once, units of holds and bookings that no longer
 //     occupy come back, holds abandoned mid-confirm are settled or put back on the wheel, and slot
-//     counters are recomputed from their owners;
-//   - release tasks due within the horizon are (re)queued.
+//     counters are recomputed from their owners, and live holds on slots that count more units than
+//     they have (Redis lost writes) end;
+//   - release tasks due within the horizon are (re)queued;
+//   - the capacity ledger is checked against the bookings: a drifted count is repaired, and a slot
+//     whose bookings take more units than it has is reported (logged with the bookings, exported,
+//     alerted on), never hidden.
 func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	rep, err := e.RepairCounters(ctx)
 	if err != nil {
@@ -140,6 +145,7 @@ func (e *Engine) ReconcileRest(ctx context.Context, rep ReconcileReport) (Reconc
 	errs = append(errs, err)
 	errs = append(errs, e.completeFinished(ctx))
 	errs = append(errs, e.requeueReleases(ctx, &rep))
+	errs = append(errs, e.checkLedger(ctx, &rep))
 	countRepairs(rep)
 	return rep, errors.Join(errs...)
 }
@@ -211,11 +217,37 @@ func (e *Engine) repairVenue(ctx context.Context, v uint64, rep *ReconcileReport
 			holds = append(holds, id)
 		}
 	}
-	records, err := e.rs.ReadHolds(ctx, v, holds)
+	// A live hold whose booking committed was confirmed while Redis was replicating, and a failover
+	// rolled the confirm back (the counting above has already handed its units to the booking): it
+	// is settled into its booking, so that it neither expires — announcing an expiry of what was
+	// booked — nor counts twice.
+	live, err := e.rs.LiveHolds(ctx, v)
 	if err != nil {
 		return err
 	}
+	records, err := e.rs.ReadHolds(ctx, v, append(slices.Clone(holds), live...))
+	if err != nil {
+		return err
+	}
+	var unsettled []string
+	for id, r := range records {
+		if r.Status == HoldHeld {
+			unsettled = append(unsettled, id)
+		}
+	}
+	booked, err := e.ss.BookingsByHolds(ctx, unsettled)
+	if err != nil {
+		return err
+	}
+	for id, b := range booked {
+		r := records[id]
+		e.settle(ctx, &r, &b)
+		rep.HoldsSettled++
+	}
 	for _, id := range holds {
+		if _, settled := booked[id]; settled {
+			continue
+		}
 		r, ok := records[id]
 		gone, err := e.repairHold(ctx, v, id, r, ok, now, rep)
 		if err != nil {
@@ -229,8 +261,15 @@ func (e *Engine) repairVenue(ctx context.Context, v uint64, rep *ReconcileReport
 		return err
 	}
 	rep.OwnersRemoved += len(drop)
-	drift, err := e.rs.Recount(ctx, v)
+	drift, overfull, err := e.rs.Recount(ctx, v)
 	rep.CounterDrift += drift
+	if err != nil {
+		return err
+	}
+	// Holds let through on units that bookings own (Redis lost writes) cannot become bookings:
+	// they end now rather than at their payment.
+	refused, err := e.refuseOverfull(ctx, v, overfull)
+	rep.HoldsRefused += refused
 	return err
 }
 

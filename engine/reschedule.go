@@ -135,7 +135,7 @@ func (e *Engine) Reschedule(ctx context.Context, a Actor, req RescheduleRequest)
 		if errors.Is(err, errMoveRaced) {
 			return Booking{}, ErrInvalidTransition
 		}
-		return Booking{}, err
+		return Booking{}, e.ledgerRefusal(b.VenueID, err)
 	}
 	if h := e.hooks.afterMoveCommit; h != nil {
 		if err := h(); errors.Is(err, errSimulatedCrash) {

@@ -158,7 +158,7 @@ func TestServiceWithRolesRace(t *testing.T) {
 		}
 		require.Equal(t, rooms, counsellors, "at %s: every session has one of each", s.Format("15:04"))
 	}
-	drift, err := tb.e.rs.Recount(ctx, svc.VenueID)
+	drift, _, err := tb.e.rs.Recount(ctx, svc.VenueID)
 	require.NoError(t, err)
 	require.Zero(t, drift, "counters equal owners")
 }

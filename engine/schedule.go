@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -78,7 +79,13 @@ func (e *Engine) ChangeSchedule(ctx context.Context, a Actor, resourceID uint64,
 		}
 	}
 	oldDays, err := e.ss.SetSchedule(ctx, sqlstore.ScheduleChange{Schedule: row, FromDay: today.Format(booking.DayLayout),
-		Slots: inventoryRows(ri.res, p, loc, today, in.HorizonDays), Moves: moves})
+		Slots: inventoryRows(ri.res, p, loc, today, in.HorizonDays), Moves: moves, Now: now})
+	if ce, ok := errors.AsType[*sqlstore.CapacityError](err); ok {
+		// The ledger counted more units on a new slot than it has: bookings confirmed since the plan
+		// was made (Redis had not seen them), which the new grid cannot hold.
+		slices.Sort(ce.Bookings)
+		return Schedule{}, scheduleConflict(slices.Compact(ce.Bookings))
+	}
 	if err != nil {
 		return Schedule{}, err
 	}
@@ -229,7 +236,7 @@ func inventoryRows(r models.Resource, p *booking.Plan, loc *time.Location, from 
 	var rows []models.SlotInventory
 	for i := 0; i < n; i++ {
 		for _, s := range p.DaySlots(from.AddDate(0, 0, i), loc) {
-			rows = append(rows, models.SlotInventory{ResourceID: r.ID, Start: s.Start, End: s.End, Day: s.Day, Capacity: r.Capacity})
+			rows = append(rows, models.SlotInventory{ResourceID: r.ID, Start: s.Start.UTC(), End: s.End.UTC(), Day: s.Day, Capacity: r.Capacity})
 		}
 	}
 	return rows

@@ -252,6 +252,14 @@ type ReconcileReport struct {
 	TasksScheduled    int
 	InventoryDays     int
 	ConfirmingResumed int
+	// HoldsRefused are live holds ended because Redis counted their slots over capacity (it had lost
+	// writes, and let them through on units that bookings own).
+	HoldsRefused int
+	// LedgerRepaired are slots whose capacity-ledger count differed from their bookings' units.
+	LedgerRepaired int
+	// SlotsOverCapacity are slots whose occupying bookings take more units than they have: an
+	// oversell, reported (and alerted on), never hidden. A finding, not a repair.
+	SlotsOverCapacity int
 }
 
 // WaitlistRequest asks to wait for units of a resource window.

@@ -211,6 +211,18 @@ func MigrateOnce(ctx context.Context, db *gorm.DB) (migrated bool, err error) {
 		Update("due_at", gorm.Expr("release_at")).Error; err != nil {
 		return false, fmt.Errorf("migrate: due_at: %w", err)
 	}
+	if db.Dialector.Name() == "sqlite" {
+		// SQLite compares times as text: inventory written in a venue's zone (as it was before the
+		// capacity ledger, which looks slots up by their UTC start) is rewritten in UTC. Its date
+		// functions read the stored offset and answer UTC.
+		utc := func(col string) any {
+			return gorm.Expr(`strftime('%Y-%m-%d %H:%M:%S', "` + col + `") || '+00:00'`)
+		}
+		if err := db.Model(&SlotInventory{}).Where("start NOT LIKE ?", "%+00:00").
+			Updates(map[string]any{"start": utc("start"), "end": utc("end")}).Error; err != nil {
+			return false, fmt.Errorf("migrate: inventory in UTC: %w", err)
+		}
+	}
 	if current {
 		return false, nil
 	}

@@ -52,13 +52,17 @@ type Schedule struct {
 }
 
 // SlotInventory is one generated slot of a resource: the durable truth of what can be sold. A slot
-// that has no row is closed.
+// that has no row is closed. Start and End are stored in UTC.
 type SlotInventory struct {
 	ResourceID uint64    `gorm:"primaryKey;autoIncrement:false"`
 	Start      time.Time `gorm:"primaryKey;precision:3"`
 	End        time.Time `gorm:"precision:3;not null"`
 	Day        string    `gorm:"size:10;not null"` // venue-local date, the unit Redis loads
 	Capacity   int       `gorm:"not null"`
+	// Occupied is the capacity ledger: the units the slot's occupying bookings take, changed in the
+	// transaction of every booking change that takes or gives units, and never raised past Capacity
+	// by one (engine/internal/sqlstore, ledger.go).
+	Occupied int `gorm:"not null;default:0"`
 }
 
 // Service is what a customer books on one of several resources; preparation and clean-up buffers take

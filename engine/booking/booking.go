@@ -74,11 +74,6 @@ type Change struct {
 	Actor    string // as the history records it: "system", "staff:desk-1", ...
 	Reason   string
 
-	// TakeUnits: before the commit, the booking's units must be taken again; if they are not free the
-	// change cannot happen (restore, a check-in after the release).
-	TakeUnits bool
-	// FreeUnits: after the commit, the booking's units come back.
-	FreeUnits bool
 	// DropTimers: after the commit, the booking's release task is no longer needed.
 	DropTimers bool
 	// NewReleaseAt: after the commit, the booking has a new release_at that needs a release task.
@@ -94,6 +89,36 @@ type Change struct {
 
 // None reports whether c is the zero change.
 func (c Change) None() bool { return c.To == "" }
+
+// Units is what a change does to the units its booking takes: the one rule that the capacity
+// ledger (MySQL, in the change's own transaction) and the counters (Redis, around the commit) both
+// carry out. A change into an occupying status takes the units, one out of an occupying status
+// gives them back, and a move (a reschedule) gives back the old window's and takes the new one's.
+// The units given back are always given back before any are taken, so that a move onto slots it
+// shares with its old window needs no room it already has.
+type Units struct{ Give, Take bool }
+
+// Units says what c does to its booking's units (see the type). The change that creates a booking
+// (Created: HELD → CONFIRMED) takes them, since a hold is not a booking status that occupies.
+func (c Change) Units() Units {
+	if c.None() {
+		return Units{}
+	}
+	if c.Moved {
+		return Units{Give: true, Take: true}
+	}
+	from, to := c.From.Occupies(), c.To.Occupies()
+	return Units{Give: from && !to, Take: !from && to}
+}
+
+// TakesUnits: before the commit, the booking's units must be taken again in the hot state; if they
+// are not free the change cannot happen (restore, a check-in after the release). A move takes its
+// new window by a step of its own (a reservation), so it is not one of these.
+func (c Change) TakesUnits() bool { return c.Units().Take && !c.Moved }
+
+// FreesUnits: after the commit, the booking's units come back to the hot state (a move's old
+// window is given back by the step that ends the move).
+func (c Change) FreesUnits() bool { return c.Units().Give && !c.Moved }
 
 // Event is the event type API.md gives the change, or "" for a change that is not announced
 // (ARRIVED → IN_PROGRESS happens to every checked-in booking at its start and tells nobody anything).
@@ -137,17 +162,21 @@ const (
 	EventCompleted      = "booking.completed"
 	EventReleaseSkipped = "booking.release_skipped"
 	EventHoldExpired    = "hold.expired"
-	EventPromoted       = "waitlist.promoted"
-	EventLapsed         = "waitlist.lapsed"
-	EventRefundReq      = "refund.requested"
-	EventRefundOK       = "refund.succeeded"
-	EventRefundFailed   = "refund.failed"
+	// EventHoldRefused: a hold ended because its units were sold to bookings (the capacity ledger
+	// refused its confirm, or a repair after Redis lost writes found its slot over capacity); a
+	// payment for it is refunded.
+	EventHoldRefused  = "hold.refused"
+	EventPromoted     = "waitlist.promoted"
+	EventLapsed       = "waitlist.lapsed"
+	EventRefundReq    = "refund.requested"
+	EventRefundOK     = "refund.succeeded"
+	EventRefundFailed = "refund.failed"
 )
 
 // EventTypes lists every event type, for validating webhook subscriptions.
 func EventTypes() []string {
 	return []string{EventConfirmed, EventReminder, EventCheckedIn, EventReleased, EventRestored, EventCancelled,
-		EventRescheduled, EventCompleted, EventReleaseSkipped, EventHoldExpired, EventPromoted, EventLapsed,
+		EventRescheduled, EventCompleted, EventReleaseSkipped, EventHoldExpired, EventHoldRefused, EventPromoted, EventLapsed,
 		EventRefundReq, EventRefundOK, EventRefundFailed}
 }
 
@@ -208,9 +237,8 @@ func (b *Booking) CheckIn(received time.Time, actor string, r Rules) (Change, er
 	default:
 		return Change{}, ErrInvalidTransition
 	}
-	wasReleased := b.Status == Released
 	reason := "checked in"
-	if wasReleased {
+	if b.Status == Released {
 		reason = "checked in after release"
 	}
 	c, err := b.move(Arrived, received, actor, reason)
@@ -219,7 +247,6 @@ func (b *Booking) CheckIn(received time.Time, actor string, r Rules) (Change, er
 	}
 	at := received
 	b.CheckedInAt = &at
-	c.TakeUnits = wasReleased
 	c.DropTimers = true
 	return c, nil
 }
@@ -240,7 +267,6 @@ func (b *Booking) Release(now time.Time, p Policy) (Change, error) {
 	}
 	at := now
 	b.ReleasedAt = &at
-	c.FreeUnits = true
 	if p.NoshowRefund > 0 {
 		c.Refund = &Refund{Percent: p.NoshowRefund, Reason: RefundNoShow}
 	}
@@ -279,7 +305,7 @@ func (b *Booking) Restore(now time.Time, grace time.Duration, actor string, r Ru
 		return c, err
 	}
 	b.ReleaseAt, b.ReleasedAt = now.Add(grace), nil
-	c.TakeUnits, c.NewReleaseAt = true, true
+	c.NewReleaseAt = true
 	return c, nil
 }
 
@@ -307,7 +333,7 @@ func (b *Booking) Cancel(a Actor, now time.Time, p Policy) (Change, error) {
 	}
 	at := now
 	b.CancelledAt = &at
-	c.FreeUnits, c.DropTimers = true, true
+	c.DropTimers = true
 	if refund.Percent > 0 {
 		c.Refund = &refund
 	}
@@ -345,9 +371,7 @@ func (b *Booking) Reschedule(to Placement, resourceID uint64, grace time.Duratio
 func (b *Booking) Progress(now time.Time) (Change, error) {
 	switch {
 	case (b.Status == Arrived || b.Status == InProgress) && !now.Before(b.OccupyEnd):
-		c, err := b.move(Completed, now, ActorSystem, "ended")
-		c.FreeUnits = err == nil
-		return c, err
+		return b.move(Completed, now, ActorSystem, "ended")
 	case b.Status == Arrived && !now.Before(b.Start):
 		return b.move(InProgress, now, ActorSystem, "started")
 	}

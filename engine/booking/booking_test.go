@@ -100,7 +100,7 @@ func TestCheckInWindow(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, Arrived, b.Status)
 			require.Equal(t, tc.received, *b.CheckedInAt)
-			require.Equal(t, tc.take, c.TakeUnits)
+			require.Equal(t, tc.take, c.TakesUnits())
 			require.True(t, c.DropTimers, "the release task is no longer needed")
 			require.Equal(t, EventCheckedIn, c.Event())
 		})
@@ -138,7 +138,7 @@ func TestReleaseIsNeverEarlyAndOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Released, b.Status)
 	require.Equal(t, b.ReleaseAt, *b.ReleasedAt)
-	require.True(t, c.FreeUnits)
+	require.True(t, c.FreesUnits())
 	require.Equal(t, ActorSystem, c.Actor)
 	require.Equal(t, EventReleased, c.Event())
 
@@ -181,7 +181,7 @@ func TestRestoreWindow(t *testing.T) {
 			require.Equal(t, Confirmed, b.Status)
 			require.Equal(t, tc.now.Add(15*time.Minute), b.ReleaseAt)
 			require.Nil(t, b.ReleasedAt)
-			require.True(t, c.TakeUnits && c.NewReleaseAt)
+			require.True(t, c.TakesUnits() && c.NewReleaseAt)
 			require.Equal(t, EventRestored, c.Event())
 		})
 	}
@@ -221,7 +221,7 @@ func TestCancel(t *testing.T) {
 	c, err := b.Cancel(user, before, p)
 	require.NoError(t, err)
 	require.Equal(t, CancelledByUser, b.Status)
-	require.True(t, c.FreeUnits && c.DropTimers)
+	require.True(t, c.FreesUnits() && c.DropTimers)
 	require.Equal(t, "user:alice", c.Actor)
 	require.Equal(t, EventCancelled, c.Event())
 	require.Equal(t, &Refund{Percent: 100, Reason: RefundUserCancel}, c.Refund, "the default policy refunds in full")
@@ -405,7 +405,7 @@ func TestProgress(t *testing.T) {
 	c, err = b.Progress(b.OccupyEnd)
 	require.NoError(t, err)
 	require.Equal(t, Completed, b.Status)
-	require.True(t, c.FreeUnits)
+	require.True(t, c.FreesUnits())
 
 	// A guest checked in so late that the slot is over completes at once.
 	late := confirmed()
@@ -571,7 +571,7 @@ func TestReleaseModes(t *testing.T) {
 		c, err := b.Decide(b.ReleaseAt, mode, DefaultPolicy())
 		require.NoError(t, err)
 		require.Equal(t, Confirmed, b.Status, "%s keeps the booking CONFIRMED", mode)
-		require.False(t, c.FreeUnits)
+		require.False(t, c.FreesUnits())
 		require.Equal(t, mode, c.HeldBy)
 		if mode == ReleaseDryRun {
 			require.Equal(t, EventReleaseSkipped, c.Event())
@@ -589,7 +589,36 @@ func TestReleaseModes(t *testing.T) {
 	c, err := b.Decide(b.ReleaseAt, ReleaseOn, DefaultPolicy())
 	require.NoError(t, err)
 	require.Equal(t, Released, b.Status)
-	require.True(t, c.FreeUnits)
+	require.True(t, c.FreesUnits())
 	_, err = ParseReleaseMode("sometimes")
 	require.ErrorIs(t, err, Invalid("invalid_release_mode", ""))
+}
+
+// The capacity ledger and the counters both follow Change.Units: every change into an occupying
+// status takes units, every change out of one gives them back, a move does both, and nothing else
+// touches them.
+func TestUnitsFollowOccupancy(t *testing.T) {
+	t.Parallel()
+	for _, tr := range append(Transitions(), Created) {
+		c := Change{From: tr.From, To: tr.To}
+		u := c.Units()
+		require.Equal(t, !tr.From.Occupies() && tr.To.Occupies(), u.Take, "%s → %s takes", tr.From, tr.To)
+		require.Equal(t, tr.From.Occupies() && !tr.To.Occupies(), u.Give, "%s → %s gives", tr.From, tr.To)
+		require.Equal(t, u.Take, c.TakesUnits())
+		require.Equal(t, u.Give, c.FreesUnits())
+	}
+	require.Equal(t, Units{Take: true}, Change{From: Created.From, To: Created.To}.Units(), "a new booking takes its units")
+	require.Equal(t, Units{Give: true}, Change{From: Confirmed, To: Released}.Units())
+	require.Equal(t, Units{Take: true}, Change{From: Released, To: Arrived}.Units(), "a check-in after the release takes them again")
+	require.Equal(t, Units{}, Change{From: Confirmed, To: Arrived}.Units(), "a check-in in time keeps them")
+	require.Equal(t, Units{}, Change{}.Units(), "the zero change touches nothing")
+
+	moved := Change{From: Confirmed, To: Confirmed, Moved: true}
+	require.Equal(t, Units{Give: true, Take: true}, moved.Units())
+	require.False(t, moved.TakesUnits() || moved.FreesUnits(), "a move's units are reserved and handed over by the move's own steps")
+
+	b := confirmed()
+	held, err := b.Decide(b.ReleaseAt, ReleaseDryRun, DefaultPolicy())
+	require.NoError(t, err)
+	require.Equal(t, Units{}, held.Units(), "a release held back keeps the units")
 }

@@ -81,6 +81,7 @@ const (
 	RefundLatePayment    = "late_payment"    // paid for a hold whose units were gone
 	RefundAmountMismatch = "amount_mismatch" // a verified payment of another amount than the hold's
 	RefundDuplicate      = "duplicate_payment"
+	RefundCapacity       = "capacity_refused" // the capacity ledger refused the booking: its units were sold
 )
 
 // Refund is what a change gives back of a booking's payment.

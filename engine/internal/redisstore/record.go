@@ -33,6 +33,7 @@ const (
 	hfRetaken   = "was_retaken"
 	hfOrderNo   = "order_no" // the payment provider's order for the hold, once one was opened
 	hfRoles     = "roles"    // a multi-resource service's resource per role: "role=id,role=id"
+	hfRefused   = "refused"  // "1" when the hold ended because its units were sold (refuse_hold.lua)
 	listSep     = ","
 	unitsSep    = "|"
 )
@@ -61,7 +62,9 @@ type HoldRecord struct {
 	Since       time.Time
 	BookingID   uint64
 	Retaken     bool
-	OrderNo     string
+	// Refused is set when the hold ended because the units it held were sold (RefuseHold).
+	Refused bool
+	OrderNo string
 	// Roles are the resources a multi-resource service's hold took, in the service's role order.
 	Roles []booking.RoleResource
 }
@@ -99,7 +102,7 @@ func decodeHold(m map[string]string) (HoldRecord, bool) {
 		Quantity: int(i(hfQty)), Status: booking.HoldStatus(m[hfStatus]), Start: ms(hfStart), End: ms(hfEnd),
 		OccupyStart: ms(hfOStart), OccupyEnd: ms(hfOEnd), Deadline: ms(hfDeadline), Created: ms(hfCreated),
 		AmountCents: i(hfAmount), Fields: splitList(m[hfSlots]), Days: splitList(m[hfDays]), Since: ms(hfSince),
-		BookingID: u(hfBookingID), Retaken: m[hfRetaken] == "1", OrderNo: m[hfOrderNo], Roles: decodeRoles(m[hfRoles]),
+		BookingID: u(hfBookingID), Retaken: m[hfRetaken] == "1", Refused: m[hfRefused] == "1", OrderNo: m[hfOrderNo], Roles: decodeRoles(m[hfRoles]),
 	}, true
 }
 

@@ -30,7 +30,7 @@ func prelude() string {
 		{"F_STATUS", hfStatus}, {"F_ID", hfID}, {"F_QTY", hfQty}, {"F_SLOTS", hfSlots}, {"F_DAYS", hfDays},
 		{"F_DEADLINE", hfDeadline}, {"F_SINCE", hfSince}, {"F_BOOKING_ID", hfBookingID}, {"F_ENDED", hfEnded},
 		{"F_RETAKEN", hfRetaken}, {"F_ORDER_NO", hfOrderNo}, {"F_RESOURCE", hfResource}, {"F_ROLES", hfRoles},
-		{"F_USER", hfUser},
+		{"F_USER", hfUser}, {"F_REFUSED", hfRefused},
 	} {
 		def(f[0], f[1])
 	}
@@ -69,6 +69,7 @@ type scripts struct {
 	reserveMove    *redis.Script
 	endMove        *redis.Script
 	eraseHolds     *redis.Script
+	refuseHold     *redis.Script
 }
 
 func loadScripts() *scripts {
@@ -98,6 +99,7 @@ func loadScripts() *scripts {
 		idemBegin:      s("idem_begin.lua"),
 		idemFinish:     s("idem_finish.lua"),
 		eraseHolds:     s("erase_holds.lua"),
+		refuseHold:     s("refuse_hold.lua"),
 	}
 }
 

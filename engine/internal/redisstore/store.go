@@ -9,8 +9,10 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -274,6 +276,26 @@ func (s *Store) CancelHold(ctx context.Context, r *HoldRecord, now time.Time) (s
 	return out, unavailable("cancel hold", err)
 }
 
+// Refusals: why RefuseHold may end a hold.
+const (
+	// RefuseConfirming ends a CONFIRMING hold whose booking the capacity ledger refused.
+	RefuseConfirming = "confirming"
+	// RefuseOverfull ends a live HELD hold while one of its slots holds more units than it has.
+	RefuseOverfull = "overfull"
+)
+
+// RefuseHold ends a hold whose units are sold (see refuse_hold.lua and the Refuse* modes): its units
+// come back and its record says CANCELLED. It answers "refused", "missing", "fits" (RefuseOverfull:
+// no slot of the hold is over capacity any more), or the hold's status when the mode does not
+// refuse a hold in it.
+func (s *Store) RefuseHold(ctx context.Context, r *HoldRecord, mode string, now time.Time) (string, error) {
+	vk := s.keys.Venue(r.VenueID)
+	out, err := s.scripts.refuseHold.Run(ctx, s.rdb,
+		[]string{vk.Capacity(), vk.Used(), vk.Owners(), vk.Wheel(), vk.Ended(), vk.Confirming(), vk.Hold(r.ID), vk.UserLive(r.UserID)},
+		ms(now), Keep.Milliseconds(), mode).Text()
+	return out, unavailable("refuse hold", err)
+}
+
 // Freed is an owner whose units are to come back: a booking whose change at Version stopped it
 // occupying (its units stay if a later change took them again), or a hold (Version 0).
 type Freed struct {
@@ -386,11 +408,18 @@ func (s *Store) DayLoaded(ctx context.Context, venueID uint64, dayField string) 
 	return ok, unavailable("day loaded", err)
 }
 
-// Recount recomputes a venue's counters from its owners and answers how many were wrong.
-func (s *Store) Recount(ctx context.Context, venueID uint64) (int, error) {
+// Recount recomputes a venue's counters from its owners and answers how many were wrong, and the
+// slots whose owners hold more units than the slot has.
+func (s *Store) Recount(ctx context.Context, venueID uint64) (drift int, overfull []string, err error) {
 	vk := s.keys.Venue(venueID)
-	n, err := s.scripts.recount.Run(ctx, s.rdb, []string{vk.Used(), vk.Owners()}).Int()
-	return n, unavailable("recount", err)
+	out, err := replyStrings(s.scripts.recount.Run(ctx, s.rdb, []string{vk.Used(), vk.Owners(), vk.Capacity()}).Result())
+	if err != nil {
+		return 0, nil, unavailable("recount", err)
+	}
+	if drift, err = strconv.Atoi(out[0]); err != nil {
+		return 0, nil, unavailable("recount", err)
+	}
+	return drift, out[1:], nil
 }
 
 // Owners lists a venue's owners.
@@ -519,6 +548,12 @@ func (s *Store) StaleConfirming(ctx context.Context, venueID uint64, cutoff time
 	return ids, unavailable("confirming holds", err)
 }
 
+// LiveHolds lists the holds on a venue's wheel (HELD, waiting for their deadline).
+func (s *Store) LiveHolds(ctx context.Context, venueID uint64) ([]string, error) {
+	ids, err := s.rdb.ZRange(ctx, s.keys.Venue(venueID).Wheel(), 0, -1).Result()
+	return ids, unavailable("live holds", err)
+}
+
 // ForgetConfirming takes a hold that is no longer CONFIRMING off the confirming set.
 func (s *Store) ForgetConfirming(ctx context.Context, venueID uint64, holdID string) error {
 	return unavailable("forget confirming", s.rdb.ZRem(ctx, s.keys.Venue(venueID).Confirming(), holdID).Err())
@@ -556,6 +591,44 @@ func (s *Store) MarkAlive(ctx context.Context, tags []string, now time.Time) err
 		}
 	}
 	return nil
+}
+
+// Identity names the Redis primaries this client writes to: the run_id of the server, or of every
+// master of a cluster, sorted and joined. A primary replaced by a promoted replica (a failover, which
+// may have lost acknowledged writes, replication being asynchronous) or restarted changes it. An
+// empty answer means the server does not say (the embedded Redis).
+func (s *Store) Identity(ctx context.Context) (string, error) {
+	var mu sync.Mutex
+	var ids []string
+	read := func(ctx context.Context, c *redis.Client) error {
+		// INFO without a section: the embedded Redis refuses the "server" section (and has no run_id).
+		info, err := c.Info(ctx).Result()
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(info, "\n") {
+			if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok && id != "" {
+				mu.Lock()
+				ids = append(ids, id)
+				mu.Unlock()
+			}
+		}
+		return nil
+	}
+	var err error
+	switch c := s.rdb.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, read)
+	case *redis.Client:
+		err = read(ctx, c)
+	default:
+		return "", nil
+	}
+	if err != nil {
+		return "", unavailable("identity", err)
+	}
+	slices.Sort(ids)
+	return strings.Join(ids, ","), nil
 }
 
 // Ping checks that Redis answers.

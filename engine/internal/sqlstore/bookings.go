@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -134,14 +135,26 @@ type NewBooking struct {
 	Change booking.Change
 	// Code draws a check-in code; it is called again when one collides.
 	Code func() string
+	// Refusal is what a refusal of the capacity ledger commits in the booking's place, in the same
+	// transaction: its event, and the payment kept for refund.
+	Refusal Refusal
+}
+
+// Refusal is what the store records when the capacity ledger refuses a booking.
+type Refusal struct {
+	Event   Event
+	Payment *Payment // nil for a dev confirm; its RefundReason says why it is refunded
 }
 
 // CreateBooking commits a booking with its first history row (HELD → CONFIRMED), its payment and its
 // event in one transaction. ErrHoldBooked and ErrPaymentTaken say which one was already there; a
-// failed COMMIT is ErrCommitUnknown.
+// failed COMMIT is ErrCommitUnknown. When the capacity ledger refuses the booking's units, nb.Refusal
+// is committed instead and a *CapacityError (ErrOverCapacity) answered.
 func (s *Store) CreateBooking(ctx context.Context, nb NewBooking) error {
 	b := nb.Booking
-	return s.tx(ctx, "create booking", func(tx *gorm.DB) error {
+	var refused error
+	err := s.tx(ctx, "create booking", func(tx *gorm.DB) error {
+		refused = nil
 		var n int64
 		if err := tx.Model(&models.Booking{}).Where("hold_id = ?", b.HoldID).Count(&n).Error; err != nil {
 			return err
@@ -156,6 +169,27 @@ func (s *Store) CreateBooking(ctx context.Context, nb NewBooking) error {
 			if n > 0 {
 				return ErrPaymentTaken
 			}
+		}
+		// The units go on the ledger first, which refuses them when a slot would pass its capacity:
+		// Redis let the hold through, but MySQL decides. First, so that a refusal writes nothing; and
+		// once a slot is full, a refusal does not even wait for the row lock of a booking committing
+		// (at READ COMMITTED an UPDATE whose WHERE the committed row fails skips it).
+		var l ledgerMoves
+		if err := l.add(nb.Change, b.Quantity, nil, b.Fields); err != nil {
+			return err
+		}
+		if err := s.applyLedger(tx, &l); err != nil {
+			if !errors.Is(err, ErrOverCapacity) {
+				return err
+			}
+			// Nothing was written before the ledger's refusal: the transaction records it instead.
+			refused = err
+			if p := nb.Refusal.Payment; p != nil {
+				if err := s.recordPayment(tx, *p); err != nil {
+					return err
+				}
+			}
+			return insertEvents(tx, []Event{nb.Refusal.Event})
 		}
 		var row models.Booking
 		for i := 0; ; i++ {
@@ -209,6 +243,10 @@ func (s *Store) CreateBooking(ctx context.Context, nb NewBooking) error {
 		}
 		return insertEvents(tx, []Event{ev})
 	})
+	if err != nil {
+		return err
+	}
+	return refused
 }
 
 // BookingSubject names a booking as the subject of its events.
@@ -242,6 +280,28 @@ func (s *Store) BookingByHold(ctx context.Context, holdID string) (Booking, bool
 	return bs[0], true, nil
 }
 
+// BookingsByHolds reads the bookings that holds became, by hold id (holds without one are left out).
+func (s *Store) BookingsByHolds(ctx context.Context, holdIDs []string) (map[string]Booking, error) {
+	out := map[string]Booking{}
+	for chunk := range slices.Chunk(holdIDs, 1000) {
+		var rows []models.Booking
+		if err := s.db.WithContext(ctx).Where("hold_id IN ?", chunk).Find(&rows).Error; err != nil {
+			return nil, mapErr("read bookings by hold", err)
+		}
+		bs := make([]Booking, len(rows))
+		for i := range rows {
+			bs[i] = toBooking(&rows[i])
+		}
+		if err := s.withRoles(ctx, bs); err != nil {
+			return nil, err
+		}
+		for _, b := range bs {
+			out[b.HoldID] = b
+		}
+	}
+	return out, nil
+}
+
 // BookingIDByCode finds a booking by its check-in code.
 func (s *Store) BookingIDByCode(ctx context.Context, code string) (uint64, error) {
 	var r models.Booking
@@ -264,14 +324,14 @@ func (s *Store) UpdateBooking(ctx context.Context, id uint64, decide Decide) (Bo
 		if err != nil {
 			return b, booking.Change{}, err
 		}
-		version := b.Version
+		version, from := b.Version, b.Fields
 		c, err := decide(&b)
 		if err != nil || c.None() {
 			return b, c, err
 		}
 		b.Version = version + 1
 		err = s.tx(ctx, "update booking "+strconv.FormatUint(id, 10), func(tx *gorm.DB) error {
-			return s.writeChanges(tx, []changed{{&b, version, c}})
+			return s.writeChanges(tx, []changed{{&b, version, c, from}})
 		})
 		if errors.Is(err, errStale) && attempt < 10 {
 			continue
@@ -280,19 +340,25 @@ func (s *Store) UpdateBooking(ctx context.Context, id uint64, decide Decide) (Bo
 	}
 }
 
-// changed is one decided change of a booking, to write onto version.
+// changed is one decided change of a booking, to write onto version. from are the booking's slot
+// fields before the change (a move changes them).
 type changed struct {
 	b       *Booking
 	version int
 	c       booking.Change
+	from    []string
 }
 
-// writeChanges writes changes with their history rows and events. Each row update is checked
-// against the version it was decided on.
+// writeChanges writes changes with their history rows, events and units on the capacity ledger.
+// Each row update is checked against the version it was decided on.
 func (s *Store) writeChanges(tx *gorm.DB, cs []changed) error {
 	hist := make([]models.BookingHistory, 0, len(cs))
 	var events []Event
+	var l ledgerMoves
 	for _, x := range cs {
+		if err := l.add(x.c, x.b.Quantity, x.from, x.b.Fields); err != nil {
+			return err
+		}
 		b := x.b
 		res := tx.Model(&models.Booking{}).Where("id = ? AND version = ?", b.ID, x.version).Updates(map[string]any{
 			"status": string(b.Status), "version": b.Version, "updated_at": x.c.At, "release_at": b.ReleaseAt,
@@ -314,6 +380,9 @@ func (s *Store) writeChanges(tx *gorm.DB, cs []changed) error {
 				events = append(events, ev)
 			}
 		}
+	}
+	if err := s.applyLedger(tx, &l); err != nil {
+		return err
 	}
 	if err := tx.CreateInBatches(hist, 500).Error; err != nil {
 		return err
@@ -785,7 +854,7 @@ func (s *Store) ReleaseDue(ctx context.Context, q DueQuery, decide Decide) ([]Bo
 			b.Version = version + 1
 			out = append(out, b)
 			chs = append(chs, c)
-			cs = append(cs, changed{&out[len(out)-1], version, c})
+			cs = append(cs, changed{&out[len(out)-1], version, c, b.Fields})
 		}
 		if len(cs) == 0 {
 			return nil
@@ -823,7 +892,11 @@ func (s *Store) writeReleases(tx *gorm.DB, cs []changed) error {
 	}
 	hist := make([]models.BookingHistory, len(cs))
 	var events []Event
+	var l ledgerMoves
 	for i, x := range cs {
+		if err := l.add(x.c, x.b.Quantity, x.from, x.b.Fields); err != nil {
+			return err
+		}
 		x.b.QueueAt, x.b.DueAt, x.b.RemindAt = nil, nil, nil
 		hist[i] = historyRow(x.b, x.c)
 		if s.render != nil {
@@ -831,6 +904,10 @@ func (s *Store) writeReleases(tx *gorm.DB, cs []changed) error {
 				events = append(events, ev)
 			}
 		}
+	}
+	// One UPDATE per resource and number of units gives a batch's units back.
+	if err := s.applyLedger(tx, &l); err != nil {
+		return err
 	}
 	if err := tx.CreateInBatches(hist, 1000).Error; err != nil {
 		return err

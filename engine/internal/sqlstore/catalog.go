@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -106,10 +107,15 @@ type ScheduleChange struct {
 	FromDay  string                 // venue-local date from which inventory is regenerated
 	Slots    []models.SlotInventory // the new inventory
 	Moves    map[uint64][]string    // booking id → its slot fields on the new grid
+	// Now is when the change is made: a slot from then on whose bookings would take more units than
+	// it has refuses the change.
+	Now time.Time
 }
 
-// SetSchedule replaces a resource's schedule and its inventory from FromDay on, and moves bookings'
-// slot fields onto the new grid. It answers the days whose inventory was replaced.
+// SetSchedule replaces a resource's schedule and its inventory from FromDay on, moves bookings' slot
+// fields onto the new grid and counts their units on the new slots' ledger, refusing the change
+// (*CapacityError) when a slot that has not started would hold more than its capacity. It answers
+// the days whose inventory was replaced.
 func (s *Store) SetSchedule(ctx context.Context, ch ScheduleChange) ([]string, error) {
 	var oldDays []string
 	rid := ch.Schedule.ResourceID
@@ -129,7 +135,25 @@ func (s *Store) SetSchedule(ctx context.Context, ch ScheduleChange) ([]string, e
 				return err
 			}
 		}
-		return insertInventory(tx, ch.Slots)
+		if err := insertInventory(tx, ch.Slots); err != nil {
+			return err
+		}
+		// The new rows start at zero: the ledger is counted again from the bookings now on them.
+		rep, err := s.checkResource(tx, rid)
+		if err != nil {
+			return err
+		}
+		refused := &CapacityError{}
+		for _, sl := range rep.Over {
+			if k, _ := parseSlot(sl.Field); !k.start().Before(ch.Now) {
+				refused.Slots = append(refused.Slots, sl.Field)
+				refused.Bookings = append(refused.Bookings, sl.Bookings...)
+			}
+		}
+		if len(refused.Slots) > 0 {
+			return refused
+		}
+		return nil
 	})
 	return oldDays, err
 }

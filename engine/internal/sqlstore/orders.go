@@ -30,6 +30,16 @@ func (s *Store) OrderByTradeNo(ctx context.Context, outTradeNo string) (models.W
 	return o, mapErr("read order", s.db.WithContext(ctx).First(&o, "out_trade_no = ?", outTradeNo).Error)
 }
 
+// OpenOrders lists orders still open whose deadline lies in [from, to] and for whose hold no payment
+// was recorded, by deadline.
+func (s *Store) OpenOrders(ctx context.Context, from, to time.Time, limit int) ([]models.WechatOrder, error) {
+	var rows []models.WechatOrder
+	paid := s.db.Model(&models.Payment{}).Select("hold_id")
+	err := s.db.WithContext(ctx).Where("closed_at IS NULL AND expires_at >= ? AND expires_at <= ? AND hold_id NOT IN (?)",
+		from.UTC(), to.UTC(), paid).Order("expires_at").Limit(limit).Find(&rows).Error
+	return rows, mapErr("open orders", err)
+}
+
 // OrderClosed records that a hold's order was closed.
 func (s *Store) OrderClosed(ctx context.Context, holdID string, at time.Time) error {
 	return mapErr("close order", s.db.WithContext(ctx).Model(&models.WechatOrder{}).

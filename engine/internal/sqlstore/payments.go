@@ -51,23 +51,28 @@ func (s *Store) PaymentByID(ctx context.Context, paymentID string) (Payment, boo
 // keeps the first row (and its refund), which it answers.
 func (s *Store) RecordPayment(ctx context.Context, p Payment) (Payment, error) {
 	err := s.tx(ctx, "record payment", func(tx *gorm.DB) error {
-		row := paymentRow(&p)
-		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(row)
-		if res.Error != nil || res.RowsAffected == 0 || p.Booked || p.AmountCents <= 0 {
-			return res.Error
-		}
-		reason := p.RefundReason
-		if reason == "" {
-			reason = booking.RefundLatePayment
-		}
-		return s.insertRefunds(tx, []models.Refund{{HoldID: p.HoldID, UserID: p.UserID, VenueID: p.VenueID,
-			PaymentID: p.PaymentID, Provider: row.Provider,
-			PaidCents: p.AmountCents, AmountCents: p.AmountCents, Reason: reason, Status: models.RefundRequested,
-			OutRefundNo: paymentRefundNo(p.PaymentID), CreatedAt: p.At, UpdatedAt: p.At}})
+		return s.recordPayment(tx, p)
 	})
 	if err != nil {
 		return Payment{}, mapErr("record payment", err)
 	}
 	got, _, err := s.PaymentByID(ctx, p.PaymentID)
 	return got, err
+}
+
+// recordPayment is RecordPayment inside tx.
+func (s *Store) recordPayment(tx *gorm.DB, p Payment) error {
+	row := paymentRow(&p)
+	res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(row)
+	if res.Error != nil || res.RowsAffected == 0 || p.Booked || p.AmountCents <= 0 {
+		return res.Error
+	}
+	reason := p.RefundReason
+	if reason == "" {
+		reason = booking.RefundLatePayment
+	}
+	return s.insertRefunds(tx, []models.Refund{{HoldID: p.HoldID, UserID: p.UserID, VenueID: p.VenueID,
+		PaymentID: p.PaymentID, Provider: row.Provider,
+		PaidCents: p.AmountCents, AmountCents: p.AmountCents, Reason: reason, Status: models.RefundRequested,
+		OutRefundNo: paymentRefundNo(p.PaymentID), CreatedAt: p.At, UpdatedAt: p.At}})
 }

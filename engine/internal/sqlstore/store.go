@@ -26,6 +26,24 @@ type Store struct {
 	render       Renderer
 	renderRefund RefundRenderer
 	onEvents     atomic.Pointer[func()]
+	onDrift      atomic.Pointer[func(slots int)]
+}
+
+// OnLedgerDrift sets f to run, after a commit, when a change gave back units the ledger did not
+// count (a drift that reconciliation's check repairs). f must not block.
+func (s *Store) OnLedgerDrift(f func(slots int)) { s.onDrift.Store(&f) }
+
+// applyLedger writes the moves of a transaction's changes onto the capacity ledger (see
+// ledgerMoves.apply); a drift found on the way is reported once the transaction commits.
+func (s *Store) applyLedger(tx *gorm.DB, l *ledgerMoves) error {
+	n, err := l.apply(tx)
+	if err != nil || n == 0 {
+		return err
+	}
+	if st, ok := tx.Statement.Context.Value(txStateKey{}).(*txState); ok {
+		st.drift += n
+	}
+	return nil
 }
 
 // OnEvents sets f to run after every write that committed outbox events (the relay is woken to
@@ -39,7 +57,10 @@ func (s *Store) eventsWritten() {
 }
 
 // txState is what a transaction's statements tell tx about it.
-type txState struct{ events bool }
+type txState struct {
+	events bool
+	drift  int // ledger slots that could not give back what a change said they held
+}
 
 type txStateKey struct{}
 
@@ -80,7 +101,7 @@ func mapErr(op string, err error) error {
 		return errNotFound
 	case errors.Is(err, gorm.ErrDuplicatedKey):
 		return fmt.Errorf("%s: %w", op, ErrDuplicate)
-	case errors.Is(err, ErrCommitUnknown), errors.Is(err, errStale), errors.Is(err, ErrDuplicate):
+	case errors.Is(err, ErrCommitUnknown), errors.Is(err, errStale), errors.Is(err, ErrDuplicate), errors.Is(err, ErrOverCapacity):
 		return err
 	}
 	if _, ok := booking.AsError(err); ok {
@@ -119,7 +140,7 @@ func (s *Store) tx(ctx context.Context, op string, fn func(tx *gorm.DB) error) e
 	st := &txState{}
 	ctx = context.WithValue(ctx, txStateKey{}, st)
 	for attempt := 0; ; attempt++ {
-		st.events = false
+		st.events, st.drift = false, 0
 		tx := s.db.WithContext(ctx).Begin(opts)
 		if tx.Error != nil {
 			return mapErr(op, tx.Error)
@@ -141,6 +162,9 @@ func (s *Store) tx(ctx context.Context, op string, fn func(tx *gorm.DB) error) e
 		}
 		if st.events {
 			s.eventsWritten()
+		}
+		if f := s.onDrift.Load(); f != nil && st.drift > 0 {
+			(*f)(st.drift)
 		}
 		return nil
 	}
