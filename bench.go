@@ -48,7 +48,7 @@ func benchEnv(k string) (string, bool) {
 // configured Redis (or the embedded one), in one run, and prints the ratio. Its catalog lives in a
 // throw-away SQLite file and its keys under "<prefix>:bench-<time>", so it never touches real data.
 func (b *benchFlags) run(ctx context.Context, cfg *config.Config, out io.Writer, _ *slog.Logger) error {
-	rdb, err := backend.OpenRedis(ctx, backend.RedisOptions{URL: cfg.RedisURL, Cluster: cfg.RedisCluster})
+	rdb, err := backend.OpenRedis(ctx, redisOptions(cfg))
 	if err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ func (b *benchFlags) run(ctx context.Context, cfg *config.Config, out io.Writer,
 		return err
 	}
 	defer sql.Close()
-	fmt.Fprintf(out, "holds/s with %d workers for %s per measurement (redis: %s)\n", b.workers, b.d, backend.Describe(cfg.RedisURL))
+	fmt.Fprintf(out, "holds/s with %d workers for %s per measurement (redis: %s)\n", b.workers, b.d, redisOptions(cfg).Describe())
 	fmt.Fprintf(out, "%-16s %12s %12s %8s\n", "case", "bare script", "engine", "ratio")
 	// Each measurement gets a fresh fixture under its own keys, so neither path runs against sets
 	// the other one filled.

@@ -123,7 +123,7 @@ func (b *benchReleaseFlags) run(ctx context.Context, cfg *config.Config, out io.
 	if err := os.MkdirAll(b.out, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	rdb, err := backend.OpenRedis(ctx, backend.RedisOptions{URL: cfg.RedisURL, Cluster: cfg.RedisCluster, StartTimeout: cfg.StartTimeout})
+	rdb, err := backend.OpenRedis(ctx, redisOptions(cfg))
 	if err != nil {
 		return err
 	}

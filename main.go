@@ -61,7 +61,7 @@ Commands:
              Redis; prints one table and writes it as JSON and a PNG chart
 
 Settings come from SLOTWHEEL_* environment variables (see README.md) or a YAML file; the
-environment wins. Without SLOTWHEEL_MYSQL_DSN and SLOTWHEEL_REDIS_URL it runs embedded.
+environment wins. Without SLOTWHEEL_MYSQL_DSN and SLOTWHEEL_REDIS_URL (or Sentinel) it runs embedded.
 `
 
 // shutdownGrace bounds how long a SIGTERM waits for running work: the process must be gone within
@@ -197,6 +197,20 @@ func runMigrate(ctx context.Context, cfg *config.Config, out io.Writer, log *slo
 	}
 	defer sql.Close()
 	fmt.Fprintln(out, "schema is up to date")
+	// The capacity ledger is counted from the bookings already there (a schema without it, or one a
+	// tool changed behind slotwheel's back); a slot whose bookings already exceed it is named.
+	rep, err := engine.CheckLedger(ctx, sql.db)
+	if err != nil {
+		return fmt.Errorf("capacity ledger: %w", err)
+	}
+	fmt.Fprintf(out, "capacity ledger: %d slots with bookings, %d counted again from their bookings\n", rep.Slots, len(rep.Repaired))
+	for _, sl := range rep.Over {
+		fmt.Fprintf(out, "OVER CAPACITY: slot %s has capacity %d but its bookings take %d units (bookings %v)\n",
+			sl.Field, sl.Capacity, sl.Booked, sl.Bookings)
+	}
+	for _, sl := range rep.Missing {
+		fmt.Fprintf(out, "no inventory row: slot %s is taken by bookings %v\n", sl.Field, sl.Bookings)
+	}
 	return nil
 }
 
@@ -222,7 +236,7 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*wiring, e
 	if err != nil {
 		return nil, err
 	}
-	rdb, err := backend.OpenRedis(ctx, backend.RedisOptions{URL: cfg.RedisURL, Cluster: cfg.RedisCluster, StartTimeout: cfg.StartTimeout})
+	rdb, err := backend.OpenRedis(ctx, redisOptions(cfg))
 	if err != nil {
 		sql.Close()
 		return nil, err
@@ -257,6 +271,12 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*wiring, e
 	rdb.Close()
 	sql.Close()
 	return nil, err
+}
+
+// redisOptions are the Redis settings of cfg, as backend.OpenRedis takes them.
+func redisOptions(cfg *config.Config) backend.RedisOptions {
+	return backend.RedisOptions{URL: cfg.RedisURL, Cluster: cfg.RedisCluster, SentinelMaster: cfg.RedisSentinelMaster,
+		SentinelAddrs: cfg.SentinelAddrs(), StartTimeout: cfg.StartTimeout}
 }
 
 // wechatPayClient builds the WeChat Pay client the configuration names (nil when it names none),

@@ -52,7 +52,8 @@ type Config struct {
 	MySQLDSN string
 	// SQLitePath is the embedded database file; secrets.json lives beside it.
 	SQLitePath string
-	// RedisURL is redis:// or rediss://; empty means the in-process Redis.
+	// RedisURL is redis:// or rediss://; empty means the in-process Redis. With Sentinel it only
+	// supplies the password (and user) and the database number: Sentinel names the master.
 	RedisURL string
 	// RedisPrefix starts every key slotwheel writes, so that deployments and
 	// test runs can share one Redis.
@@ -85,6 +86,10 @@ type Config struct {
 	AutoMigrate       bool // create or upgrade the schema at start
 	RedisCluster      bool // RedisURL is a Redis Cluster seed list
 	ReleaseQueues     int  // release queues the tasks spread over (one Cluster slot each)
+	// RedisSentinelMaster and RedisSentinelAddrs reach Redis through Sentinel: the name of the
+	// master the sentinels monitor and their host:port addresses, comma-separated. Both or neither.
+	RedisSentinelMaster string
+	RedisSentinelAddrs  string
 	// StartTimeout bounds how long the start waits for each backend to answer.
 	StartTimeout time.Duration
 	// RequestTimeout bounds an API request: past it, one waiting on a backend answers 503.
@@ -152,6 +157,8 @@ var settings = []setting{
 	{key: "mysql_max_idle_conns", field: func(c *Config) any { return &c.MySQLMaxIdleConns }},
 	{key: "auto_migrate", field: func(c *Config) any { return &c.AutoMigrate }},
 	{key: "redis_cluster", field: func(c *Config) any { return &c.RedisCluster }},
+	{key: "redis_sentinel_master", field: func(c *Config) any { return &c.RedisSentinelMaster }},
+	{key: "redis_sentinel_addrs", field: func(c *Config) any { return &c.RedisSentinelAddrs }},
 	{key: "release_queues", field: func(c *Config) any { return &c.ReleaseQueues }},
 	{key: "start_timeout", field: func(c *Config) any { return &c.StartTimeout }},
 	{key: "request_timeout", field: func(c *Config) any { return &c.RequestTimeout }},
@@ -245,8 +252,11 @@ func Load(path string, env func(string) (string, bool)) (*Config, error) {
 		}
 	}
 
-	// Which defaults apply depends on the backends, so they are known first.
-	c := defaults(given["mysql_dsn"].text == "" && given["redis_url"].text == "", given["mysql_dsn"].text == "")
+	// Which defaults apply depends on the backends, so they are known first. Sentinel is a real
+	// Redis even without a URL, which then only carries a password.
+	embeddedRedis := given["redis_url"].text == "" && given["redis_sentinel_master"].text == "" &&
+		given["redis_sentinel_addrs"].text == ""
+	c := defaults(given["mysql_dsn"].text == "" && embeddedRedis, given["mysql_dsn"].text == "")
 	var errs []error
 	for _, s := range settings {
 		r, ok := given[s.key]
@@ -420,11 +430,15 @@ func (c *Config) validate(name func(key string) string) []error {
 				name("mysql_dsn"), err)
 		}
 	}
-	if c.RedisURL != "" {
+	sentinel := c.RedisSentinelMaster != "" || c.RedisSentinelAddrs != ""
+	switch {
+	case sentinel:
+		errs = append(errs, c.validateSentinel(name)...)
+	case c.RedisURL != "":
 		if err := checkRedisURL(c.RedisURL, c.RedisCluster); err != nil {
 			fail("%s %v", name("redis_url"), err)
 		}
-	} else if c.RedisCluster {
+	case c.RedisCluster:
 		fail("%s needs %s (the cluster's seed list)", name("redis_cluster"), name("redis_url"))
 	}
 	if c.MySQLMaxOpenConns < 1 || c.MySQLMaxOpenConns > 1000 {
@@ -491,6 +505,49 @@ func (c *Config) validate(name func(key string) string) []error {
 		}
 	}
 	return errs
+}
+
+// validateSentinel checks the Sentinel settings: both or neither, every address a host:port, not
+// with a cluster, and the URL, if any, good for its password and database number.
+func (c *Config) validateSentinel(name func(string) string) []error {
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.RedisSentinelMaster == "" || len(c.SentinelAddrs()) == 0 {
+		fail("%s and %s must be set together (the master's name and the sentinels' host:port list)",
+			name("redis_sentinel_master"), name("redis_sentinel_addrs"))
+	}
+	if strings.ContainsFunc(c.RedisSentinelMaster, unicode.IsSpace) {
+		// Sentinel's commands and events separate their arguments with spaces.
+		fail("%s: %q must not contain spaces", name("redis_sentinel_master"), c.RedisSentinelMaster)
+	}
+	for _, a := range c.SentinelAddrs() {
+		host, port, err := net.SplitHostPort(a)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			fail("%s: %q is not a host:port address (want host1:26379,host2:26379,...)", name("redis_sentinel_addrs"), a)
+		}
+	}
+	if c.RedisCluster {
+		fail("%s and %s are exclusive: Sentinel watches one master and its replicas, a cluster fails over by itself",
+			name("redis_sentinel_master"), name("redis_cluster"))
+	}
+	if c.RedisURL != "" {
+		if err := checkSentinelURL(c.RedisURL); err != nil {
+			fail("%s %v", name("redis_url"), err)
+		}
+	}
+	return errs
+}
+
+// SentinelAddrs lists the sentinels of RedisSentinelAddrs, spaces trimmed and empty entries
+// dropped; nil without Sentinel.
+func (c Config) SentinelAddrs() []string {
+	var out []string
+	for _, a := range strings.Split(c.RedisSentinelAddrs, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // WechatPay reports whether WeChat Pay is configured.
@@ -585,13 +642,20 @@ func checkSecret(v string) error {
 }
 
 func (c *Config) realBackends() string {
+	redisSetting := EnvPrefix + "REDIS_URL"
+	switch {
+	case c.RedisSentinelMaster != "":
+		redisSetting = EnvPrefix + "REDIS_SENTINEL_MASTER"
+	case c.RedisSentinelAddrs != "":
+		redisSetting = EnvPrefix + "REDIS_SENTINEL_ADDRS"
+	}
 	switch {
 	case !c.EmbeddedSQL() && !c.EmbeddedRedis():
-		return "MySQL and Redis are not embedded (" + EnvPrefix + "MYSQL_DSN and " + EnvPrefix + "REDIS_URL are set)"
+		return "MySQL and Redis are not embedded (" + EnvPrefix + "MYSQL_DSN and " + redisSetting + " are set)"
 	case !c.EmbeddedSQL():
 		return "MySQL is not embedded (" + EnvPrefix + "MYSQL_DSN is set)"
 	default:
-		return "Redis is not embedded (" + EnvPrefix + "REDIS_URL is set)"
+		return "Redis is not embedded (" + redisSetting + " is set)"
 	}
 }
 
@@ -620,11 +684,29 @@ func checkRedisURL(s string, cluster bool) error {
 	return nil
 }
 
+// checkSentinelURL accepts the URL that, beside Sentinel, only carries the password and database
+// number: its host may be left out (redis://:password@/2), and is ignored when given.
+func checkSentinelURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || u.Opaque != "" {
+		return errors.New("is not a valid URL (with Sentinel want redis://[:password@]/db; the host is not used)")
+	}
+	if u.Scheme != "redis" && u.Scheme != "rediss" {
+		return fmt.Errorf("has scheme %q, not redis or rediss", u.Scheme)
+	}
+	if _, err := redis.ParseURL(s); err != nil {
+		return fmt.Errorf("is refused by go-redis: %w", err)
+	}
+	return nil
+}
+
 // EmbeddedSQL reports whether the database is the embedded SQLite file.
 func (c Config) EmbeddedSQL() bool { return c.MySQLDSN == "" }
 
-// EmbeddedRedis reports whether Redis is the in-process one.
-func (c Config) EmbeddedRedis() bool { return c.RedisURL == "" }
+// EmbeddedRedis reports whether Redis is the in-process one: neither a URL nor Sentinel is set.
+func (c Config) EmbeddedRedis() bool {
+	return c.RedisURL == "" && c.RedisSentinelMaster == "" && c.RedisSentinelAddrs == ""
+}
 
 // Embedded reports whether both backends are embedded: the try-it-out mode
 // with dev log-in, dev payments, the demo venue and generated secrets.

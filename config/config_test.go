@@ -48,6 +48,14 @@ func realEnv() map[string]string {
 // testClusterURL is a Redis Cluster's seed list.
 const testClusterURL = "redis://127.0.0.1:7000?addr=127.0.0.1:7001&addr=127.0.0.1:7002"
 
+// sentinelEnv is realEnv with Redis reached through Sentinel instead of a URL.
+func sentinelEnv() map[string]string {
+	env := realEnv()
+	delete(env, "SLOTWHEEL_REDIS_URL")
+	return withEnv(env, "SLOTWHEEL_REDIS_SENTINEL_MASTER", "slotwheel",
+		"SLOTWHEEL_REDIS_SENTINEL_ADDRS", "10.0.0.1:26379, 10.0.0.2:26379,10.0.0.3:26379")
+}
+
 // withEnv is env with the pairs (name, value, name, value, …) set.
 func withEnv(env map[string]string, kv ...string) map[string]string {
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -154,6 +162,38 @@ func TestLoadDefaults(t *testing.T) {
 			}),
 		},
 		{
+			name: "Redis through Sentinel needs no URL",
+			env:  sentinelEnv(),
+			want: with(func(c *Config) {
+				c.HTTPAddr = ":8080"
+				c.MySQLDSN = testDSN
+				c.RedisSentinelMaster, c.RedisSentinelAddrs = "slotwheel", "10.0.0.1:26379, 10.0.0.2:26379,10.0.0.3:26379"
+				c.JWTSecret, c.PaymentSecret = testJWT, testPay
+			}),
+		},
+		{
+			name: "Sentinel alone makes Redis real",
+			env: map[string]string{
+				"SLOTWHEEL_REDIS_SENTINEL_MASTER": "slotwheel", "SLOTWHEEL_REDIS_SENTINEL_ADDRS": "10.0.0.1:26379",
+				"SLOTWHEEL_JWT_SECRET": testJWT, "SLOTWHEEL_PAYMENT_SECRET": testPay,
+			},
+			want: with(func(c *Config) {
+				c.HTTPAddr, c.AutoMigrate = ":8080", true
+				c.RedisSentinelMaster, c.RedisSentinelAddrs = "slotwheel", "10.0.0.1:26379"
+				c.JWTSecret, c.PaymentSecret = testJWT, testPay
+			}),
+		},
+		{
+			name: "Sentinel with a URL for the password and database",
+			env:  withEnv(sentinelEnv(), "SLOTWHEEL_REDIS_URL", "redis://:redis-pass-456@/2"),
+			want: with(func(c *Config) {
+				c.HTTPAddr = ":8080"
+				c.MySQLDSN, c.RedisURL = testDSN, "redis://:redis-pass-456@/2"
+				c.RedisSentinelMaster, c.RedisSentinelAddrs = "slotwheel", "10.0.0.1:26379, 10.0.0.2:26379,10.0.0.3:26379"
+				c.JWTSecret, c.PaymentSecret = testJWT, testPay
+			}),
+		},
+		{
 			name: "embedded defaults can be switched off",
 			env: map[string]string{
 				"SLOTWHEEL_DEV_LOGIN":    "false",
@@ -192,6 +232,8 @@ func TestEmbeddedModes(t *testing.T) {
 		{"real MySQL", Config{MySQLDSN: testDSN}, false, true, false},
 		{"real Redis", Config{RedisURL: testRedis}, false, false, true},
 		{"both real", Config{MySQLDSN: testDSN, RedisURL: testRedis}, false, false, false},
+		{"Redis through Sentinel", Config{RedisSentinelMaster: "m", RedisSentinelAddrs: "h:26379"}, false, false, true},
+		{"Sentinel with MySQL", Config{MySQLDSN: testDSN, RedisSentinelMaster: "m", RedisSentinelAddrs: "h:26379"}, false, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,6 +243,14 @@ func TestEmbeddedModes(t *testing.T) {
 			require.Equal(t, tt.sqlite, tt.c.EmbeddedSQL())
 		})
 	}
+}
+
+func TestSentinelAddrs(t *testing.T) {
+	t.Parallel()
+	c, err := Load("", envOf(sentinelEnv()))
+	require.NoError(t, err)
+	require.Equal(t, []string{"10.0.0.1:26379", "10.0.0.2:26379", "10.0.0.3:26379"}, c.SentinelAddrs(), "spaces trimmed")
+	require.Nil(t, Config{}.SentinelAddrs())
 }
 
 func TestLoadEnvBeatsFile(t *testing.T) {
@@ -409,6 +459,61 @@ func TestLoadErrors(t *testing.T) {
 			env:  map[string]string{"SLOTWHEEL_REDIS_URL": "redis://:redis-pass-456@127.0.0.1:6379/zero"},
 			want: []string{"SLOTWHEEL_REDIS_URL", "invalid database number"},
 			hide: []string{"redis-pass-456"},
+		},
+		{
+			name: "Sentinel master without sentinels",
+			env:  map[string]string{"SLOTWHEEL_REDIS_SENTINEL_MASTER": "slotwheel"},
+			want: []string{"SLOTWHEEL_REDIS_SENTINEL_MASTER and SLOTWHEEL_REDIS_SENTINEL_ADDRS must be set together"},
+		},
+		{
+			name: "sentinels without a master",
+			env:  map[string]string{"SLOTWHEEL_REDIS_SENTINEL_ADDRS": "10.0.0.1:26379"},
+			want: []string{"SLOTWHEEL_REDIS_SENTINEL_MASTER and SLOTWHEEL_REDIS_SENTINEL_ADDRS must be set together"},
+		},
+		{
+			name: "sentinel list of commas only",
+			file: "redis_sentinel_master: slotwheel\nredis_sentinel_addrs: \" , ,\"\n",
+			want: []string{"redis_sentinel_master (", "must be set together"},
+		},
+		{
+			name: "sentinel address without a port",
+			env:  withEnv(sentinelEnv(), "SLOTWHEEL_REDIS_SENTINEL_ADDRS", "10.0.0.1:26379,10.0.0.2"),
+			want: []string{`SLOTWHEEL_REDIS_SENTINEL_ADDRS: "10.0.0.2" is not a host:port address`},
+			hide: []string{`"10.0.0.1:26379" is not`},
+		},
+		{
+			name: "sentinel addresses with a bad port and no host",
+			file: "redis_sentinel_master: slotwheel\nredis_sentinel_addrs: \"s1:port, :26379, s3:70000\"\n",
+			want: []string{"redis_sentinel_addrs (", `"s1:port" is not a host:port`, `":26379" is not a host:port`,
+				`"s3:70000" is not a host:port`},
+		},
+		{
+			name: "Sentinel master name with a space",
+			env:  withEnv(sentinelEnv(), "SLOTWHEEL_REDIS_SENTINEL_MASTER", "my master"),
+			want: []string{`SLOTWHEEL_REDIS_SENTINEL_MASTER: "my master" must not contain spaces`},
+		},
+		{
+			name: "Sentinel and cluster together",
+			env:  withEnv(sentinelEnv(), "SLOTWHEEL_REDIS_CLUSTER", "true"),
+			want: []string{"SLOTWHEEL_REDIS_SENTINEL_MASTER and SLOTWHEEL_REDIS_CLUSTER are exclusive"},
+			hide: []string{"seed list"},
+		},
+		{
+			name: "Sentinel with a URL of another scheme",
+			env:  withEnv(sentinelEnv(), "SLOTWHEEL_REDIS_URL", "http://:redis-pass-456@/0"),
+			want: []string{"SLOTWHEEL_REDIS_URL", `scheme "http"`},
+			hide: []string{"redis-pass-456"},
+		},
+		{
+			name: "Sentinel with a URL of a bad database",
+			env:  withEnv(sentinelEnv(), "SLOTWHEEL_REDIS_URL", "redis://:redis-pass-456@/zero"),
+			want: []string{"SLOTWHEEL_REDIS_URL", "invalid database number"},
+			hide: []string{"redis-pass-456"},
+		},
+		{
+			name: "missing secret with Redis through Sentinel",
+			env:  map[string]string{"SLOTWHEEL_REDIS_SENTINEL_MASTER": "slotwheel", "SLOTWHEEL_REDIS_SENTINEL_ADDRS": "s1:26379"},
+			want: []string{"SLOTWHEEL_JWT_SECRET is required because Redis is not embedded (SLOTWHEEL_REDIS_SENTINEL_MASTER is set)"},
 		},
 		{
 			name: "bad MySQL DSN does not echo its password",
@@ -672,7 +777,8 @@ func TestEveryVariableIsDocumented(t *testing.T) {
 		"SLOTWHEEL_WECHAT_APPID", "SLOTWHEEL_WECHAT_SECRET", "SLOTWHEEL_WECHAT_API_BASE",
 		"SLOTWHEEL_DEV_LOGIN", "SLOTWHEEL_DEV_PAYMENTS", "SLOTWHEEL_DASHBOARD_USER",
 		"SLOTWHEEL_DASHBOARD_PASSWORD", "SLOTWHEEL_DEMO", "SLOTWHEEL_MYSQL_MAX_OPEN_CONNS", "SLOTWHEEL_MYSQL_MAX_IDLE_CONNS",
-		"SLOTWHEEL_AUTO_MIGRATE", "SLOTWHEEL_REDIS_CLUSTER", "SLOTWHEEL_RELEASE_QUEUES", "SLOTWHEEL_START_TIMEOUT", "SLOTWHEEL_REQUEST_TIMEOUT",
+		"SLOTWHEEL_AUTO_MIGRATE", "SLOTWHEEL_REDIS_CLUSTER", "SLOTWHEEL_REDIS_SENTINEL_MASTER", "SLOTWHEEL_REDIS_SENTINEL_ADDRS",
+		"SLOTWHEEL_RELEASE_QUEUES", "SLOTWHEEL_START_TIMEOUT", "SLOTWHEEL_REQUEST_TIMEOUT",
 		"SLOTWHEEL_RELEASE_MODE", "SLOTWHEEL_CORS_ORIGINS", "SLOTWHEEL_MAX_ACTIVE_HOLDS", "SLOTWHEEL_RATE_LIMIT_PER_IP",
 		"SLOTWHEEL_WECHATPAY_MCHID", "SLOTWHEEL_WECHATPAY_SERIAL", "SLOTWHEEL_WECHATPAY_PRIVATE_KEY",
 		"SLOTWHEEL_WECHATPAY_APIV3_KEY", "SLOTWHEEL_WECHATPAY_PUBLIC_KEY", "SLOTWHEEL_WECHATPAY_PUBLIC_KEY_ID",

@@ -1,8 +1,10 @@
 // Package backend opens slotwheel's stores: MySQL or the embedded SQLite file through models/, and a
-// Redis server, a Redis Cluster or the embedded in-process miniredis, whose clock it drives
-// (miniredis moves key TTLs only when told to). Every call it makes at start has a timeout and a
-// bounded retry, so an unreachable or silent backend ends the start with a message naming the
-// setting. It is used by main and by tools; engine/ itself receives open handles.
+// Redis server, a Redis Cluster, Redis through Sentinel or the embedded in-process miniredis, whose
+// clock it drives (miniredis moves key TTLs only when told to). Its cluster clients reload the
+// topology as soon as a node stops answering, so that a failover is followed within moments. Every
+// call it makes at start has a timeout and a bounded retry, so an unreachable or silent backend ends
+// the start with a message naming the setting. It is used by main and by tools; engine/ itself
+// receives open handles.
 package backend
 
 import (
@@ -12,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -175,21 +178,37 @@ func (r *Redis) Embedded() bool { return r.mini != nil }
 // RedisOptions configure the Redis connection.
 type RedisOptions struct {
 	// URL is redis://[:password@]host:port/db, or with Cluster a seed list in go-redis's cluster form
-	// redis://[:password@]host1:port1?addr=host2:port2&addr=host3:port3; empty starts the embedded
-	// in-process Redis.
+	// redis://[:password@]host1:port1?addr=host2:port2&addr=host3:port3. With Sentinel it only
+	// supplies the password (and user) and the database number, and may be empty. Empty without
+	// Sentinel starts the embedded in-process Redis.
 	URL     string
 	Cluster bool
+	// SentinelMaster and SentinelAddrs reach Redis through Sentinel: the name of the master the
+	// sentinels monitor and their host:port addresses. Exclusive with Cluster.
+	SentinelMaster string
+	SentinelAddrs  []string
 	// StartTimeout bounds the wait for the server to answer; default DefaultStartTimeout.
 	StartTimeout time.Duration
 }
 
+func (o RedisOptions) sentinel() bool { return o.SentinelMaster != "" || len(o.SentinelAddrs) > 0 }
+
+// Describe names the Redis these options reach, for logs, without a password.
+func (o RedisOptions) Describe() string {
+	if o.sentinel() {
+		return fmt.Sprintf("sentinel master %q via %s", o.SentinelMaster, strings.Join(o.SentinelAddrs, ","))
+	}
+	return Describe(o.URL)
+}
+
 // OpenRedis connects to the configured Redis (or starts the in-process one on a loopback port) and
-// waits, bounded, for it to answer.
+// waits, bounded, for it to answer. Through Sentinel it waits for a sentinel to name the master and
+// for the master to answer, and a failure names the setting at fault.
 func OpenRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = DefaultStartTimeout
 	}
-	if o.URL == "" {
+	if o.URL == "" && !o.sentinel() {
 		if o.Cluster {
 			return nil, errors.New("SLOTWHEEL_REDIS_CLUSTER: needs SLOTWHEEL_REDIS_URL (the cluster's seed list)")
 		}
@@ -205,6 +224,9 @@ func OpenRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 		}
 		go r.driveClock()
 		return r, nil
+	}
+	if o.sentinel() {
+		return openSentinel(ctx, o)
 	}
 	r, err := dial(o)
 	if err != nil {
@@ -239,11 +261,14 @@ func dial(o RedisOptions) (*Redis, error) {
 	if err != nil {
 		return nil, fmt.Errorf("SLOTWHEEL_REDIS_URL (cluster): %w", err)
 	}
+	// Asynq has no cluster URL form (ParseRedisURI refuses one): it gets the same seeds, password
+	// and bounds, and its own pool sizes, as with asynq.RedisClusterClientOpt.
+	aopt := ClusterConnOpt{opt: redis.ClusterOptions{Addrs: slices.Clone(opt.Addrs), Username: opt.Username,
+		Password: opt.Password, TLSConfig: opt.TLSConfig, DialTimeout: opt.DialTimeout, DialerRetries: opt.DialerRetries,
+		ReadTimeout: opt.ReadTimeout, WriteTimeout: opt.WriteTimeout, MaxRedirects: opt.MaxRedirects}}
 	opt.PoolSize = max(opt.PoolSize, poolSize)
 	opt.PoolTimeout = 30 * time.Second
-	// Asynq has no cluster URL form (ParseRedisURI refuses one): it gets the same seeds and password.
-	aopt := asynq.RedisClusterClientOpt{Addrs: opt.Addrs, Username: opt.Username, Password: opt.Password, TLSConfig: opt.TLSConfig}
-	return &Redis{Client: redis.NewClusterClient(opt), Asynq: aopt, Cluster: true}, nil
+	return &Redis{Client: NewClusterClient(opt), Asynq: aopt, Cluster: true}, nil
 }
 
 // driveClock moves miniredis' TTL clock with the wall clock, so that expiring keys (hold records

@@ -44,6 +44,8 @@ type Cluster struct {
 	script string
 	base   int
 	dir    string
+	// killed are the nodes KillNode killed; they are never listed or waited for.
+	killed map[string]bool
 
 	watchdog *watchdog
 }
@@ -55,7 +57,7 @@ func StartCluster(t testing.TB) *Cluster {
 	lookRedis(t, "redis-server")
 	lookRedis(t, "redis-cli")
 	script := clusterScript(t)
-	c := &Cluster{t: t, script: script, dir: t.TempDir()}
+	c := &Cluster{t: t, script: script, dir: t.TempDir(), killed: map[string]bool{}}
 	logDir := t.TempDir()
 	t.Cleanup(c.Stop)
 
@@ -119,7 +121,8 @@ func (c *Cluster) Client() *redis.ClusterClient {
 	return client
 }
 
-// Masters are the addresses of the nodes that are masters now, as CLUSTER NODES tells, sorted.
+// Masters are the addresses of the nodes that are masters now, as CLUSTER NODES tells, sorted; a
+// node killed by KillNode is not one.
 func (c *Cluster) Masters() []string { return c.nodesWithFlag("master") }
 
 // Replicas are the addresses of the nodes that are replicas now, sorted.
@@ -138,7 +141,7 @@ func (c *Cluster) nodesWithFlag(flag string) []string {
 		}
 		var addrs []string
 		for _, n := range nodes {
-			if n.has(flag) && !n.has("fail") && !n.has("fail?") && !n.has("noaddr") && !n.has("handshake") {
+			if n.has(flag) && !n.has("fail") && !n.has("fail?") && !n.has("noaddr") && !n.has("handshake") && !c.killed[n.addr] {
 				addrs = append(addrs, n.addr)
 			}
 		}
@@ -173,7 +176,7 @@ func (c *Cluster) Failover(ctx context.Context, replicaAddr string) error {
 	}
 	asked := time.Now()
 	for {
-		err := promoted(ctx, clients, replicaAddr)
+		err := promoted(ctx, clients, replicaAddr, func(n clusterNode) bool { return n.has("master") })
 		if err == nil {
 			return nil
 		}
@@ -193,8 +196,8 @@ func (c *Cluster) Failover(ctx context.Context, replicaAddr string) error {
 }
 
 // promoted is nil once addr is a master by its own ROLE and in every node's CLUSTER NODES, every
-// node counts three masters, and every node reports cluster_state:ok.
-func promoted(ctx context.Context, clients map[string]*redis.Client, addr string) error {
+// node counts three masters (the nodes master counts), and every node reports cluster_state:ok.
+func promoted(ctx context.Context, clients map[string]*redis.Client, addr string, master func(clusterNode) bool) error {
 	if !isMaster(ctx, clients[addr]) {
 		return fmt.Errorf("%s is not a master yet", addr)
 	}
@@ -215,11 +218,128 @@ func promoted(ctx context.Context, clients map[string]*redis.Client, addr string
 			return fmt.Errorf("%s does not list %s as a master yet", node, addr)
 		}
 		// The old master learns of its demotion, and tells the others, by gossip.
-		if masters := countFunc(nodes, func(n clusterNode) bool { return n.has("master") }); masters != clusterNodes/2 {
+		if masters := countFunc(nodes, master); masters != clusterNodes/2 {
 			return fmt.Errorf("%s lists %d masters", node, masters)
 		}
 	}
 	return nil
+}
+
+// ReplicaOf is the address of a replica of the master at masterAddr, as CLUSTER NODES tells.
+func (c *Cluster) ReplicaOf(masterAddr string) string {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var lastErr error
+	for _, addr := range c.Addrs() {
+		if c.killed[addr] {
+			continue
+		}
+		nodes, err := clusterNodesOf(ctx, addr)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		i := slices.IndexFunc(nodes, func(n clusterNode) bool { return n.addr == masterAddr })
+		if i < 0 {
+			c.t.Fatalf("redistest: %s is not a node of this cluster", masterAddr)
+		}
+		for _, n := range nodes {
+			if n.master == nodes[i].id && n.has("slave") {
+				return n.addr
+			}
+		}
+		c.t.Fatalf("redistest: %s has no replica", masterAddr)
+	}
+	c.t.Fatalf("redistest: no node answers CLUSTER NODES: %v", lastErr)
+	return ""
+}
+
+// KillNode kills the node at addr with SIGKILL, as a crash would, and waits for its process to be
+// gone. The other nodes find out by themselves (cluster-node-timeout is 2 s).
+func (c *Cluster) KillNode(addr string) {
+	c.t.Helper()
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil || !slices.Contains(c.Addrs(), addr) {
+		c.t.Fatalf("redistest: %s is not a node of this cluster (%v)", addr, c.Addrs())
+	}
+	// The nodes are daemons of cluster.sh, not children of the test: find the process by the pid
+	// file the script gave the node, and check that the process is still that node.
+	b, err := os.ReadFile(filepath.Join(c.dir, port+".pid"))
+	if err != nil {
+		c.t.Fatalf("redistest: pid of the node on %s: %v", addr, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		c.t.Fatalf("redistest: pid file of the node on %s: %v", addr, err)
+	}
+	if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); !bytes.Contains(cmd, []byte("redis-server")) ||
+		!bytes.Contains(cmd, []byte(":"+port)) {
+		c.t.Fatalf("redistest: process %d is not the node on %s (%q)", pid, addr, cmd)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		c.t.Fatalf("redistest: kill the node on %s: %v", addr, err)
+	}
+	c.killed[addr] = true
+	deadline := time.Now().Add(killTimeout)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("redistest: the node on %s (pid %d) did not die within %v of SIGKILL", addr, pid, killTimeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// alive reports whether pid is a process that has not exited (a zombie waiting to be reaped has).
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses and may hold spaces.
+	_, rest, ok := bytes.Cut(stat, []byte(") "))
+	return ok && len(rest) > 0 && rest[0] != 'Z' && rest[0] != 'X'
+}
+
+// Takeover runs CLUSTER FAILOVER TAKEOVER on replicaAddr, a replica whose master is dead (KillNode):
+// the replica takes its master's slots without the agreement of the other masters, and at once,
+// rather than after cluster-node-timeout and an election. It waits until the replica reports the
+// role of master, every live node lists it as a master and serves three masters' worth of slots,
+// and every live node reports the cluster ok.
+func (c *Cluster) Takeover(ctx context.Context, replicaAddr string) error {
+	clients := map[string]*redis.Client{}
+	for _, addr := range c.Addrs() {
+		if !c.killed[addr] {
+			clients[addr] = redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: -1})
+		}
+	}
+	defer func() {
+		for _, cl := range clients {
+			_ = cl.Close()
+		}
+	}()
+	replica, ok := clients[replicaAddr]
+	if !ok {
+		return fmt.Errorf("takeover: %s is not a live node of this cluster (%v)", replicaAddr, c.Addrs())
+	}
+	// Should the replica have been elected meanwhile (cluster-node-timeout after the kill), it is
+	// a master already and refuses; then only the wait remains.
+	if err := replica.Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err(); err != nil && !isMaster(ctx, replica) {
+		return fmt.Errorf("takeover: CLUSTER FAILOVER TAKEOVER on %s: %w", replicaAddr, err)
+	}
+	// The dead master stays listed as a master, without slots, until it comes back as a replica.
+	servesSlots := func(n clusterNode) bool { return n.has("master") && n.slots }
+	for {
+		err := promoted(ctx, clients, replicaAddr, servesSlots)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("takeover by %s: %w (last: %v)", replicaAddr, ctx.Err(), err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func countFunc[T any](s []T, f func(T) bool) int {
@@ -240,8 +360,13 @@ func isMaster(ctx context.Context, c *redis.Client) bool {
 // clusterNode is one line of CLUSTER NODES:
 // <id> <ip:port@cport[,hostname]> <flags> <master> <ping-sent> <pong-recv> <epoch> <link> <slot>...
 type clusterNode struct {
+	id    string
 	addr  string
 	flags []string
+	// master is the id of a replica's master, "-" for a master.
+	master string
+	// slots: the node serves at least one slot.
+	slots bool
 }
 
 func (n clusterNode) has(flag string) bool { return slices.Contains(n.flags, flag) }
@@ -267,7 +392,7 @@ func parseClusterNodes(text string) ([]clusterNode, error) {
 			return nil, fmt.Errorf("malformed CLUSTER NODES line %q", line)
 		}
 		addr, _, _ := strings.Cut(f[1], "@")
-		nodes = append(nodes, clusterNode{addr: addr, flags: strings.Split(f[2], ",")})
+		nodes = append(nodes, clusterNode{id: f[0], addr: addr, flags: strings.Split(f[2], ","), master: f[3], slots: len(f) > 8})
 	}
 	return nodes, nil
 }

@@ -113,13 +113,18 @@ func ourRedisServers(t *testing.T, addrs []string) []string {
 }
 
 // A test binary that dies without running its cleanups (a -timeout panic, a crash, os.Exit) must
-// not leave its servers behind: run this test again in a child that starts a server and a cluster
-// and exits at once, then check that both went with it.
+// not leave its servers behind: run this test again in a child that starts a server, a cluster, a
+// replicated pair and its sentinels, one of them paused, and exits at once, then check that all went
+// with it.
 func TestServersDieWithTheTestBinary(t *testing.T) {
 	if os.Getenv("REDISTEST_CHILD") == "1" {
 		s := StartServer(t)
 		cl := StartCluster(t)
-		fmt.Printf("ADDRS=%s\n", strings.Join(append([]string{s.Addr()}, cl.Addrs()...), ","))
+		pair := StartReplicated(t)
+		sentinel := StartSentinel(t, pair)
+		pair.PauseReplica()
+		addrs := append([]string{s.Addr(), pair.Primary().Addr(), pair.Replica().Addr()}, cl.Addrs()...)
+		fmt.Printf("ADDRS=%s\n", strings.Join(append(addrs, sentinel.Addrs()...), ","))
 		os.Exit(3)
 	}
 	if _, err := exec.LookPath("redis-server"); err != nil {
@@ -135,7 +140,7 @@ func TestServersDieWithTheTestBinary(t *testing.T) {
 	_, list, ok := strings.Cut(strings.TrimSpace(string(out)), "ADDRS=")
 	require.True(t, ok, "output: %s", out)
 	addrs := strings.Split(list, ",")
-	require.Len(t, addrs, 7)
+	require.Len(t, addrs, 12)
 	require.Eventually(t, func() bool {
 		for _, addr := range addrs {
 			if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
@@ -153,8 +158,8 @@ func TestParseClusterNodes(t *testing.T) {
 		"e5e1 127.0.0.1:12102@22102,host myself,master - 0 1796233564118 2 connected 5461-10922\n")
 	require.NoError(t, err)
 	require.Equal(t, []clusterNode{
-		{addr: "127.0.0.1:12104", flags: []string{"slave"}},
-		{addr: "127.0.0.1:12102", flags: []string{"myself", "master"}},
+		{id: "c49b", addr: "127.0.0.1:12104", flags: []string{"slave"}, master: "e5e1"},
+		{id: "e5e1", addr: "127.0.0.1:12102", flags: []string{"myself", "master"}, master: "-", slots: true},
 	}, nodes)
 	_, err = parseClusterNodes("garbage\n")
 	require.Error(t, err)

@@ -1,8 +1,11 @@
 // Package redistest owns private Redis servers for tests that must do to Redis what must never be
 // done to the shared server on 6379: a single redis-server to kill with SIGKILL and restart empty
-// (StartServer), and a 3-master, 3-replica Redis Cluster to fail over (StartCluster, through
-// scripts/cluster.sh). Every server has its own ports and directory and is stopped when the test
-// ends, or soon after the test binary dies if it dies first. It is imported by tests only.
+// (StartServer), a primary and its replica whose replication can be paused so that a promotion
+// loses acknowledged writes (StartReplicated), three real sentinels watching such a pair
+// (StartSentinel), and a 3-master, 3-replica Redis Cluster to fail over, gracefully or by killing a
+// master and taking its slots over (StartCluster, through scripts/cluster.sh). Every server has its
+// own ports and directory and is stopped when the test ends, or soon after the test binary dies if
+// it dies first. It is imported by tests only.
 package redistest
 
 import (
@@ -37,6 +40,8 @@ type Server struct {
 	bin  string
 	port int
 	dir  string
+	// args are the arguments of redis-server on port with its files in dir; nil: serverArgs.
+	args func(port int, dir string) ([]string, error)
 
 	mu   sync.Mutex
 	proc *process
@@ -46,8 +51,14 @@ type Server struct {
 // killed when the test ends.
 func StartServer(t testing.TB) *Server {
 	t.Helper()
+	return startServer(t, nil)
+}
+
+// startServer starts redis-server with args on a free loopback port (args nil: serverArgs).
+func startServer(t testing.TB, args func(port int, dir string) ([]string, error)) *Server {
+	t.Helper()
 	bin := lookRedis(t, "redis-server")
-	s := &Server{t: t, bin: bin, dir: t.TempDir()}
+	s := &Server{t: t, bin: bin, dir: t.TempDir(), args: args}
 	t.Cleanup(s.cleanup) // before the start, so that a failure or panic in it still kills the server
 	// The port is free when picked but may be taken before the server binds it: then pick another.
 	for attempt := 1; ; attempt++ {
@@ -96,6 +107,13 @@ func (s *Server) Kill() {
 	}
 }
 
+// signal sends sig to the server, if it runs.
+func (s *Server) signal(sig syscall.Signal) {
+	if p := s.current(); p != nil {
+		p.signal(sig)
+	}
+}
+
 // Restart kills the server if it runs and starts a new, empty one on the same port.
 func (s *Server) Restart() {
 	s.t.Helper()
@@ -130,10 +148,13 @@ func (s *Server) start() error {
 	}
 	defer func() { _ = log.Close() }() // the child has its own copy
 	logStart := fileSize(s.logPath())
-	cmd := exec.Command(s.bin,
-		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no",
-		"--dir", s.dir, "--daemonize", "no")
+	args := serverArgs(s.port, s.dir)
+	if s.args != nil {
+		if args, err = s.args(s.port, s.dir); err != nil {
+			return err
+		}
+	}
+	cmd := exec.Command(s.bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	p, err := startProcess(cmd)
 	if err != nil {
@@ -148,6 +169,13 @@ func (s *Server) start() error {
 		return fmt.Errorf("server on %s: %w\nlog:\n%s", s.Addr(), err, tail(readFrom(s.logPath(), logStart), 20))
 	}
 	return nil
+}
+
+// serverArgs run a server on loopback port without persistence, its files in dir, then extra.
+func serverArgs(port int, dir string, extra ...string) []string {
+	return append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no",
+		"--dir", dir, "--daemonize", "no"}, extra...)
 }
 
 // waitPing polls addr until it answers PING; a server says nothing when it is ready.

@@ -1,0 +1,131 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Replicated is a primary and one replica of it (replicaof), both private servers without
+// persistence. Replication in Redis is asynchronous: the primary acknowledges a write before the
+// replica has it, and PauseReplica widens that gap at will, so that a test can promote a replica
+// that lacks writes the primary acknowledged, as a real failover may. Its methods report failures
+// through the test and must be called from the test's goroutine.
+type Replicated struct {
+	t                testing.TB
+	primary, replica *Server
+}
+
+// StartReplicated starts a primary and a replica of it on free loopback ports and returns once the
+// replica is in sync. Both are killed when the test ends.
+func StartReplicated(t testing.TB) *Replicated {
+	t.Helper()
+	// repl-diskless-sync-delay 0: a replica syncs at once, not after Redis' default 5 s wait for
+	// more replicas to share the transfer. Both get it, since a failover swaps their roles.
+	const noDelay = "--repl-diskless-sync-delay"
+	primary := startServer(t, func(port int, dir string) ([]string, error) {
+		return serverArgs(port, dir, noDelay, "0"), nil
+	})
+	replica := startServer(t, func(port int, dir string) ([]string, error) {
+		// replica-priority 0 would keep Sentinel from ever promoting it; 100 is the default, made
+		// explicit because the failover tests depend on it.
+		return serverArgs(port, dir, noDelay, "0", "--replica-priority", "100",
+			"--replicaof", "127.0.0.1", strconv.Itoa(primary.port)), nil
+	})
+	r := &Replicated{t: t, primary: primary, replica: replica}
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	if err := r.WaitInSync(ctx); err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	return r
+}
+
+// Primary is the server that started as the primary; it stays so named after a promotion.
+func (r *Replicated) Primary() *Server { return r.primary }
+
+// Replica is the server that started as the replica.
+func (r *Replicated) Replica() *Server { return r.replica }
+
+// WaitInSync waits until the replica is connected and has acknowledged every write the primary
+// has taken (WAIT asks it for its offset at once instead of at its next one-second report).
+func (r *Replicated) WaitInSync(ctx context.Context) error {
+	c := redis.NewClient(&redis.Options{Addr: r.primary.Addr(), DialTimeout: time.Second, MaxRetries: -1})
+	defer func() { _ = c.Close() }()
+	for {
+		n, err := c.Do(ctx, "WAIT", 1, 100).Int()
+		if err == nil && n == 1 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the replica %s is not in sync with %s: %w (last: %d replicas, %v)",
+				r.replica.Addr(), r.primary.Addr(), ctx.Err(), n, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// PauseReplica cuts the replica off the primary's writes, which the primary keeps acknowledging as
+// before: it stops the replica's process (SIGSTOP), then has the primary drop its link to it. A
+// stopped process alone would not do: its kernel keeps receiving the stream, and the replica would
+// apply it once resumed, even after the primary's death. Writes from now on reach the replica only
+// if it is resumed while the primary lives (it reconnects and resyncs); a paused replica cannot be
+// promoted until resumed.
+func (r *Replicated) PauseReplica() {
+	r.t.Helper()
+	r.replica.signal(syscall.SIGSTOP)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := redis.NewClient(&redis.Options{Addr: r.primary.Addr(), DialTimeout: time.Second, MaxRetries: -1})
+	defer func() { _ = c.Close() }()
+	if err := c.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
+		r.t.Fatalf("redistest: drop the replica's link on %s: %v", r.primary.Addr(), err)
+	}
+	// The primary takes no write until it has dropped the link, but check: a replica still listed
+	// would get what follows.
+	for {
+		info, err := c.Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, "connected_slaves:0") {
+			return
+		}
+		if ctx.Err() != nil {
+			r.t.Fatalf("redistest: the primary %s still lists its replica: %v\n%s", r.primary.Addr(), err, info)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// ResumeReplica lets the replica's process run again (SIGCONT). While the primary lives, the
+// replica reconnects and catches up.
+func (r *Replicated) ResumeReplica() { r.replica.signal(syscall.SIGCONT) }
+
+// KillPrimary kills the primary with SIGKILL and waits for it to be gone: what it acknowledged and
+// did not yet send is lost.
+func (r *Replicated) KillPrimary() {
+	r.t.Helper()
+	r.primary.Kill()
+}
+
+// PromoteReplica makes the replica a primary (REPLICAOF NO ONE) and waits until it says so.
+func (r *Replicated) PromoteReplica(ctx context.Context) error {
+	c := redis.NewClient(&redis.Options{Addr: r.replica.Addr(), DialTimeout: time.Second, MaxRetries: -1})
+	defer func() { _ = c.Close() }()
+	if err := c.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+		return fmt.Errorf("promote %s: %w", r.replica.Addr(), err)
+	}
+	for !isMaster(ctx, c) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("promote %s: %w", r.replica.Addr(), ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
