@@ -85,8 +85,9 @@ func TestPaymentIsDeduplicated(t *testing.T) {
 	alice := hs.token("alice", engine.RoleUser, 0)
 	h := hs.hold(alice, 1, 10)
 	body := paymentBody(t, h.HoldID, "pay-dup", h.AmountCents, hs.clock.Now())
+	sent := hs.clock.Now()
 
-	first := hs.notify(body, testPaymentSecret, hs.clock.Now()).expect(t, http.StatusOK)
+	first := hs.notify(body, testPaymentSecret, sent).expect(t, http.StatusOK)
 	var res paymentResponse
 	first.decode(t, &res)
 	require.Equal(t, engine.OutcomeBooked, res.Outcome)
@@ -100,6 +101,9 @@ func TestPaymentIsDeduplicated(t *testing.T) {
 	hs.clock.Advance(30 * time.Second)
 	second := hs.notify(body, testPaymentSecret, hs.clock.Now()).expect(t, http.StatusOK)
 	require.JSONEq(t, string(first.Body), string(second.Body))
+	// The very same request again, signature and all (the provider's retry of a lost answer).
+	third := hs.notify(body, testPaymentSecret, sent).expect(t, http.StatusOK)
+	require.JSONEq(t, string(first.Body), string(third.Body))
 
 	var bookings listResponse[bookingResponse]
 	hs.do(http.MethodGet, "/api/v1/bookings", alice, nil).expect(t, http.StatusOK).decode(t, &bookings)

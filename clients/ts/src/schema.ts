@@ -443,7 +443,7 @@ export interface paths {
         put?: never;
         /**
          * Confirm a hold without payment (trials)
-         * @description Stands in for a payment; only when dev payments are enabled, 404 not_found otherwise. Answers 201 with the booking, also when the hold was already confirmed. 409 hold_expired when the units are gone. Body: empty or {}.
+         * @description Stands in for a payment; only when dev payments are enabled, 404 not_found otherwise. Answers 201 with the booking, also when the hold was already confirmed. 409 hold_expired when the units are gone; 409 slot_full when the durable capacity ledger in MySQL refuses the booking because its units were already sold (Redis, the fast gate, had fallen behind — after a Redis failover that lost writes): the hold has ended (CANCELLED) and hold.refused is sent. Body: empty or {}.
          */
         post: operations["confirmHold"];
         delete?: never;
@@ -483,7 +483,7 @@ export interface paths {
         put?: never;
         /**
          * Payment notification
-         * @description Sent by the payment provider, signed with X-Slotwheel-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, t + "." + raw body)>. A bad or missing signature is 401 bad_signature; a timestamp more than 5 minutes from the server's clock is 401 stale_signature. A hold_id that cannot be a hold id (empty, over 64 characters, or characters other than [A-Za-z0-9._:-]) is 422 invalid_hold_id. An amount other than the hold's amount_cents is 422 amount_mismatch. A repeated payment_id is answered as the first time (deduplicated by payment_id, not by Idempotency-Key). A payment for an expired hold whose units are gone is answered 200 with outcome refund and recorded for refund.
+         * @description Sent by the payment provider, signed with X-Slotwheel-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, t + "." + raw body)>. A bad or missing signature is 401 bad_signature; a timestamp more than 5 minutes from the server's clock is 401 stale_signature. A hold_id that cannot be a hold id (empty, over 64 characters, or characters other than [A-Za-z0-9._:-]) is 422 invalid_hold_id. An amount other than the hold's amount_cents is 422 amount_mismatch. A repeated payment_id is answered as the first time (deduplicated by payment_id, not by Idempotency-Key). A payment for an expired hold whose units are gone is answered 200 with outcome refund and recorded for refund; so is a payment the durable capacity ledger in MySQL refuses because Redis had fallen behind and let its hold through on units already sold (the hold ends, hold.refused is sent, refund reason capacity_refused).
          */
         post: operations["paymentNotify"];
         delete?: never;
@@ -503,7 +503,7 @@ export interface paths {
         put?: never;
         /**
          * WeChat Pay notification
-         * @description Every WeChat Pay (API v3) notification: payments and refunds (it is also the refund requests' notify_url). Sent by WeChat Pay, without a token: the notification is verified first, and one that cannot be — a missing Wechatpay-* header, an unknown Wechatpay-Serial, a Wechatpay-Timestamp more than 5 minutes off, a bad signature, a resource that cannot be decrypted with the API v3 key or that names another merchant, or a replay of a notification already received — is answered 401 with WeChat's {"code": "FAIL"} body and changes nothing. TRANSACTION.SUCCESS confirms the order's hold as POST /api/v1/payments/notify does (deduplicated by transaction_id; a payment for a hold whose units are gone is recorded for refund); a verified payment of another amount than the order's is acknowledged, books nothing, and is recorded for refund (reason amount_mismatch). REFUND.* settles the refund (refund.succeeded or refund.failed). 204 means handled durably; any other answer makes WeChat deliver the notification again. The body is read as it is, not decoded strictly.
+         * @description Every WeChat Pay (API v3) notification: payments and refunds (it is also the refund requests' notify_url). Sent by WeChat Pay, without a token: the notification is verified first, and one that cannot be — a missing Wechatpay-* header, an unknown Wechatpay-Serial, a Wechatpay-Timestamp more than 5 minutes off, a bad signature, a resource that cannot be decrypted with the API v3 key or that names another merchant — is answered 401 with WeChat's {"code": "FAIL"} body and changes nothing. WeChat delivers a notification again until it hears success, signed anew or byte for byte: a copy of one already handled is acknowledged with 204 and changes nothing. TRANSACTION.SUCCESS confirms the order's hold as POST /api/v1/payments/notify does (deduplicated by transaction_id; a payment for a hold whose units are gone is recorded for refund); a verified payment of another amount than the order's is acknowledged, books nothing, and is recorded for refund (reason amount_mismatch). REFUND.* settles the refund (refund.succeeded or refund.failed). 204 means handled durably; any other answer makes WeChat deliver the notification again. The body is read as it is, not decoded strictly.
          */
         post: operations["wechatPayNotify"];
         delete?: never;
@@ -1268,7 +1268,7 @@ export interface components {
             next_cursor: string;
         };
         /** @enum {string} */
-        EventType: "booking.confirmed" | "booking.reminder" | "booking.checked_in" | "booking.released" | "booking.restored" | "booking.cancelled" | "booking.rescheduled" | "booking.completed" | "booking.release_skipped" | "hold.expired" | "waitlist.promoted" | "waitlist.lapsed" | "refund.requested" | "refund.succeeded" | "refund.failed";
+        EventType: "booking.confirmed" | "booking.reminder" | "booking.checked_in" | "booking.released" | "booking.restored" | "booking.cancelled" | "booking.rescheduled" | "booking.completed" | "booking.release_skipped" | "hold.expired" | "hold.refused" | "waitlist.promoted" | "waitlist.lapsed" | "refund.requested" | "refund.succeeded" | "refund.failed";
         ReleaseModeInput: {
             /** @enum {string} */
             mode: "on" | "off" | "dry_run";
@@ -1433,10 +1433,10 @@ export interface components {
              */
             amount_cents: number;
             /**
-             * @description user_cancel and late_user_cancel (before or after the cancel cut-off), admin_cancel, no_show (a release), late_payment (paid for a hold whose units were gone), amount_mismatch (a verified WeChat Pay payment of another amount than the order's), duplicate_payment (a second payment of a hold already paid).
+             * @description user_cancel and late_user_cancel (before or after the cancel cut-off), admin_cancel, no_show (a release), late_payment (paid for a hold whose units were gone), amount_mismatch (a verified WeChat Pay payment of another amount than the order's), duplicate_payment (a second payment of a hold already paid), capacity_refused (paid for a hold whose units the capacity ledger found sold: Redis had fallen behind MySQL).
              * @enum {string}
              */
-            reason: "user_cancel" | "late_user_cancel" | "admin_cancel" | "no_show" | "late_payment" | "amount_mismatch" | "duplicate_payment";
+            reason: "user_cancel" | "late_user_cancel" | "admin_cancel" | "no_show" | "late_payment" | "amount_mismatch" | "duplicate_payment" | "capacity_refused";
             /**
              * @description requested until the provider settles it; a refund of a payment that came through /payments/notify, or with WeChat Pay not configured, stays requested for manual handling.
              * @enum {string}
@@ -2943,7 +2943,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The notification cannot be verified or decrypted, is stale, or is a replay: nothing changed. */
+            /** @description The notification cannot be verified or decrypted, or is stale: nothing changed. */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
