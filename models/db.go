@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -61,9 +63,8 @@ func gormConfig() *gorm.Config {
 // OpenMySQL connects to a MySQL-compatible server. It asks the server its version at once, without
 // a timeout of its own (GORM does): callers that must not hang on a silent server open the pool with
 // MySQLPool, wait for it to answer, then call MySQLGorm.
-// engine/ runs its transactions at READ COMMITTED (per transaction, which works on MySQL and MariaDB
-// alike): under REPEATABLE READ the loaders' range scans would take gap locks that block inserts of
-// new bookings.
+// Every connection runs its transactions at READ COMMITTED: under REPEATABLE READ the loaders' range
+// scans would take gap locks that block inserts of new bookings.
 func OpenMySQL(dsn string, pool Pool) (*gorm.DB, error) {
 	conn, err := MySQLPool(dsn, pool)
 	if err != nil {
@@ -77,7 +78,8 @@ func OpenMySQL(dsn string, pool Pool) (*gorm.DB, error) {
 // round trips (prepare, execute, close) where one does, and every hot path here (release batches,
 // deliveries, confirms) is a chain of short statements. The driver escapes for the connection's
 // character set and the server's NO_BACKSLASH_ESCAPES mode, and falls back to preparing when it
-// cannot.
+// cannot. Every connection runs its transactions at READ COMMITTED (see OpenMySQL), set once when
+// it opens rather than before each transaction, which would cost each a round trip.
 func MySQLPool(dsn string, pool Pool) (*sql.DB, error) {
 	cfg, err := mysqldriver.ParseDSN(dsn)
 	if err != nil {
@@ -88,12 +90,34 @@ func MySQLPool(dsn string, pool Pool) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open mysql: %w", err)
 	}
-	conn := sql.OpenDB(connector)
+	conn := sql.OpenDB(readCommitted{connector})
 	pool = pool.WithDefaults()
 	conn.SetMaxOpenConns(pool.MaxOpen)
 	conn.SetMaxIdleConns(min(pool.MaxIdle, pool.MaxOpen))
 	conn.SetConnMaxLifetime(30 * time.Minute)
 	conn.SetConnMaxIdleTime(5 * time.Minute)
+	return conn, nil
+}
+
+// readCommitted sets READ COMMITTED on each new connection for its whole session. The statement is
+// portable: MySQL 8 and MariaDB name the variable differently (transaction_isolation, tx_isolation),
+// so a DSN parameter could not set it on both.
+type readCommitted struct{ driver.Connector }
+
+func (c readCommitted) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ex, ok := conn.(driver.ExecerContext)
+	if !ok {
+		_ = conn.Close()
+		return nil, errors.New("open mysql: the driver's connection cannot execute statements")
+	}
+	if _, err := ex.ExecContext(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", nil); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("open mysql: set READ COMMITTED: %w", err)
+	}
 	return conn, nil
 }
 

@@ -116,3 +116,31 @@ func TestFingerprintIsStable(t *testing.T) {
 	require.Equal(t, models.Fingerprint(), models.Fingerprint())
 	require.Len(t, models.Fingerprint(), 64)
 }
+
+// Every connection of a pool runs its transactions at READ COMMITTED, whichever connection a
+// transaction gets: the engine's loaders rely on it (no gap locks blocking new bookings).
+func TestPoolRunsReadCommitted(t *testing.T) {
+	t.Parallel()
+	db, err := models.OpenMySQL(enginetestDSN(t), models.Pool{MaxOpen: 3})
+	require.NoError(t, err)
+	t.Cleanup(func() { closeDB(db) })
+	levels := make([]string, 6) // more transactions at once than the pool has connections
+	errs := make([]error, len(levels))
+	var wg sync.WaitGroup
+	for i := range levels {
+		wg.Go(func() {
+			errs[i] = db.Transaction(func(tx *gorm.DB) error {
+				// MariaDB names it tx_isolation; MySQL 8 only transaction_isolation.
+				if err := tx.Raw("SELECT @@tx_isolation").Scan(&levels[i]).Error; err != nil {
+					return tx.Raw("SELECT @@transaction_isolation").Scan(&levels[i]).Error
+				}
+				return nil
+			})
+		})
+	}
+	wg.Wait()
+	for i := range levels {
+		require.NoError(t, errs[i])
+		require.Equal(t, "READ-COMMITTED", levels[i])
+	}
+}

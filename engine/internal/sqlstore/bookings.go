@@ -146,15 +146,59 @@ type Refusal struct {
 	Payment *Payment // nil for a dev confirm; its RefundReason says why it is refunded
 }
 
-// CreateBooking commits a booking with its first history row (HELD → CONFIRMED), its payment and its
-// event in one transaction. ErrHoldBooked and ErrPaymentTaken say which one was already there; a
-// failed COMMIT is ErrCommitUnknown. When the capacity ledger refuses the booking's units, nb.Refusal
-// is committed instead and a *CapacityError (ErrOverCapacity) answered.
+// CreateBooking commits a booking with its first history row (HELD → CONFIRMED), its payment, its
+// event and its units on the capacity ledger in one transaction. ErrHoldBooked and ErrPaymentTaken
+// say which one was already there; a failed COMMIT is ErrCommitUnknown. When the ledger refuses the
+// booking's units (a slot would pass its capacity: Redis let the hold through, but MySQL decides),
+// nothing of it is written; nb.Refusal is committed instead and a *CapacityError (ErrOverCapacity)
+// answered.
 func (s *Store) CreateBooking(ctx context.Context, nb NewBooking) error {
-	b := nb.Booking
-	var refused error
 	err := s.tx(ctx, "create booking", func(tx *gorm.DB) error {
-		refused = nil
+		if err := s.insertBooking(tx, nb); err != nil {
+			return err
+		}
+		// The ledger last: a rush on one slot puts every confirm on its row, whose lock each holds
+		// from this UPDATE to the COMMIT right after it, and no longer.
+		var l ledgerMoves
+		if err := l.add(nb.Change, nb.Booking.Quantity, nil, nb.Booking.Fields); err != nil {
+			return err
+		}
+		return s.applyLedger(tx, &l)
+	})
+	if !errors.Is(err, ErrOverCapacity) {
+		return err
+	}
+	if rerr := s.tx(ctx, "record a refused booking", func(tx *gorm.DB) error {
+		if p := nb.Refusal.Payment; p != nil {
+			if err := s.recordPayment(tx, *p); err != nil {
+				return err
+			}
+		}
+		return insertEvents(tx, []Event{nb.Refusal.Event})
+	}); rerr != nil {
+		return rerr
+	}
+	return err
+}
+
+// insertBooking writes a new booking with what goes with it (CreateBooking), inside tx. The unique
+// keys on hold_id and payment_id answer a second confirm of the hold (ErrHoldBooked) or a payment
+// recorded already (ErrPaymentTaken).
+func (s *Store) insertBooking(tx *gorm.DB, nb NewBooking) error {
+	b := nb.Booking
+	var row models.Booking
+	for i := 0; ; i++ {
+		b.CheckinCode = nb.Code()
+		row = fromBooking(b)
+		err := tx.Create(&row).Error
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, gorm.ErrDuplicatedKey) {
+			return err
+		}
+		// A unique key refused the row (the statement alone is undone): the hold was booked already
+		// (a concurrent confirm committed), or the check-in code collided.
 		var n int64
 		if err := tx.Model(&models.Booking{}).Where("hold_id = ?", b.HoldID).Count(&n).Error; err != nil {
 			return err
@@ -162,91 +206,40 @@ func (s *Store) CreateBooking(ctx context.Context, nb NewBooking) error {
 		if n > 0 {
 			return ErrHoldBooked
 		}
-		if p := nb.Payment; p != nil {
-			if err := tx.Model(&models.Payment{}).Where("payment_id = ?", p.PaymentID).Count(&n).Error; err != nil {
-				return err
-			}
-			if n > 0 {
-				return ErrPaymentTaken
-			}
+		if i >= 5 {
+			return errors.New("no free check-in code after 5 draws")
 		}
-		// The units go on the ledger first, which refuses them when a slot would pass its capacity:
-		// Redis let the hold through, but MySQL decides. First, so that a refusal writes nothing; and
-		// once a slot is full, a refusal does not even wait for the row lock of a booking committing
-		// (at READ COMMITTED an UPDATE whose WHERE the committed row fails skips it).
-		var l ledgerMoves
-		if err := l.add(nb.Change, b.Quantity, nil, b.Fields); err != nil {
+	}
+	b.ID = row.ID
+	if len(b.Roles) > 0 {
+		links := make([]models.BookingResource, len(b.Roles))
+		for i, r := range b.Roles {
+			links[i] = models.BookingResource{BookingID: b.ID, ResourceID: r.ResourceID, Role: r.Role, Position: i}
+		}
+		if err := tx.Create(&links).Error; err != nil {
 			return err
 		}
-		if err := s.applyLedger(tx, &l); err != nil {
-			if !errors.Is(err, ErrOverCapacity) {
-				return err
-			}
-			// Nothing was written before the ledger's refusal: the transaction records it instead.
-			refused = err
-			if p := nb.Refusal.Payment; p != nil {
-				if err := s.recordPayment(tx, *p); err != nil {
-					return err
-				}
-			}
-			return insertEvents(tx, []Event{nb.Refusal.Event})
-		}
-		var row models.Booking
-		for i := 0; ; i++ {
-			b.CheckinCode = nb.Code()
-			row = fromBooking(b)
-			err := tx.Create(&row).Error
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, gorm.ErrDuplicatedKey) {
-				return err
-			}
-			// A unique key refused the row (the statement alone is undone): a concurrent confirm of
-			// the same hold committed since the check above, or the check-in code collided.
-			if err := tx.Model(&models.Booking{}).Where("hold_id = ?", b.HoldID).Count(&n).Error; err != nil {
-				return err
-			}
-			if n > 0 {
-				return ErrHoldBooked
-			}
-			if i >= 5 {
-				return errors.New("no free check-in code after 5 draws")
-			}
-		}
-		b.ID = row.ID
-		if len(b.Roles) > 0 {
-			links := make([]models.BookingResource, len(b.Roles))
-			for i, r := range b.Roles {
-				links[i] = models.BookingResource{BookingID: b.ID, ResourceID: r.ResourceID, Role: r.Role, Position: i}
-			}
-			if err := tx.Create(&links).Error; err != nil {
-				return err
-			}
-		}
-		if err := tx.Create(&models.BookingHistory{BookingID: b.ID, FromStatus: string(booking.HoldHeld),
-			ToStatus: string(b.Status), Version: b.Version, Actor: booking.ActorSystem, Reason: "confirmed", At: b.ConfirmedAt}).Error; err != nil {
-			return err
-		}
-		if p := nb.Payment; p != nil {
-			p.BookingID, p.Booked = b.ID, true
-			if err := tx.Create(paymentRow(p)).Error; err != nil {
-				return err
-			}
-		}
-		if s.render == nil {
-			return nil
-		}
-		ev, ok := s.render(b, nb.Change)
-		if !ok {
-			return nil
-		}
-		return insertEvents(tx, []Event{ev})
-	})
-	if err != nil {
+	}
+	if err := tx.Create(&models.BookingHistory{BookingID: b.ID, FromStatus: string(booking.HoldHeld),
+		ToStatus: string(b.Status), Version: b.Version, Actor: booking.ActorSystem, Reason: "confirmed", At: b.ConfirmedAt}).Error; err != nil {
 		return err
 	}
-	return refused
+	if p := nb.Payment; p != nil {
+		p.BookingID, p.Booked = b.ID, true
+		if err := tx.Create(paymentRow(p)).Error; errors.Is(err, gorm.ErrDuplicatedKey) {
+			return ErrPaymentTaken
+		} else if err != nil {
+			return err
+		}
+	}
+	if s.render == nil {
+		return nil
+	}
+	ev, ok := s.render(b, nb.Change)
+	if !ok {
+		return nil
+	}
+	return insertEvents(tx, []Event{ev})
 }
 
 // BookingSubject names a booking as the subject of its events.
