@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,4 +50,66 @@ func TestWechatPayNotifications(t *testing.T) {
 
 	hdr, body = fake.PaymentNotification("swunknown0000000000000", 100)
 	require.NoError(t, tb.e.WechatPayNotify(ctx, hdr, body), "an order this deployment did not make is acknowledged")
+}
+
+// closeQueue records the order closes queued.
+type closeQueue struct {
+	fakeQueue
+	mu     sync.Mutex
+	closes []string
+}
+
+func (q *closeQueue) ScheduleCloseOrder(_ context.Context, holdID string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closes = append(q.closes, holdID)
+	return nil
+}
+
+func (q *closeQueue) taken() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.closes
+	q.closes = nil
+	return out
+}
+
+// An order whose hold ended unpaid is closed even when the task that would have closed it was lost
+// (with Redis, in a failover): a sweep finds it from its MySQL row once the wheel has had its time.
+// A paid order is left open, and a closed one is not queued again.
+func TestOrdersOfEndedHoldsAreSweptFromMySQL(t *testing.T) {
+	t.Parallel()
+	fake := wechatpayfake.New(t, wechatpayfake.WithClock(time.Now))
+	q := &closeQueue{fakeQueue: *newFakeQueue()}
+	tb := setup(t, func(o *Options) {
+		o.WechatPay, o.Scheduler, o.HoldTTL = fake.Client("https://slotwheel.invalid/notify"), q, time.Minute
+	})
+	ctx := context.Background()
+	res := tb.resource(t, 2, 60, "08:00", "22:00")
+	tb.clock.Set(time.Now().UTC().Truncate(time.Millisecond)) // the fake signs with real time
+	start := res.CreatedAt.Truncate(time.Hour).Add(48 * time.Hour)
+	var holds []Hold
+	for _, u := range []string{"o-dan", "o-eve"} {
+		wx := Actor{UserID: booking.WechatUserID(u), Role: RoleUser}
+		h, err := tb.e.Hold(ctx, HoldRequest{UserID: wx.UserID, ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
+		require.NoError(t, err)
+		_, err = tb.e.WechatPayParams(ctx, wx, h.ID)
+		require.NoError(t, err)
+		holds = append(holds, h)
+	}
+	unpaid, paid := holds[0], holds[1]
+	hdr, body := fake.PaymentNotification(fake.Orders()[1].OutTradeNo, paid.AmountCents)
+	require.NoError(t, tb.e.WechatPayNotify(ctx, hdr, body))
+
+	require.NoError(t, tb.e.sweepOrders(ctx))
+	require.Empty(t, q.taken(), "nothing before the holds' deadlines")
+	// The wheel never ran: the close task it would have queued is lost. (An order expires at its
+	// hold's deadline rounded up to the second, as WeChat takes it.)
+	tb.clock.Advance(time.Minute + time.Second + orderCloseSlack)
+	require.NoError(t, tb.e.sweepOrders(ctx))
+	require.Equal(t, []string{unpaid.ID}, q.taken(), "the unpaid order, not the paid one")
+	require.NoError(t, tb.e.CloseWechatOrder(ctx, unpaid.ID))
+	require.Contains(t, fake.Closed(), fake.Orders()[0].OutTradeNo)
+	require.NoError(t, tb.e.sweepOrders(ctx))
+	require.Empty(t, q.taken(), "a closed order is not queued again")
 }
