@@ -139,7 +139,7 @@ func (s *Store) SetSchedule(ctx context.Context, ch ScheduleChange) ([]string, e
 			return err
 		}
 		// The new rows start at zero: the ledger is counted again from the bookings now on them.
-		rep, err := s.checkResource(tx, rid)
+		rep, err := s.checkResource(tx, rid, time.Time{})
 		if err != nil {
 			return err
 		}

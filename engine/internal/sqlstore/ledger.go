@@ -212,12 +212,13 @@ type LedgerReport struct {
 }
 
 // CheckLedger compares the ledger of resourceIDs (nil: of every resource) with what their occupying
-// bookings take, and repairs it: a slot whose count differs is set to its bookings' units, with its
-// rows locked first (SELECT … FOR UPDATE) so that no change of a booking commits in between (a change
-// takes the same row lock before it commits). Slots whose bookings take more units than the slot
-// has are reported, never hidden: the ledger counts them as they are, so that nothing more is sold
-// there. Each resource is checked in a transaction of its own.
-func (s *Store) CheckLedger(ctx context.Context, resourceIDs []uint64) (LedgerReport, error) {
+// bookings take, for the slots that start at or after from (zero: every slot), and repairs it: a
+// slot whose count differs is set to its bookings' units, with its rows locked first (SELECT … FOR
+// UPDATE) so that no change of a booking commits in between (a change takes the same row lock
+// before it commits). Slots whose bookings take more units than the slot has are reported, never
+// hidden: the ledger counts them as they are, so that nothing more is sold there. Each resource is
+// checked in a transaction of its own.
+func (s *Store) CheckLedger(ctx context.Context, resourceIDs []uint64, from time.Time) (LedgerReport, error) {
 	var rep LedgerReport
 	if resourceIDs == nil {
 		var err error
@@ -229,7 +230,7 @@ func (s *Store) CheckLedger(ctx context.Context, resourceIDs []uint64) (LedgerRe
 		var one LedgerReport
 		err := s.tx(ctx, "check ledger", func(tx *gorm.DB) error {
 			var err error
-			one, err = s.checkResource(tx, rid)
+			one, err = s.checkResource(tx, rid, from)
 			return err
 		})
 		if err != nil {
@@ -244,7 +245,7 @@ func (s *Store) CheckLedger(ctx context.Context, resourceIDs []uint64) (LedgerRe
 }
 
 // checkResource is CheckLedger for one resource, inside tx.
-func (s *Store) checkResource(tx *gorm.DB, rid uint64) (LedgerReport, error) {
+func (s *Store) checkResource(tx *gorm.DB, rid uint64, from time.Time) (LedgerReport, error) {
 	var rep LedgerReport
 	// The rows with units on the ledger are locked before the bookings are read, so that a change
 	// committing meanwhile (it locks its rows) is either seen below or waits for this transaction.
@@ -255,10 +256,10 @@ func (s *Store) checkResource(tx *gorm.DB, rid uint64) (LedgerReport, error) {
 		return db
 	}
 	var counted []models.SlotInventory
-	if err := lock(tx.Where("resource_id = ? AND occupied <> 0", rid)).Find(&counted).Error; err != nil {
+	if err := lock(tx.Where("resource_id = ? AND start >= ? AND occupied <> 0", rid, from.UTC())).Find(&counted).Error; err != nil {
 		return rep, err
 	}
-	booked, err := bookedSlots(tx, rid)
+	booked, err := bookedSlots(tx, rid, from)
 	if err != nil {
 		return rep, err
 	}
@@ -319,13 +320,14 @@ type bookedSlot struct {
 	ids   []uint64
 }
 
-// bookedSlots sums, per slot of resource rid, the units its occupying bookings take: bookings made
-// on it, and bookings of multi-resource services that took it for a role.
-func bookedSlots(tx *gorm.DB, rid uint64) (map[slotKey]bookedSlot, error) {
+// bookedSlots sums, per slot of resource rid that starts at or after from, the units its occupying
+// bookings take: bookings made on it, and bookings of multi-resource services that took it for a
+// role.
+func bookedSlots(tx *gorm.DB, rid uint64, from time.Time) (map[slotKey]bookedSlot, error) {
 	var rows []models.Booking
 	sub := tx.Model(&models.BookingResource{}).Select("booking_id").Where("resource_id = ?", rid)
-	if err := tx.Select("id, quantity, slots").Where("status IN ? AND (resource_id = ? OR id IN (?))",
-		statusStrings(booking.OccupyingStatuses()), rid, sub).Order("id").Find(&rows).Error; err != nil {
+	if err := tx.Select("id, quantity, slots").Where("status IN ? AND occupy_end > ? AND (resource_id = ? OR id IN (?))",
+		statusStrings(booking.OccupyingStatuses()), from.UTC(), rid, sub).Order("id").Find(&rows).Error; err != nil {
 		return nil, err
 	}
 	out := map[slotKey]bookedSlot{}
@@ -335,7 +337,7 @@ func bookedSlots(tx *gorm.DB, rid uint64) (map[slotKey]bookedSlot, error) {
 			if err != nil {
 				return nil, err
 			}
-			if k.resource != rid {
+			if k.resource != rid || k.start().Before(from) {
 				continue
 			}
 			b := out[k]
