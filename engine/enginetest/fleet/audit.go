@@ -28,12 +28,15 @@ const wheelSlack = 2 * time.Second
 //   - no leak and nothing uncounted: on the days Redis has loaded, each occupying booking owns its
 //     units in Redis (or its confirming hold does), no booking that stopped occupying still owns
 //     any, and no hold owns any more than wheelSlack past its deadline;
+//   - MySQL's capacity ledger (slot_inventories.occupied) counts, per slot, the units of its
+//     occupying bookings;
 //   - releases: a booking is RELEASED only from CONFIRMED, once per time it was CONFIRMED, never
 //     before its release_at; and every CONFIRMED booking of a venue that releases, not checked in,
 //     whose release_at is more than ReleaseSlack ago, is RELEASED.
 //
-// It reads MySQL, then Redis venue by venue, without a global snapshot: call it when no request is
-// in flight, and retry (AwaitAudit) where background work (a release, an expiry) may be under way.
+// It reads MySQL in one snapshot, then Redis venue by venue, with no snapshot of both: call it when
+// no request is in flight, and retry (AwaitAudit) where background work (a release, an expiry) may
+// be under way.
 func (f *Fleet) Audit(ctx context.Context) error {
 	r, err := f.Inspect(ctx)
 	if err != nil {
@@ -55,6 +58,8 @@ type Report struct {
 	ReleasedTwice int       // bookings released more often than they were CONFIRMED
 	Early         int       // bookings released before their release_at
 	OversoldSlots int       // slots whose units taken exceed their capacity, in MySQL's account or Redis
+	OverCapacity  int       // of those, slots whose occupying bookings alone (MySQL) take more units than they have
+	LedgerDrift   int       // slots whose capacity-ledger count differs from their occupying bookings' units
 	LeakedUnits   int       // slot units Redis counts for no owner, or for an owner that no longer occupies
 	// Releases are every booking's release times, for a test to judge lateness against its faults.
 	Releases   []BookingRelease
@@ -124,6 +129,18 @@ func (f *Fleet) Inspect(ctx context.Context) (*Report, error) {
 			for _, fl := range b.fields {
 				occupied[fl] += b.qty
 			}
+		}
+	}
+	// MySQL alone: the bookings against the slots' capacity, and the ledger that counts them.
+	for fl, n := range occupied {
+		if c, ok := db.capacity[fl]; ok && n > c {
+			a.r.OverCapacity++
+		}
+	}
+	for fl, l := range db.ledger {
+		if l != occupied[fl] {
+			a.r.LedgerDrift++
+			a.add("slot %s: the capacity ledger counts %d units, its occupying bookings take %d", fl, l, occupied[fl])
 		}
 	}
 	for _, v := range db.venues {
@@ -203,12 +220,20 @@ type auditDB struct {
 	venues   []auditVenue
 	venue    map[uint64]auditVenue
 	capacity map[string]int
+	ledger   map[string]int // slot_inventories.occupied
 	bookings []auditBooking
 	history  []auditTransition
 }
 
-func readDB(ctx context.Context, db *sql.DB) (*auditDB, error) {
-	out := &auditDB{venue: map[uint64]auditVenue{}, capacity: map[string]int{}}
+// readDB reads what the audit needs of MySQL in one read-only REPEATABLE READ transaction, so that
+// its tables agree with each other (a release that commits meanwhile is seen in all or none).
+func readDB(ctx context.Context, pool *sql.DB) (*auditDB, error) {
+	db, err := pool.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("audit: begin: %w", err)
+	}
+	defer func() { _ = db.Rollback() }()
+	out := &auditDB{venue: map[uint64]auditVenue{}, capacity: map[string]int{}, ledger: map[string]int{}}
 	rows, err := db.QueryContext(ctx, "SELECT id, timezone, release_mode FROM venues WHERE id IN (SELECT venue_id FROM resources)")
 	if err != nil {
 		return nil, fmt.Errorf("audit: venues: %w", err)
@@ -231,17 +256,18 @@ func readDB(ctx context.Context, db *sql.DB) (*auditDB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit: venues: %w", err)
 	}
-	if rows, err = db.QueryContext(ctx, "SELECT resource_id, start, capacity FROM slot_inventories"); err != nil {
+	if rows, err = db.QueryContext(ctx, "SELECT resource_id, start, capacity, occupied FROM slot_inventories"); err != nil {
 		return nil, fmt.Errorf("audit: inventory: %w", err)
 	}
 	err = scanAll(rows, func() error {
 		var res uint64
 		var start time.Time
-		var c int
-		if err := rows.Scan(&res, &start, &c); err != nil {
+		var c, occupied int
+		if err := rows.Scan(&res, &start, &c, &occupied); err != nil {
 			return err
 		}
-		out.capacity[redisstore.SlotField(res, start.Unix()/60)] = c
+		fl := redisstore.SlotField(res, start.Unix()/60)
+		out.capacity[fl], out.ledger[fl] = c, occupied
 		return nil
 	})
 	if err != nil {

@@ -323,15 +323,7 @@ type Court struct {
 // spec.MinLeft to run: the venue is in Shanghai (slots on the UTC hour) or, when less is left of
 // that hour, in Kolkata (slots on the UTC half hour).
 func (c *Client) NewCourt(ctx context.Context, spec CourtSpec) (Court, error) {
-	if spec.Capacity <= 0 {
-		spec.Capacity = 1
-	}
-	if spec.PriceCents <= 0 {
-		spec.PriceCents = 100
-	}
-	if spec.MinLeft <= 0 {
-		spec.MinLeft = 10 * time.Minute
-	}
+	spec = spec.withDefaults()
 	tz := "Asia/Shanghai"
 	now := time.Now()
 	if now.Truncate(time.Hour).Add(time.Hour).Sub(now) < spec.MinLeft {
@@ -344,33 +336,79 @@ func (c *Client) NewCourt(ctx context.Context, spec CourtSpec) (Court, error) {
 	local := now.In(loc)
 	start := time.Date(local.Year(), local.Month(), local.Day(), local.Hour(), 0, 0, 0, loc)
 	ct := Court{Admin: c.f.Token("fleet-admin", "admin", ""), Start: start, End: start.Add(time.Hour)}
-	category := enginetest.Unique("cat")
-	var graceSet time.Time
-	if spec.GraceSeconds > 0 {
-		if err := c.SetGrace(ctx, ct.Admin, category, spec.GraceSeconds); err != nil {
-			return ct, fmt.Errorf("grace: %w", err)
-		}
-		graceSet = time.Now()
-	}
 	if ct.Venue, err = c.CreateVenue(ctx, ct.Admin, "Fleet courts", tz); err != nil {
 		return ct, fmt.Errorf("create venue: %w", err)
 	}
-	if ct.Resource, err = c.CreateResource(ctx, ct.Admin, Resource{VenueID: ct.Venue.ID, Name: "Court", Capacity: spec.Capacity,
-		Category: category, PriceCents: spec.PriceCents}); err != nil {
-		return ct, fmt.Errorf("create resource: %w", err)
+	graceSet, err := c.addCourt(ctx, &ct, spec)
+	if err != nil {
+		return ct, err
 	}
-	if err := c.OpenAllDay(ctx, ct.Admin, ct.Resource.ID, 60, 2); err != nil {
-		return ct, fmt.Errorf("schedule: %w", err)
-	}
-	// The other instances see the new grace policy once their catalog caches it afresh.
-	if !graceSet.IsZero() && len(c.f.Instances()) > 1 {
-		select {
-		case <-ctx.Done():
-			return ct, ctx.Err()
-		case <-time.After(time.Until(graceSet.Add(CatalogStaleness))):
+	return ct, c.awaitCatalog(ctx, graceSet)
+}
+
+// NewCourtsAt creates a court per spec in the venue of at, whose slot in progress they share (spec's
+// MinLeft is at's): holds of every one of them live under the venue's hash tag, on one master of a
+// cluster. Each has a grace category of its own.
+func (c *Client) NewCourtsAt(ctx context.Context, at Court, specs ...CourtSpec) ([]Court, error) {
+	out := make([]Court, len(specs))
+	var graceSet time.Time
+	for i, spec := range specs {
+		out[i] = Court{Admin: at.Admin, Venue: at.Venue, Start: at.Start, End: at.End}
+		set, err := c.addCourt(ctx, &out[i], spec.withDefaults())
+		if err != nil {
+			return nil, err
+		}
+		if set.After(graceSet) {
+			graceSet = set
 		}
 	}
-	return ct, nil
+	return out, c.awaitCatalog(ctx, graceSet)
+}
+
+func (spec CourtSpec) withDefaults() CourtSpec {
+	if spec.Capacity <= 0 {
+		spec.Capacity = 1
+	}
+	if spec.PriceCents <= 0 {
+		spec.PriceCents = 100
+	}
+	if spec.MinLeft <= 0 {
+		spec.MinLeft = 10 * time.Minute
+	}
+	return spec
+}
+
+// addCourt creates ct's resource in ct's venue, with its grace category and hourly slots, and
+// answers when its grace policy was set (zero: the deployment's default grace).
+func (c *Client) addCourt(ctx context.Context, ct *Court, spec CourtSpec) (graceSet time.Time, err error) {
+	category := enginetest.Unique("cat")
+	if spec.GraceSeconds > 0 {
+		if err := c.SetGrace(ctx, ct.Admin, category, spec.GraceSeconds); err != nil {
+			return graceSet, fmt.Errorf("grace: %w", err)
+		}
+		graceSet = time.Now()
+	}
+	if ct.Resource, err = c.CreateResource(ctx, ct.Admin, Resource{VenueID: ct.Venue.ID, Name: "Court", Capacity: spec.Capacity,
+		Category: category, PriceCents: spec.PriceCents}); err != nil {
+		return graceSet, fmt.Errorf("create resource: %w", err)
+	}
+	if err := c.OpenAllDay(ctx, ct.Admin, ct.Resource.ID, 60, 2); err != nil {
+		return graceSet, fmt.Errorf("schedule: %w", err)
+	}
+	return graceSet, nil
+}
+
+// awaitCatalog waits until the other instances see a grace policy set at graceSet (zero: none was).
+func (c *Client) awaitCatalog(ctx context.Context, graceSet time.Time) error {
+	if graceSet.IsZero() || len(c.f.Instances()) < 2 {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Until(graceSet.Add(CatalogStaleness))):
+		return nil
+	}
 }
 
 // CatalogStaleness is how long an admin change made through one instance (a grace policy, a new

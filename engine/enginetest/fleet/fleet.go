@@ -1,10 +1,12 @@
 // Package fleet runs slotwheel as an operator deploys it, for tests: the real binary (built once per
 // test process), started as any number of instances of `slotwheel all` on one MySQL database and
-// one Redis — a private server or a private Redis Cluster — each on a port of its own, with its logs
-// kept and shown when the test fails. Instances are killed (-9), stopped (SIGTERM) and restarted on
-// the same port; one may reach MySQL through a faultproxy or another server. A Client speaks the
-// REST API as the mini-program, an admin, staff and the payment provider do, and remembers every
-// booking the API confirmed; Audit checks DESIGN.md's invariants from MySQL and Redis together.
+// one Redis — a private server, a private Redis Cluster, or a master the instances find through
+// Sentinel or reach through a virtual IP — each on a port of its own, with its logs kept and shown
+// when the test fails. Instances are killed (-9), stopped (SIGTERM) and restarted on the same port;
+// one may reach MySQL through a faultproxy or another server. A Client speaks the REST API as the
+// mini-program, an admin, staff and the payment provider do, and remembers every booking the API
+// confirmed; a Receiver is a webhook endpoint that checks and records what it is sent; Audit
+// checks DESIGN.md's invariants from MySQL and Redis together.
 //
 // Tests that use it call Main from their TestMain, so that the binary is removed afterwards. Methods
 // that take a testing.TB fail the test and must be called from its goroutine; the others return
@@ -32,6 +34,7 @@ import (
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/slotwheel/slotwheel/engine/backend"
 	"github.com/slotwheel/slotwheel/engine/enginetest"
 	"github.com/slotwheel/slotwheel/engine/enginetest/redistest"
 	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
@@ -39,8 +42,14 @@ import (
 
 // Redis names the Redis the instances share.
 type Redis struct {
-	URL     string // redis://host:port/db, or a cluster seed list (go-redis' cluster URL form)
+	// URL is redis://host:port/db, or a cluster seed list (go-redis' cluster URL form); with
+	// Sentinel it only gives the database (redis:///db), as SLOTWHEEL_REDIS_URL does.
+	URL     string
 	Cluster bool
+	// SentinelMaster and SentinelAddrs, when set, reach the master through Sentinel
+	// (SLOTWHEEL_REDIS_SENTINEL_MASTER and SLOTWHEEL_REDIS_SENTINEL_ADDRS).
+	SentinelMaster string
+	SentinelAddrs  []string
 }
 
 // PrivateRedis starts a redis-server of the test's own (stopped when the test ends): the instances'
@@ -52,6 +61,11 @@ func PrivateRedis(t testing.TB) Redis {
 
 // ClusterRedis is a private Redis Cluster's seed list.
 func ClusterRedis(c *redistest.Cluster) Redis { return Redis{URL: c.URL(), Cluster: true} }
+
+// SentinelRedis is the master that private sentinels watch, database 0.
+func SentinelRedis(s *redistest.Sentinel) Redis {
+	return Redis{URL: "redis:///0", SentinelMaster: s.MasterName(), SentinelAddrs: s.Addrs()}
+}
 
 // Options configure a Fleet. Zero values take the documented defaults.
 type Options struct {
@@ -130,7 +144,7 @@ func New(t testing.TB, opts Options) *Fleet {
 		}
 		opts.MySQLDSN = db.DSN
 	}
-	if opts.Redis.URL == "" {
+	if opts.Redis.URL == "" && opts.Redis.SentinelMaster == "" {
 		opts.Redis = PrivateRedis(t)
 	}
 	bin := Binary(t)
@@ -224,6 +238,10 @@ func (f *Fleet) env(dsn string, extra ...[]string) []string {
 		"SLOTWHEEL_DEV_PAYMENTS=true",
 		"SLOTWHEEL_DEMO=false",
 	)
+	if r := f.opts.Redis; r.SentinelMaster != "" {
+		env = append(env, "SLOTWHEEL_REDIS_SENTINEL_MASTER="+r.SentinelMaster,
+			"SLOTWHEEL_REDIS_SENTINEL_ADDRS="+strings.Join(r.SentinelAddrs, ","))
+	}
 	env = append(env, f.opts.Env...)
 	for _, e := range extra {
 		env = append(env, e...)
@@ -345,13 +363,28 @@ func openAuditDB(dsn string) (*sql.DB, error) {
 	return db, nil
 }
 
+// openRedis opens the test's own client of the instances' Redis. It follows a failover as the
+// instances do: a cluster client that reloads the topology when a node stops answering (the
+// engine's own constructor), and Sentinel's failover client.
 func openRedis(r Redis) (redis.UniversalClient, error) {
-	if r.Cluster {
+	switch {
+	case r.SentinelMaster != "":
+		db := 0
+		if r.URL != "" {
+			opt, err := redis.ParseURL(r.URL)
+			if err != nil {
+				return nil, err
+			}
+			db = opt.DB
+		}
+		return redis.NewFailoverClient(&redis.FailoverOptions{MasterName: r.SentinelMaster, SentinelAddrs: r.SentinelAddrs, DB: db,
+			DialTimeout: time.Second}), nil
+	case r.Cluster:
 		opt, err := redis.ParseClusterURL(r.URL)
 		if err != nil {
 			return nil, err
 		}
-		return redis.NewClusterClient(opt), nil
+		return backend.NewClusterClient(opt), nil
 	}
 	opt, err := redis.ParseURL(r.URL)
 	if err != nil {

@@ -56,6 +56,15 @@ func TestAuditFindsWhatIsWrong(t *testing.T) {
 	require.ErrorContains(t, f.Audit(ctx), "counter is 2 but its owners hold 1")
 	require.NoError(t, f.Redis().HIncrBy(ctx, used, field, -1).Err())
 
+	// MySQL's capacity ledger must count what its bookings take.
+	_, err = f.DB().ExecContext(ctx, "UPDATE slot_inventories SET occupied = occupied + 1 WHERE resource_id = ? AND start = ?", resource,
+		court.Start)
+	require.NoError(t, err)
+	require.ErrorContains(t, f.Audit(ctx), "the capacity ledger counts 2 units, its occupying bookings take 1")
+	_, err = f.DB().ExecContext(ctx, "UPDATE slot_inventories SET occupied = occupied - 1 WHERE resource_id = ? AND start = ?", resource,
+		court.Start)
+	require.NoError(t, err)
+
 	f.recordConfirmed(Confirmed{BookingID: "999999", HoldID: "h1_x", Via: "test"})
 	require.ErrorContains(t, f.Audit(ctx), "booking 999999 was confirmed by test (hold h1_x) but is not in MySQL")
 	f.mu.Lock()
@@ -105,4 +114,51 @@ func mysqlAddr(t *testing.T, dsn string) string {
 	cfg, err := mysqldriver.ParseDSN(dsn)
 	require.NoError(t, err)
 	return cfg.Addr
+}
+
+// Courts made with NewCourtsAt share their venue's slot; a Receiver gets, signed, every event of its
+// types, and names none missing; SumMetric adds up the instances' counters.
+func TestCourtsAtReceiverAndMetrics(t *testing.T) {
+	needMySQL(t)
+	t.Parallel()
+	f := Start(t, Options{Instances: 2})
+	ctx := context.Background()
+	rx, err := f.NewReceiver(ctx, "booking.confirmed")
+	require.NoError(t, err)
+	c := f.Client(0)
+	first, err := c.NewCourt(ctx, CourtSpec{Capacity: 2, MinLeft: 5 * time.Minute})
+	require.NoError(t, err)
+	more, err := c.NewCourtsAt(ctx, first, CourtSpec{Capacity: 3}, CourtSpec{Capacity: 4, GraceSeconds: 60})
+	require.NoError(t, err)
+	require.Len(t, more, 2)
+	for _, ct := range more {
+		require.Equal(t, first.Venue, ct.Venue)
+		require.Equal(t, first.Start, ct.Start)
+		require.NotEqual(t, first.Resource.ID, ct.Resource.ID)
+	}
+
+	for i, ct := range append(more, first) {
+		h, err := f.Client(i%2).Hold(ctx, f.Token("alice", "user", ""), ct.Resource.ID, ct.Start, ct.End, 1)
+		require.NoError(t, err)
+		_, err = f.Client(i%2).Pay(ctx, h, enginetest.Unique("pay-"))
+		require.NoError(t, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		missing, err := rx.Missing(ctx)
+		require.NoError(t, err)
+		if len(missing) == 0 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "not delivered: %v", missing)
+		time.Sleep(100 * time.Millisecond)
+	}
+	events, _ := rx.Received()
+	require.Equal(t, 3, events, "the receiver gets only the types it asked for")
+	require.Empty(t, rx.Rejected())
+
+	booked, err := f.SumMetric(ctx, "slotwheel_confirms_total", map[string]string{"outcome": "booked"})
+	require.NoError(t, err)
+	require.EqualValues(t, 3, booked)
+	require.NoError(t, f.Audit(ctx))
 }

@@ -335,3 +335,20 @@ func (b *logBuffer) tail(n int) string {
 	}
 	return strings.Join(kept, "")
 }
+
+// SumMetric adds up one series of /metrics (see Metric) over the instances that run: a counter of
+// the whole fleet, as long as none of them restarted since what it counts.
+func (f *Fleet) SumMetric(ctx context.Context, name string, labels map[string]string) (float64, error) {
+	var sum float64
+	for _, in := range f.Instances() {
+		if !in.Running() {
+			continue
+		}
+		v, _, err := in.Metric(ctx, name, labels)
+		if err != nil {
+			return 0, err
+		}
+		sum += v
+	}
+	return sum, nil
+}

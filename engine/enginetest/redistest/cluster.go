@@ -46,6 +46,9 @@ type Cluster struct {
 	dir    string
 	// killed are the nodes KillNode killed; they are never listed or waited for.
 	killed map[string]bool
+	// paused are the nodes PauseReplica stopped and ResumeNode did not resume yet: they answer
+	// nothing, so they are not asked.
+	paused map[string]bool
 
 	watchdog *watchdog
 }
@@ -57,7 +60,7 @@ func StartCluster(t testing.TB) *Cluster {
 	lookRedis(t, "redis-server")
 	lookRedis(t, "redis-cli")
 	script := clusterScript(t)
-	c := &Cluster{t: t, script: script, dir: t.TempDir(), killed: map[string]bool{}}
+	c := &Cluster{t: t, script: script, dir: t.TempDir(), killed: map[string]bool{}, paused: map[string]bool{}}
 	logDir := t.TempDir()
 	t.Cleanup(c.Stop)
 
@@ -89,6 +92,10 @@ func StartCluster(t testing.TB) *Cluster {
 func (c *Cluster) Stop() {
 	if c.watchdog == nil {
 		return
+	}
+	// A stopped node would not hear cluster.sh's SHUTDOWN, and cost the script a wait.
+	for addr := range c.paused {
+		c.ResumeNode(addr)
 	}
 	if out, err := c.watchdog.stop(stopTimeout); err != nil {
 		c.t.Errorf("redistest: scripts/cluster.sh stop: %v\n%s", err, out)
@@ -134,6 +141,9 @@ func (c *Cluster) nodesWithFlag(flag string) []string {
 	defer cancel()
 	var lastErr error
 	for _, addr := range c.Addrs() {
+		if c.paused[addr] {
+			continue
+		}
 		nodes, err := clusterNodesOf(ctx, addr)
 		if err != nil {
 			lastErr = err
@@ -232,7 +242,7 @@ func (c *Cluster) ReplicaOf(masterAddr string) string {
 	defer cancel()
 	var lastErr error
 	for _, addr := range c.Addrs() {
-		if c.killed[addr] {
+		if c.killed[addr] || c.paused[addr] {
 			continue
 		}
 		nodes, err := clusterNodesOf(ctx, addr)
@@ -259,12 +269,93 @@ func (c *Cluster) ReplicaOf(masterAddr string) string {
 // gone. The other nodes find out by themselves (cluster-node-timeout is 2 s).
 func (c *Cluster) KillNode(addr string) {
 	c.t.Helper()
+	pid := c.nodePID(addr)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		c.t.Fatalf("redistest: kill the node on %s: %v", addr, err)
+	}
+	c.killed[addr] = true
+	deadline := time.Now().Add(killTimeout)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("redistest: the node on %s (pid %d) did not die within %v of SIGKILL", addr, pid, killTimeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// PauseReplica cuts the replica at addr off its master's writes, which the master keeps
+// acknowledging, as Replicated.PauseReplica does for a pair: it stops the replica's process
+// (SIGSTOP), then has the master drop its replication link, since a stopped process' kernel would
+// keep receiving the stream and the replica would apply it once resumed. In a cluster the other
+// nodes also stop hearing from the replica on the bus and flag it as failing after
+// cluster-node-timeout; that matters to nobody while its master lives, and is cleared once it
+// answers again. Writes from now on reach the replica only if it is resumed (ResumeNode) while
+// its master lives; a paused replica can take no failover over until resumed.
+func (c *Cluster) PauseReplica(addr string) {
+	c.t.Helper()
+	master := c.masterOf(addr)
+	if err := syscall.Kill(c.nodePID(addr), syscall.SIGSTOP); err != nil {
+		c.t.Fatalf("redistest: stop the node on %s: %v", addr, err)
+	}
+	c.paused[addr] = true
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m := redis.NewClient(&redis.Options{Addr: master, DialTimeout: time.Second, MaxRetries: -1})
+	defer func() { _ = m.Close() }()
+	if err := m.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
+		c.t.Fatalf("redistest: drop the replica's link on %s: %v", master, err)
+	}
+	// Each master has one replica: once none is listed, nothing more reaches the paused one.
+	for {
+		info, err := m.Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, "connected_slaves:0") {
+			return
+		}
+		if ctx.Err() != nil {
+			c.t.Fatalf("redistest: the master %s still lists its replica: %v\n%s", master, err, info)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// ResumeNode lets a node PauseReplica stopped run again (SIGCONT).
+func (c *Cluster) ResumeNode(addr string) {
+	c.t.Helper()
+	if err := syscall.Kill(c.nodePID(addr), syscall.SIGCONT); err != nil {
+		c.t.Fatalf("redistest: resume the node on %s: %v", addr, err)
+	}
+	delete(c.paused, addr)
+}
+
+// masterOf is the address of the master of the replica at addr, as CLUSTER NODES tells.
+func (c *Cluster) masterOf(addr string) string {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nodes, err := clusterNodesOf(ctx, addr)
+	if err != nil {
+		c.t.Fatalf("redistest: CLUSTER NODES on %s: %v", addr, err)
+	}
+	i := slices.IndexFunc(nodes, func(n clusterNode) bool { return n.addr == addr })
+	if i < 0 || !nodes[i].has("slave") {
+		c.t.Fatalf("redistest: %s is not a replica", addr)
+	}
+	j := slices.IndexFunc(nodes, func(n clusterNode) bool { return n.id == nodes[i].master })
+	if j < 0 {
+		c.t.Fatalf("redistest: the master of %s is not listed", addr)
+	}
+	return nodes[j].addr
+}
+
+// nodePID is the process of the node at addr. The nodes are daemons of cluster.sh, not children of
+// the test: it reads the pid file the script gave the node, and checks that the process is still
+// that node.
+func (c *Cluster) nodePID(addr string) int {
+	c.t.Helper()
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil || !slices.Contains(c.Addrs(), addr) {
 		c.t.Fatalf("redistest: %s is not a node of this cluster (%v)", addr, c.Addrs())
 	}
-	// The nodes are daemons of cluster.sh, not children of the test: find the process by the pid
-	// file the script gave the node, and check that the process is still that node.
 	b, err := os.ReadFile(filepath.Join(c.dir, port+".pid"))
 	if err != nil {
 		c.t.Fatalf("redistest: pid of the node on %s: %v", addr, err)
@@ -277,17 +368,7 @@ func (c *Cluster) KillNode(addr string) {
 		!bytes.Contains(cmd, []byte(":"+port)) {
 		c.t.Fatalf("redistest: process %d is not the node on %s (%q)", pid, addr, cmd)
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		c.t.Fatalf("redistest: kill the node on %s: %v", addr, err)
-	}
-	c.killed[addr] = true
-	deadline := time.Now().Add(killTimeout)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			c.t.Fatalf("redistest: the node on %s (pid %d) did not die within %v of SIGKILL", addr, pid, killTimeout)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return pid
 }
 
 // alive reports whether pid is a process that has not exited (a zombie waiting to be reaped has).

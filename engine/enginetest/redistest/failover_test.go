@@ -136,3 +136,63 @@ func TestClusterKillMasterAndTakeover(t *testing.T) {
 		return true
 	}, 10*time.Second, 50*time.Millisecond, "every key is served again")
 }
+
+// A replica whose replication was paused lacks what its master acknowledged meanwhile: once the
+// master is killed and the replica takes its slots over, those writes are gone, and what came
+// before the pause is kept.
+func TestClusterTakeoverByPausedReplicaLosesWrites(t *testing.T) {
+	cl := StartCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client := cl.Client()
+	require.NoError(t, client.Set(ctx, "{k}before", "1", 0).Err())
+	master, err := client.MasterForKey(ctx, "{k}before")
+	require.NoError(t, err)
+	victim := master.Options().Addr
+	require.NoError(t, master.Do(ctx, "WAIT", 1, 5000).Err())
+	replica := cl.ReplicaOf(victim)
+
+	cl.PauseReplica(replica)
+	require.NoError(t, client.Set(ctx, "{k}during", "1", 0).Err(), "the master acknowledges without its replica")
+	require.Equal(t, int64(0), master.Do(ctx, "WAIT", 1, 300).Val(), "a paused replica acknowledges nothing")
+	asked := time.Now()
+	require.Contains(t, cl.Replicas(), replica, "the other nodes still list it")
+	require.Less(t, time.Since(asked), time.Second, "a paused node is not asked (it would answer nothing)")
+	cl.KillNode(victim)
+	cl.ResumeNode(replica)
+	require.NoError(t, cl.Takeover(ctx, replica))
+	require.Contains(t, cl.Masters(), replica)
+
+	client.ReloadState(ctx)
+	require.Eventually(t, func() bool { return client.Get(ctx, "{k}before").Val() == "1" }, 10*time.Second, 50*time.Millisecond)
+	require.ErrorIs(t, client.Get(ctx, "{k}during").Err(), redis.Nil, "the acknowledged write is lost")
+}
+
+// After a promotion, Rejoin makes the dead primary a replica of the promoted one, empty and then in
+// sync, and the pair can fail over again, losing again what the paused replica missed.
+func TestReplicatedRejoinFailsOverAgain(t *testing.T) {
+	t.Parallel()
+	pair := StartReplicated(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	first, second := pair.Primary(), pair.Replica()
+	pair.PauseReplica()
+	pair.KillPrimary()
+	pair.ResumeReplica()
+	require.NoError(t, pair.PromoteReplica(ctx))
+
+	require.NoError(t, pair.Rejoin(ctx))
+	require.Same(t, second, pair.Primary(), "the promoted server is the primary")
+	require.Same(t, first, pair.Replica(), "the restarted one its replica")
+	primary := client(t, pair.Primary().Addr())
+	require.NoError(t, primary.Set(ctx, "before", "1", 0).Err())
+	require.NoError(t, pair.WaitInSync(ctx))
+	pair.PauseReplica()
+	require.NoError(t, primary.Set(ctx, "during", "1", 0).Err())
+	pair.KillPrimary()
+	pair.ResumeReplica()
+	require.NoError(t, pair.PromoteReplica(ctx))
+	replica := client(t, first.Addr())
+	require.Equal(t, "1", replica.Get(ctx, "before").Val())
+	require.ErrorIs(t, replica.Get(ctx, "during").Err(), redis.Nil)
+}

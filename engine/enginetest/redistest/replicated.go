@@ -47,10 +47,11 @@ func StartReplicated(t testing.TB) *Replicated {
 	return r
 }
 
-// Primary is the server that started as the primary; it stays so named after a promotion.
+// Primary is the server that started as the primary; it stays so named after a promotion, until
+// Rejoin.
 func (r *Replicated) Primary() *Server { return r.primary }
 
-// Replica is the server that started as the replica.
+// Replica is the server that started as the replica (until Rejoin).
 func (r *Replicated) Replica() *Server { return r.replica }
 
 // WaitInSync waits until the replica is connected and has acknowledged every write the primary
@@ -128,4 +129,22 @@ func (r *Replicated) PromoteReplica(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// Rejoin readies the pair for another failover after a promotion: it starts the dead primary
+// again, empty, as a replica of the promoted one (REPLICAOF), waits until it is in sync, and swaps
+// the names: Primary is then the promoted server and Replica the restarted one, so that
+// PauseReplica, KillPrimary and PromoteReplica act on them. Sentinel, when it watches the pair,
+// would make the restarted server a replica by itself; asking first does not wait for it.
+func (r *Replicated) Rejoin(ctx context.Context) error {
+	r.t.Helper()
+	promoted, old := r.replica, r.primary
+	old.Restart()
+	c := redis.NewClient(&redis.Options{Addr: old.Addr(), DialTimeout: time.Second, MaxRetries: -1})
+	defer func() { _ = c.Close() }()
+	if err := c.Do(ctx, "REPLICAOF", "127.0.0.1", strconv.Itoa(promoted.port)).Err(); err != nil {
+		return fmt.Errorf("rejoin %s as a replica of %s: %w", old.Addr(), promoted.Addr(), err)
+	}
+	r.primary, r.replica = promoted, old
+	return r.WaitInSync(ctx)
 }

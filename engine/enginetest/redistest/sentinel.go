@@ -72,7 +72,7 @@ sentinel parallel-syncs %s 1
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
-	if err := s.waitReady(ctx); err != nil {
+	if err := s.WaitReady(ctx); err != nil {
 		t.Fatalf("redistest: %v", err)
 	}
 	return s
@@ -90,9 +90,11 @@ func (s *Sentinel) Addrs() []string {
 	return addrs
 }
 
-// waitReady polls until every sentinel sees the master up, its replica with its link up, and the
-// other sentinels (which announce themselves through the master every 2 s).
-func (s *Sentinel) waitReady(ctx context.Context) error {
+// WaitReady polls until every sentinel sees the master up, its replica (the pair's Replica) with its
+// link up, and the other sentinels (which announce themselves through the master every 2 s): only
+// then can the sentinels fail the master over to the replica. After the pair's Rejoin, it waits for
+// the sentinels to learn of the rejoined replica (they ask replicas every 10 s).
+func (s *Sentinel) WaitReady(ctx context.Context) error {
 	for {
 		err := s.ready(ctx)
 		if err == nil {

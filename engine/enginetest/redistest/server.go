@@ -3,7 +3,8 @@
 // (StartServer), a primary and its replica whose replication can be paused so that a promotion
 // loses acknowledged writes (StartReplicated), three real sentinels watching such a pair
 // (StartSentinel), and a 3-master, 3-replica Redis Cluster to fail over, gracefully or by killing a
-// master and taking its slots over (StartCluster, through scripts/cluster.sh). Every server has its
+// master and taking its slots over, by a replica paused meanwhile if need be (StartCluster, through
+// scripts/cluster.sh). Every server has its
 // own ports and directory and is stopped when the test ends, or soon after the test binary dies if
 // it dies first. It is imported by tests only.
 package redistest
