@@ -232,6 +232,9 @@ func (e *Engine) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *Pay
 			}
 			return Booking{}, ErrNotFound
 		case "cancelled":
+			if r.Refused {
+				return Booking{}, errLedgerRefused // ended because its units were sold: the same answer
+			}
 			return Booking{}, ErrHoldNotActive
 		case "gone":
 			if b, ok, err := e.booked(ctx, r.ID); err != nil || ok {

@@ -327,6 +327,8 @@ func TestRebuildEndsHoldsOnSoldUnits(t *testing.T) {
 	got, err := tb.e.GetHold(ctx, Actor{UserID: "carol", Role: RoleUser}, carol.ID)
 	require.NoError(t, err)
 	require.Equal(t, HoldCancelled, got.Status)
+	_, err = tb.e.Confirm(ctx, Actor{UserID: "carol", Role: RoleUser}, carol.ID)
+	require.ErrorIs(t, err, ErrSoldOut, "a confirm of the ended hold hears why, as one the ledger refused")
 	require.Equal(t, []string{"hold:" + carol.ID}, tb.events(t, booking.EventHoldRefused))
 	require.Equal(t, 2, tb.used(t, res.VenueID, res.ID, start))
 	require.ElementsMatch(t, []string{string(redisstore.BookingOwner(b.ID)), string(redisstore.BookingOwner(b.ID + 1))},

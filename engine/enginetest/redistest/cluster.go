@@ -168,15 +168,8 @@ func (c *Cluster) nodesWithFlag(flag string) []string {
 // (not FORCE) lets the replica catch up with its master first, so what the master acknowledged is
 // kept.
 func (c *Cluster) Failover(ctx context.Context, replicaAddr string) error {
-	clients := map[string]*redis.Client{}
-	for _, addr := range c.Addrs() {
-		clients[addr] = redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: -1})
-	}
-	defer func() {
-		for _, cl := range clients {
-			_ = cl.Close()
-		}
-	}()
+	clients, closeAll := c.liveClients()
+	defer closeAll()
 	replica, ok := clients[replicaAddr]
 	if !ok {
 		return fmt.Errorf("failover: %s is not a node of this cluster (%v)", replicaAddr, c.Addrs())
@@ -382,23 +375,29 @@ func alive(pid int) bool {
 	return ok && len(rest) > 0 && rest[0] != 'Z' && rest[0] != 'X'
 }
 
+// liveClients opens a client of every node not killed, by address; closeAll closes them.
+func (c *Cluster) liveClients() (clients map[string]*redis.Client, closeAll func()) {
+	clients = map[string]*redis.Client{}
+	for _, addr := range c.Addrs() {
+		if !c.killed[addr] {
+			clients[addr] = redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: -1})
+		}
+	}
+	return clients, func() {
+		for _, cl := range clients {
+			_ = cl.Close()
+		}
+	}
+}
+
 // Takeover runs CLUSTER FAILOVER TAKEOVER on replicaAddr, a replica whose master is dead (KillNode):
 // the replica takes its master's slots without the agreement of the other masters, and at once,
 // rather than after cluster-node-timeout and an election. It waits until the replica reports the
 // role of master, every live node lists it as a master and serves three masters' worth of slots,
 // and every live node reports the cluster ok.
 func (c *Cluster) Takeover(ctx context.Context, replicaAddr string) error {
-	clients := map[string]*redis.Client{}
-	for _, addr := range c.Addrs() {
-		if !c.killed[addr] {
-			clients[addr] = redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: -1})
-		}
-	}
-	defer func() {
-		for _, cl := range clients {
-			_ = cl.Close()
-		}
-	}()
+	clients, closeAll := c.liveClients()
+	defer closeAll()
 	replica, ok := clients[replicaAddr]
 	if !ok {
 		return fmt.Errorf("takeover: %s is not a live node of this cluster (%v)", replicaAddr, c.Addrs())
