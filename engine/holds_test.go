@@ -23,6 +23,7 @@ func TestHoldRaceForLastUnits(t *testing.T) {
 	ctx := context.Background()
 	res := tb.resource(t, 10, 60, "08:00", "22:00")
 	start := at("14:00")
+	tb.slotOf(t, res.ID, start) // the catalog and the day loaded: what races is the hold script
 	const racers = 10000
 	var ok, full atomic.Int64
 	var other sync.Map
