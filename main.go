@@ -459,9 +459,8 @@ func serveHTTP(ctx context.Context, w *wiring, idemSQL *idem.SQL, out io.Writer,
 		WechatAppID: cfg.WechatAppID, WechatSecret: cfg.WechatSecret, WechatAPIBase: cfg.WechatAPIBase,
 		DashboardUser: cfg.DashboardUser, DashboardPassword: cfg.DashboardPassword,
 		Asynq: w.redis.Asynq, MetricsOnAPI: cfg.MetricsAddr == "", CORSOrigins: origins, Logger: log,
-		RequestTimeout:  cfg.RequestTimeout,
-		Idempotency:     idemSQL,
-		HoldIdempotency: idem.NewRedis(w.redis.Client, cfg.RedisPrefix, w.eng.Clock()),
+		RequestTimeout: cfg.RequestTimeout,
+		Idempotency:    idemSQL,
 	})
 	if err != nil {
 		return err

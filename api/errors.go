@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -126,24 +127,50 @@ var retryLater = map[string]bool{
 // fail answers c with err mapped to the error body, logs server-side failures with their cause, and
 // stops the handler chain.
 func (s *server) fail(c *gin.Context, err error) {
+	a, code := s.errorAnswer(c, err)
+	send(c, a, code)
+	c.Abort()
+}
+
+// errorAnswer is the answer to c that err maps to (status and error body), and its code; a
+// server-side failure is logged with its cause.
+func (s *server) errorAnswer(c *gin.Context, err error) (idem.Response, string) {
 	status, code, fallback, field, details := classify(err)
 	if status >= 500 {
 		s.log.ErrorContext(c.Request.Context(), "request failed",
 			"request_id", requestIDOf(c), "method", c.Request.Method, "path", c.Request.URL.Path,
 			"status", status, "code", code, "err", err)
 	}
-	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests || retryLater[code] {
-		if c.Writer.Header().Get("Retry-After") == "" {
-			c.Header("Retry-After", "1")
-		}
-	}
 	lang := language(c.GetHeader("Accept-Language"))
-	c.Header("Content-Language", lang)
-	c.AbortWithStatusJSON(status, errorBody{Error: errorDetail{
+	return jsonAnswer(status, errorBody{Error: errorDetail{
 		Code:      code,
 		Message:   message(lang, code, fallback, field),
 		RequestID: requestIDOf(c),
 		Field:     field,
 		Details:   details,
-	}})
+	}}), code
+}
+
+// send writes an answer rendered ahead (errorAnswer, jsonAnswer, or one stored for an
+// Idempotency-Key), with the headers an error answer carries: its language, and Retry-After when
+// the same request may succeed in a moment (code, when known, says so too).
+func send(c *gin.Context, a idem.Response, code string) {
+	if a.Status >= 400 {
+		if a.Status == http.StatusServiceUnavailable || a.Status == http.StatusTooManyRequests || retryLater[code] {
+			if c.Writer.Header().Get("Retry-After") == "" {
+				c.Header("Retry-After", "1")
+			}
+		}
+		c.Header("Content-Language", language(c.GetHeader("Accept-Language")))
+	}
+	c.Data(a.Status, "application/json; charset=utf-8", a.Body)
+}
+
+// jsonAnswer renders v as an answer's JSON body, as c.JSON would.
+func jsonAnswer(status int, v any) idem.Response {
+	body, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // the API's types always encode
+	}
+	return idem.Response{Status: status, Body: body}
 }

@@ -108,7 +108,6 @@ func newHarness(t testing.TB, options ...harnessOption) *harness {
 		Logger:            logger,
 		Now:               clock.Now,
 		Idempotency:       idem.NewSQL(gdb, clock),
-		HoldIdempotency:   idem.NewRedis(rd.Client, rd.Prefix, clock),
 	}
 	if cfg.opts != nil {
 		cfg.opts(&opts)

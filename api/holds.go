@@ -1,11 +1,14 @@
 package api
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/idem"
 )
 
 type holdRequest struct {
@@ -18,9 +21,64 @@ type holdRequest struct {
 }
 
 func (s *server) createHold(c *gin.Context) {
-	var req holdRequest
-	if !s.bind(c, &req) {
+	hr, err := holdRequestOf(c)
+	key, keyed, kerr := idempotencyKeyOf(c)
+	switch {
+	case kerr != nil:
+		s.fail(c, kerr)
 		return
+	case keyed:
+		s.createHoldOnce(c, hr, key, err)
+		return
+	case err != nil:
+		s.fail(c, err)
+		return
+	}
+	h, err := s.eng.Hold(c.Request.Context(), hr)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, toHoldResponse(h))
+}
+
+// createHoldOnce is createHold with an Idempotency-Key: the engine keeps the record, written by the
+// hold's own script (one round trip), and answers what to send — the first answer again for a
+// repeat. badInput is the request's own failure, answered (and recorded) as the engine's would be.
+func (s *server) createHoldOnce(c *gin.Context, hr engine.HoldRequest, key string, badInput error) {
+	sum := sha256.Sum256(bodyOf(c))
+	k := engine.IdempotentHold{Scope: idempotencyScope(callerOf(c), c.Request.Method, c.Request.URL.Path, key),
+		Hash: hex.EncodeToString(sum[:]), Answer: func(h engine.Hold, err error) idem.Response {
+			if err != nil {
+				a, _ := s.errorAnswer(c, err)
+				return a
+			}
+			return jsonAnswer(http.StatusCreated, toHoldResponse(h))
+		}}
+	ctx := c.Request.Context()
+	var a idem.Response
+	var replayed bool
+	var err error
+	if badInput != nil {
+		a, replayed, err = s.eng.AnswerOnce(ctx, k, badInput)
+	} else {
+		a, replayed, err = s.eng.HoldOnce(ctx, hr, k)
+	}
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if replayed {
+		c.Header(headerReplayed, "true")
+	}
+	send(c, a, "")
+}
+
+// holdRequestOf reads a hold's request; the error names what is wrong with it.
+func holdRequestOf(c *gin.Context) (engine.HoldRequest, error) {
+	var req holdRequest
+	if err := decodeStrict(bodyOf(c), &req); err != nil {
+		return engine.HoldRequest{}, err
 	}
 	errs := []error{required("start", req.Start != nil)}
 	if req.ServiceID == nil {
@@ -28,8 +86,7 @@ func (s *server) createHold(c *gin.Context) {
 		errs = append(errs, required("resource_id", req.ResourceID != nil), required("end", req.End != nil))
 	}
 	if err := firstError(errs...); err != nil {
-		s.fail(c, err)
-		return
+		return engine.HoldRequest{}, err
 	}
 	hr := engine.HoldRequest{UserID: actorOf(c).UserID, Start: req.Start.Time, Quantity: deref(req.Quantity)}
 	if req.Quantity != nil && *req.Quantity == 0 {
@@ -50,12 +107,7 @@ func (s *server) createHold(c *gin.Context) {
 			hr.Resources[role] = uint64(id)
 		}
 	}
-	h, err := s.eng.Hold(c.Request.Context(), hr)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	c.JSON(http.StatusCreated, toHoldResponse(h))
+	return hr, nil
 }
 
 func (s *server) listHolds(c *gin.Context) {

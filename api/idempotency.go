@@ -27,21 +27,34 @@ const (
 	headerReplayed       = "Idempotent-Replayed"
 )
 
+// idempotencyKeyOf reads the request's Idempotency-Key: keyed is false without one, and a key sent
+// twice or with other than 1..255 visible ASCII characters is errInvalidIdempotency.
+func idempotencyKeyOf(c *gin.Context) (key string, keyed bool, err error) {
+	values := c.Request.Header.Values(headerIdempotencyKey)
+	switch {
+	case len(values) == 0:
+		return "", false, nil
+	case len(values) > 1 || !validIdempotencyKey(values[0]):
+		return "", false, errInvalidIdempotency
+	}
+	return values[0], true, nil
+}
+
 // idempotent makes a POST with an Idempotency-Key answer the same way every time: the first request
 // runs and its 2xx or 4xx answer is stored; a repeat with the same body gets the stored answer; a 5xx
 // is forgotten so that a retry runs again. Without a store the header is ignored.
 func (s *server) idempotent(store IdempotencyStore) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		values := c.Request.Header.Values(headerIdempotencyKey)
-		if len(values) == 0 || store == nil {
+		key, keyed, err := idempotencyKeyOf(c)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		if !keyed || store == nil {
 			c.Next()
 			return
 		}
-		if len(values) > 1 || !validIdempotencyKey(values[0]) {
-			s.fail(c, errInvalidIdempotency)
-			return
-		}
-		scope := idempotencyScope(callerOf(c), c.Request.Method, c.Request.URL.Path, values[0])
+		scope := idempotencyScope(callerOf(c), c.Request.Method, c.Request.URL.Path, key)
 		sum := sha256.Sum256(bodyOf(c))
 		ctx := c.Request.Context()
 

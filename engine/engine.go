@@ -19,6 +19,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/idem"
 	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
 	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
 	"github.com/slotwheel/slotwheel/engine/loop"
@@ -94,6 +95,8 @@ type Engine struct {
 	rebuilds rebuilds
 	// primary is the identity of the Redis primaries last seen (watchPrimary).
 	primary atomic.Value
+	// holdIdem keeps the records of keyed holds that their script cannot write (HoldOnce).
+	holdIdem *idem.Redis
 }
 
 // testHooks let tests inject failures at the steps DESIGN.md orders; nil in production.
@@ -175,6 +178,7 @@ func New(opts Options) (*Engine, error) {
 		e.log.Warn("a booking change gave back units the capacity ledger did not count; reconciliation repairs the ledger", "slots", slots)
 	})
 	e.cat = newCatalog(e.ss, e.clock)
+	e.holdIdem = idem.NewRedis(opts.Redis, opts.Prefix, e.clock)
 	return e, nil
 }
 

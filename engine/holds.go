@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/idem"
 	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
 )
 
@@ -104,8 +105,16 @@ func (e *Engine) take(ctx context.Context, req HoldRequest, ri *resourceInfo, si
 		r.ServiceID = si.svc.ID
 	}
 	r.Fields, r.Days = slotFields(ri.res.ID, p.Slots)
+	var step *redisstore.IdemStep
+	if req.once != nil {
+		step = req.once.prepare(holdOf(r).In(ri.venue.loc))
+	}
 	return e.runHold(ctx, r, ri.venue.loc, func() (redisstore.HoldOutcome, string, error) {
-		return e.rs.Hold(ctx, r, now, e.opts.MaxActiveHolds)
+		out, day, a, err := e.rs.HoldOnce(ctx, r, now, e.opts.MaxActiveHolds, step)
+		if err == nil && req.once != nil {
+			req.once.outcome(out, a)
+		}
+		return out, day, err
 	})
 }
 
@@ -124,6 +133,12 @@ func (e *Engine) runHold(ctx context.Context, r *redisstore.HoldRecord, loc *tim
 		switch out {
 		case redisstore.HoldOK:
 			return holdOf(r).In(loc), nil
+		case redisstore.HoldDone:
+			return Hold{}, nil // a repeat: its first answer is the keyed hold's (HoldOnce)
+		case redisstore.HoldReused:
+			return Hold{}, idem.ErrKeyReused
+		case redisstore.HoldRunning:
+			return Hold{}, idem.ErrInProgress
 		case redisstore.HoldCold:
 			if attempt >= maxAttempts {
 				return Hold{}, backendFailure("hold: day would not load")

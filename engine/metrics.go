@@ -16,7 +16,7 @@ import (
 // zero rather than nothing.
 var (
 	metricHolds = promauto.NewCounterVec(prometheus.CounterOpts{
-		Name: "slotwheel_holds_total", Help: "Hold attempts by outcome (ok, full, closed, limit, cold: a day loaded from SQL first).",
+		Name: "slotwheel_holds_total", Help: "Hold attempts by outcome (ok, full, closed, limit, cold: a day loaded from SQL first; done: a repeat of a keyed hold answered as the first time, reused: its key came with another body, running: its first request still ran).",
 	}, []string{"outcome"})
 	metricExpired = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "slotwheel_holds_expired_total", Help: "Holds whose units the wheel gave back at their deadline.",
@@ -82,7 +82,8 @@ var (
 )
 
 func init() {
-	for _, o := range []redisstore.HoldOutcome{redisstore.HoldOK, redisstore.HoldFull, redisstore.HoldClosed, redisstore.HoldLimit, redisstore.HoldCold} {
+	for _, o := range []redisstore.HoldOutcome{redisstore.HoldOK, redisstore.HoldFull, redisstore.HoldClosed, redisstore.HoldLimit,
+		redisstore.HoldCold, redisstore.HoldDone, redisstore.HoldReused, redisstore.HoldRunning} {
 		metricHolds.WithLabelValues(string(o))
 	}
 	for _, o := range []string{"booked", "retaken", "refund", "refused", "failed", "unknown"} {

@@ -174,6 +174,8 @@ type HoldRequest struct {
 	// Resources names, for a service with roles, the resource to take for some roles; the others
 	// get the first of the role's resources with room.
 	Resources map[string]uint64
+
+	once *holdOnce // HoldOnce's idempotency step
 }
 
 // Hold statuses; holds live in Redis only.

@@ -22,9 +22,9 @@ import (
 const (
 	// TTL is how long an answer is kept; API.md promises at least 24 hours.
 	TTL = 25 * time.Hour
-	// inProgressTTL: a reservation whose request never finished (the process died) is given up
+	// InProgressTTL: a reservation whose request never finished (the process died) is given up
 	// after this, so that the client's retry runs instead of answering 409 for a day.
-	inProgressTTL = time.Minute
+	InProgressTTL = time.Minute
 )
 
 // Errors of Begin. Their codes are part of the REST contract.
@@ -67,7 +67,7 @@ func (s *SQL) Begin(ctx context.Context, scope, hash string) (*Response, error) 
 		if err != nil || ok {
 			return nil, err
 		}
-		if now.After(prev.ExpiresAt) || (!prev.Done && now.Sub(prev.CreatedAt) > inProgressTTL) {
+		if now.After(prev.ExpiresAt) || (!prev.Done && now.Sub(prev.CreatedAt) > InProgressTTL) {
 			if err := s.ss.ForgetIdem(ctx, scope, prev.CreatedAt); err != nil {
 				return nil, err
 			}
@@ -108,7 +108,7 @@ func NewRedis(rdb redis.UniversalClient, prefix string, clock Clock) *Redis {
 
 // Begin is SQL.Begin, in Redis.
 func (s *Redis) Begin(ctx context.Context, scope, hash string) (*Response, error) {
-	a, err := s.rs.IdemBegin(ctx, scope, hash, s.clock.Now(), TTL, inProgressTTL)
+	a, err := s.rs.IdemBegin(ctx, scope, hash, s.clock.Now(), TTL, InProgressTTL)
 	if err != nil {
 		return nil, err
 	}

@@ -64,20 +64,65 @@ const (
 // wheel. maxLive bounds the user's live holds at the venue (0: no bound). A cold answer names the
 // resource-day to load.
 func (s *Store) Hold(ctx context.Context, r *HoldRecord, now time.Time, maxLive int) (HoldOutcome, string, error) {
+	out, day, _, err := s.HoldOnce(ctx, r, now, maxLive, nil)
+	return out, day, err
+}
+
+// Idempotent holds: the outcomes of HoldOnce's idempotency step.
+const (
+	HoldDone    HoldOutcome = "done"    // the request was answered before: IdemAnswer has the answer
+	HoldReused  HoldOutcome = "reused"  // the key came with another body
+	HoldRunning HoldOutcome = "running" // the request with this key is still running elsewhere
+)
+
+// IdemStep is a keyed request's idempotency step run by the hold script itself, so that an
+// idempotent hold costs one round trip: the scope and body hash (see IdemBegin) and the answers the
+// script stores with its outcome.
+type IdemStep struct {
+	Scope, Hash string
+	TTL, Stale  time.Duration // the record's lifetime; when an unfinished reservation is given up
+	OK, Full    IdemAnswer    // the answers to a new hold and to a full slot (Status, Body)
+}
+
+// Clustered reports whether the client is a Redis Cluster's, where an idempotency record lives on
+// another master than the venue's keys and no script can touch both.
+func (s *Store) Clustered() bool {
+	_, ok := s.rdb.(*redis.ClusterClient)
+	return ok
+}
+
+// HoldOnce is Hold with an idempotency step (step may be nil; not on a cluster): a request answered
+// before takes nothing and answers HoldDone with its stored answer, or HoldReused/HoldRunning; a new
+// hold and a full slot store step's answer; the other refusals (closed, limit) reserve the record,
+// which the caller finishes with its answer (IdemFinish). A cold answer stores nothing.
+func (s *Store) HoldOnce(ctx context.Context, r *HoldRecord, now time.Time, maxLive int, step *IdemStep) (HoldOutcome, string, IdemAnswer, error) {
 	vk := s.keys.Venue(r.VenueID)
 	keys := []string{vk.Capacity(), vk.Used(), vk.Owners(), vk.Wheel(), vk.Ended(), vk.Days(), vk.Hold(r.ID),
 		vk.UserHolds(r.UserID), vk.UserLive(r.UserID)}
-	args := append([]any{ms(now), ms(r.Deadline), r.Quantity, r.ID, Keep.Milliseconds(),
-		strings.Join(r.Days, listSep), strings.Join(r.Fields, listSep), maxLive}, r.pairs()...)
+	args := make([]any, 0, 15+len(r.pairs()))
+	args = append(args, ms(now), ms(r.Deadline), r.Quantity, r.ID, Keep.Milliseconds(),
+		strings.Join(r.Days, listSep), strings.Join(r.Fields, listSep), maxLive)
+	if step != nil {
+		keys = append(keys, s.keys.Idempotency(step.Scope))
+		args = append(args, step.Hash, step.TTL.Milliseconds(), step.Stale.Milliseconds(),
+			step.OK.Status, step.OK.Body, step.Full.Status, step.Full.Body)
+	} else {
+		args = append(args, "", 0, 0, 0, "", 0, "")
+	}
+	args = append(args, r.pairs()...)
 	out, err := s.runMarked(ctx, s.scripts.holdSlots, keys, args, r.VenueID, r.Deadline, now)
 	if err != nil {
-		return "", "", unavailable("hold", err)
+		return "", "", IdemAnswer{}, unavailable("hold", err)
 	}
-	day := ""
-	if len(out) > 1 {
-		day = out[1]
+	outcome := HoldOutcome(out[0])
+	switch {
+	case outcome == HoldDone && len(out) == 3:
+		st, _ := strconv.Atoi(out[1])
+		return outcome, "", IdemAnswer{Outcome: "done", Status: st, Body: []byte(out[2])}, nil
+	case outcome == HoldCold && len(out) > 1:
+		return outcome, out[1], IdemAnswer{}, nil
 	}
-	return HoldOutcome(out[0]), day, nil
+	return outcome, "", IdemAnswer{}, nil
 }
 
 // RoleCandidate is one resource that could fill a role of a multi-resource hold: its slot fields for

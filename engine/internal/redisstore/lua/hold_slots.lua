@@ -1,32 +1,70 @@
 -- holdSlotsCmd takes qty units of every slot of a physical window for a new hold, all or nothing,
--- and puts the hold's deadline on the wheel.
+-- and puts the hold's deadline on the wheel. With an idempotency record (KEYS[10]) it is also the
+-- request's idempotency step, in the same round trip: a repeat of a request already answered gets
+-- that answer and takes nothing; a final answer (a new hold, a full slot) is stored with the hold;
+-- the other refusals reserve the record for the caller to finish (idem_finish.lua).
 -- KEYS[1] -> cap HASH, KEYS[2] -> used HASH, KEYS[3] -> owners HASH, KEYS[4] -> wheel ZSET,
 -- KEYS[5] -> ended ZSET, KEYS[6] -> days SET, KEYS[7] -> the new hold's HASH,
--- KEYS[8] -> the user's holds ZSET, KEYS[9] -> the user's live holds ZSET
+-- KEYS[8] -> the user's holds ZSET, KEYS[9] -> the user's live holds ZSET,
+-- KEYS[10] -> the request's idempotency record HASH (absent without one; see idem_begin.lua)
 -- ARGV[1] -> now ms, ARGV[2] -> deadline ms, ARGV[3] -> qty, ARGV[4] -> hold id, ARGV[5] -> keep ms,
 -- ARGV[6] -> resource-days, comma-joined, ARGV[7] -> slot fields, comma-joined,
 -- ARGV[8] -> most live holds the user may have at the venue (0: no limit),
--- ARGV[9..] -> field/value pairs of the hold record
--- Output: {'ok'} | {'cold', day} | {'closed'} | {'full'} | {'limit'}
+-- ARGV[9] -> the request's body hash, ARGV[10] -> the record's lifetime ms, ARGV[11] -> ms after
+-- which an unfinished reservation is given up, ARGV[12]/ARGV[13] -> status and body of the answer
+-- to a new hold, ARGV[14]/ARGV[15] -> of the answer to a full slot (ARGV[9..15] unused without a
+-- record), ARGV[16..] -> field/value pairs of the hold record
+-- Output: {'ok'} | {'cold', day} | {'closed'} | {'full'} | {'limit'} |
+--         {'done', status, body} | {'reused'} | {'running'}
 local now = tonumber(ARGV[1])
 local deadline = tonumber(ARGV[2])
 local qty = tonumber(ARGV[3])
 local id = ARGV[4]
 local keep = tonumber(ARGV[5])
+local idem = KEYS[10]
+if idem then
+  local rec = redis.call('HMGET', idem, 'hash', 'done', 'http_status', 'body', 'created_ms')
+  if rec[1] and not (rec[2] == '0' and now - tonumber(rec[5]) > tonumber(ARGV[11])) then
+    if rec[1] ~= ARGV[9] then return {'reused'} end
+    if rec[2] ~= '1' then return {'running'} end
+    return {'done', rec[3], rec[4]}
+  end
+end
+-- answer stores the request's answer (status, body) as done, or reserves the record (no status).
+local function answer(status, body)
+  if not idem then return end
+  redis.call('DEL', idem)
+  if status then
+    redis.call('HSET', idem, 'hash', ARGV[9], 'done', '1', 'created_ms', now, 'http_status', status, 'body', body)
+  else
+    redis.call('HSET', idem, 'hash', ARGV[9], 'done', '0', 'created_ms', now)
+  end
+  redis.call('PEXPIRE', idem, tonumber(ARGV[10]))
+end
 expire_due(KEYS[4], KEYS[5], KEYS[3], KEYS[2], now, EXPIRE_BATCH)
 local missing = days_missing(KEYS[6], split(ARGV[6]))
 if missing then return {'cold', missing} end
 local most = tonumber(ARGV[8])
 if most > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now)
-  if redis.call('ZCARD', KEYS[9]) >= most then return {'limit'} end
+  if redis.call('ZCARD', KEYS[9]) >= most then
+    answer()
+    return {'limit'}
+  end
 end
 local fields = split(ARGV[7])
 local verdict = fits(KEYS[1], KEYS[2], qty, fields)
-if verdict ~= 'ok' then return {verdict} end
+if verdict == 'full' then
+  answer(ARGV[14], ARGV[15])
+  return {'full'}
+end
+if verdict ~= 'ok' then
+  answer()
+  return {verdict}
+end
 take(KEYS[3], KEYS[2], OWNER_HOLD .. id, qty, fields, 0)
 local rec = {}
-for i = 9, #ARGV do rec[#rec + 1] = ARGV[i] end
+for i = 16, #ARGV do rec[#rec + 1] = ARGV[i] end
 redis.call('HSET', KEYS[7], F_STATUS, HOLD_HELD, F_SLOTS, ARGV[7], unpack(rec))
 redis.call('PEXPIRE', KEYS[7], deadline - now + keep)
 redis.call('ZADD', KEYS[4], deadline, id)
@@ -35,4 +73,5 @@ redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now - keep)
 redis.call('PEXPIRE', KEYS[8], deadline - now + keep)
 redis.call('ZADD', KEYS[9], deadline, id)
 redis.call('PEXPIRE', KEYS[9], deadline - now + 1000)
+answer(ARGV[12], ARGV[13])
 return {'ok'}
