@@ -307,9 +307,13 @@ func (e *Engine) setTimers(b *sqlstore.Booking, now time.Time) {
 	}
 }
 
-// scheduleIfDue queues the release task when release_at is already within the horizon; later ones
-// wait in SQL for the loader.
+// scheduleIfDue tells the loops of the booking's new release_at and reminder (they wake when those
+// are sooner than their next look at SQL), and queues the release task when release_at is already
+// within the horizon; later ones wait in SQL for the loader.
 func (e *Engine) scheduleIfDue(ctx context.Context, b *sqlstore.Booking) {
+	if soon, ok := e.timersSoon.Load().(func(*sqlstore.Booking)); ok {
+		soon(b)
+	}
 	if e.sched == nil || b.ReleaseAt.Sub(e.clock.Now()) > e.opts.ReleaseHorizon {
 		return
 	}

@@ -97,6 +97,9 @@ type Engine struct {
 	primary atomic.Value
 	// holdIdem keeps the records of keyed holds that their script cannot write (HoldOnce).
 	holdIdem *idem.Redis
+	// timersSoon, set by NewLoops, tells the release and reminder loops of a booking of this process
+	// whose release or reminder is due before their next look at SQL.
+	timersSoon atomic.Value // func(b *sqlstore.Booking)
 }
 
 // testHooks let tests inject failures at the steps DESIGN.md orders; nil in production.

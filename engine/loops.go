@@ -18,19 +18,28 @@ type LoopsConfig struct {
 	// ExpiryInterval is the hold wheel's tick; default 100ms. Availability does not depend on it (a
 	// due hold stops counting at its deadline), only how soon counters and records catch up.
 	ExpiryInterval time.Duration
-	// SweepInterval is the period of the sweeps that poll SQL (waitlist promotion, checked-in
-	// bookings' progress, reminders) and of Redis-loss detection; default 1s.
+	// SweepInterval is the period of the watches of Redis (for data loss and for a failover); default
+	// 1s.
 	SweepInterval time.Duration
+	// SQLSweepInterval is the period of the sweeps that poll SQL for what nothing in this process
+	// announces — waitlist promotions a free elsewhere missed, checked-in bookings' progress, lost
+	// tasks of deliveries and WeChat order closes — and the longest a reminder or a refund waits for
+	// its loop (each also runs at the next time it knows of, or when this process writes one); default
+	// 10s. Work falls due to them rarely: their polls are what an idle instance costs MySQL.
+	SQLSweepInterval time.Duration
 	// WheelSweepInterval is the period of the wheel's look at every venue, which catches what no
 	// timer was marked for (a process that died between a hold and its mark, Redis data loss);
 	// default 30s.
 	WheelSweepInterval time.Duration
-	// ReleaseInterval is the period of the release loop, which releases every CONFIRMED booking past
-	// its release_at in batches, whatever happened to its task; default 25ms. A look that finds
-	// nothing due costs one probe of the due_at index.
+	// ReleaseInterval is the tick of the release loop, which releases every CONFIRMED booking past
+	// its release_at in batches, whatever happened to its task; default 250ms. A tick renews the
+	// loop's lease and reads nothing unless a booking is known to be due by then, or the loop has
+	// not looked at SQL for releaseRefresh, or a booking of this process is due sooner than that:
+	// the loop looks at SQL when releases fall due, not at every tick.
 	ReleaseInterval time.Duration
-	// RelayInterval is how often the outbox relay looks for new events; default 250ms. It also runs at
-	// once when this process commits events, so the interval matters for other instances' events.
+	// RelayInterval is how often the outbox relay looks for new events; default 2s. It also runs at
+	// once when this process commits events (every instance relays its own), so the interval only
+	// matters for events whose process died before it relayed them.
 	RelayInterval time.Duration
 	// ExpiryBatch bounds the holds one script gives back per venue; default 500. A full batch is
 	// followed at once by another.
@@ -60,9 +69,10 @@ type Loops struct {
 func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 	setDefault(&cfg.ExpiryInterval, 100*time.Millisecond)
 	setDefault(&cfg.SweepInterval, time.Second)
+	setDefault(&cfg.SQLSweepInterval, 10*time.Second)
 	setDefault(&cfg.WheelSweepInterval, 30*time.Second)
-	setDefault(&cfg.ReleaseInterval, 25*time.Millisecond)
-	setDefault(&cfg.RelayInterval, 250*time.Millisecond)
+	setDefault(&cfg.ReleaseInterval, 250*time.Millisecond)
+	setDefault(&cfg.RelayInterval, 2*time.Second)
 	if cfg.ExpiryBatch <= 0 {
 		cfg.ExpiryBatch = 500
 	}
@@ -90,19 +100,51 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 		}
 	})
 	e.ss.OnEvents(relay.Kick)
-	// Releases fall due to the millisecond: the loop looks every ReleaseInterval, and after each run
-	// also at the next release_at, so that a booking is released when it falls due rather than up to
-	// an interval later. A run of a burst may take seconds. Its lease outlives a few runs, so that
-	// release tasks know it is alive (Release).
+	// Reminders go out at their remind_at: the loop runs then (it knows the next one after each run)
+	// and when this process makes a booking to remind before its next run.
+	var reminders *loop.Loop
+	reminders = shared("reminders", cfg.SQLSweepInterval, func(ctx context.Context) error {
+		next, err := e.sendReminders(ctx)
+		if wait := next.Sub(e.clock.Now()); err == nil && !next.IsZero() && wait < cfg.SQLSweepInterval {
+			reminders.KickAfter(max(wait, 0))
+		}
+		return err
+	})
+	// A refund a provider can take is sent within seconds: the loop runs when this process decides
+	// one, at least every SQLSweepInterval for those another instance decided.
+	refunds := shared("refunds", cfg.SQLSweepInterval, e.queueRefunds)
+	e.ss.OnRefunds(refunds.Kick)
+	// Releases fall due to the millisecond: the loop looks at SQL at the next release_at it knows of
+	// (a timer), at least every releaseRefresh, and at once when this process gives a booking a
+	// release_at sooner than that (timersSoon), so that a booking is released when it falls due and
+	// an idle loop costs a probe of the due_at index a second. A run of a burst may take seconds.
+	// Its lease, renewed at every tick, outlives a few ticks, so that release tasks know it is alive
+	// (Release).
 	var release *loop.Loop
 	rl := newReleaser()
 	release = mkLoop(releaseLoop, cfg.ReleaseInterval, releaseRunTimeout, releaseTakeover, true, func(ctx context.Context) error {
+		if !rl.shouldLook(e.clock.Now()) {
+			rl.running()
+			return nil
+		}
 		return e.releaseLoopRun(ctx, rl, func(next time.Time) {
-			if wait := next.Sub(e.clock.Now()); wait < cfg.ReleaseInterval {
+			if wait := next.Sub(e.clock.Now()); wait < releaseRefresh {
 				release.KickAfter(max(wait, releaseGap))
 			}
 		})
 	})
+	// This process's bookings due before the loops' next looks at SQL wake them (scheduleIfDue).
+	e.timersSoon.Store(func(b *sqlstore.Booking) {
+		now := e.clock.Now()
+		if b.ReleaseAt.Sub(now) < releaseRefresh {
+			rl.wake.Store(true)
+			release.Kick()
+		}
+		if b.RemindAt != nil && b.RemindAt.Sub(now) < cfg.SQLSweepInterval {
+			reminders.Kick()
+		}
+	})
+
 	return &Loops{release: rl, loops: []*loop.Loop{
 		// Redis loss first (on every instance: each watches the queues it uses): the others need the
 		// state it rebuilds.
@@ -114,15 +156,15 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 			func(ctx context.Context) error { return e.runWheel(ctx, cfg.ExpiryBatch) }),
 		mkLoop("wheel_sweep", cfg.WheelSweepInterval, time.Minute, 0, true,
 			func(ctx context.Context) error { return e.sweepWheel(ctx, cfg.ExpiryBatch) }),
-		shared("waitlist", cfg.SweepInterval, e.promoteWaiting),
-		shared("progress", cfg.SweepInterval, e.completeFinished),
-		shared("reminders", cfg.SweepInterval, e.sendReminders),
+		shared("waitlist", cfg.SQLSweepInterval, e.promoteWaiting),
+		shared("progress", cfg.SQLSweepInterval, e.completeFinished),
+		reminders,
 		release,
 		relay,
 		shared("notify_prune", time.Hour, e.pruneNotifications),
-		shared("refunds", 2*time.Second, e.queueRefunds),
-		shared("deliveries_requeue", 5*time.Second, e.requeueDeliveries),
-		shared("orders_sweep", 5*time.Second, e.sweepOrders),
+		refunds,
+		shared("deliveries_requeue", cfg.SQLSweepInterval, e.requeueDeliveries),
+		shared("orders_sweep", cfg.SQLSweepInterval, e.sweepOrders),
 	}}
 }
 
@@ -334,13 +376,28 @@ func (e *Engine) reconcileIfRedisLost(ctx context.Context) error {
 }
 
 // sendReminders writes a booking.reminder event for every CONFIRMED booking whose reminder time has
-// come. Only CONFIRMED bookings are reminded: every other status cleared its reminder when it left
-// CONFIRMED, and a booking that left it meanwhile is skipped here too.
-func (e *Engine) sendReminders(ctx context.Context) error {
+// come, and answers the next remind_at (zero: none). Only CONFIRMED bookings are reminded: every
+// other status cleared its reminder when it left CONFIRMED, and a booking that left it meanwhile is
+// skipped here too.
+func (e *Engine) sendReminders(ctx context.Context) (time.Time, error) {
 	now := e.clock.Now()
 	due, err := e.ss.DueReminders(ctx, now, 500)
-	if err != nil || len(due) == 0 {
-		return err
+	if err != nil {
+		return time.Time{}, err
+	}
+	if err := e.remind(ctx, due, now); err != nil {
+		return time.Time{}, err
+	}
+	if len(due) == 500 {
+		return now, nil // more are due: at once
+	}
+	return e.ss.NextReminder(ctx)
+}
+
+// remind sends the reminders of due bookings at now.
+func (e *Engine) remind(ctx context.Context, due []sqlstore.Booking, now time.Time) error {
+	if len(due) == 0 {
+		return nil
 	}
 	evs := make(map[uint64]sqlstore.Event, len(due))
 	for i := range due {

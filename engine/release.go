@@ -322,7 +322,8 @@ func (e *Engine) Release(ctx context.Context, ref ReleaseRef) (ReleaseOutcome, e
 }
 
 // releaserSlack is how long past release_at a task leaves its booking to the release loop: the
-// loop looks every ReleaseInterval, and a burst's batches take a moment.
+// loop looks at each release_at it knows of and at least every releaseRefresh, and a burst's
+// batches take a moment.
 const releaserSlack = time.Second
 
 // settledByLoop reads what the release loop says: whether it runs (its lease is held), and whether
@@ -350,6 +351,44 @@ type releaser struct {
 	failed   int                        // runs that failed, and takeovers
 	repaired int                        // of those, how many a give-back of recent releases covered
 	lastHeld time.Time                  // when the loop last ran here (only while holding its lease)
+
+	// What the loop last read of SQL: when, and the earliest undecided release_at then (zero: none).
+	// wake asks for a look at the next tick: a booking of this process is due sooner than the next
+	// refresh.
+	looked, next time.Time
+	wake         atomic.Bool
+}
+
+// releaseRefresh bounds how long the release loop goes without looking at SQL: a booking another
+// instance makes is seen within it (its release_at is at least its grace away; a release task
+// catches one due sooner, after releaserSlack).
+const releaseRefresh = time.Second
+
+// shouldLook reports whether the loop's tick at now looks at SQL: a booking is due by now as far as
+// it knows, or it was asked to, or its last look is releaseRefresh old.
+func (r *releaser) shouldLook(now time.Time) bool {
+	if r.wake.Swap(false) {
+		return true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.looked.IsZero() || now.Sub(r.looked) >= releaseRefresh || (!r.next.IsZero() && !now.Before(r.next))
+}
+
+// nothingDue reports whether, as far as the loop knows, no booking is due at now: its last look found
+// none due by then, no run failed or was taken over since (those are repaired first), and no run is
+// open beside this one. Then a look at SQL is only a refresh of the next release_at.
+func (r *releaser) nothingDue(now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.looked.IsZero() && (r.next.IsZero() || r.next.After(now)) && r.failed <= r.repaired && len(r.open) == 1
+}
+
+// saw notes a look at SQL at asOf that found next the earliest undecided release_at.
+func (r *releaser) saw(asOf, next time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.looked, r.next = asOf, next
 }
 
 // releaseRound is one open run of the release loop.
@@ -440,6 +479,24 @@ func (e *Engine) releaseLoopRun(ctx context.Context, r *releaser, kick func(next
 // there is none, or when that booking was due as this run looked and it found nothing — another
 // run holds it, and a run every releaseGap would only find nothing again.
 func (e *Engine) releaseRound(ctx context.Context, r *releaser, rd *releaseRound, locked func()) (time.Time, error) {
+	if r.nothingDue(e.clock.Now()) {
+		// Only a refresh: the index says when the next booking falls due, nothing is due before.
+		asOf := e.clock.Now()
+		next, err := e.ss.NextDue(ctx)
+		r.end(rd, err)
+		if err != nil {
+			return time.Time{}, err
+		}
+		r.saw(asOf, next)
+		if next.IsZero() || next.After(e.clock.Now()) {
+			e.markSettled(ctx, r, next, asOf)
+			return next, nil
+		}
+		rd = r.begin() // one fell due after all (a booking another instance made): release it now
+		if rd == nil {
+			return time.Time{}, nil
+		}
+	}
 	if failed, ok := r.needsRepair(); ok {
 		if err := e.giveBackRecentReleases(ctx); err != nil {
 			r.end(rd, err)
@@ -462,6 +519,18 @@ func (e *Engine) releaseRound(ctx context.Context, r *releaser, rd *releaseRound
 	if err != nil {
 		return time.Time{}, err
 	}
+	r.saw(asOf, next)
+	e.markSettled(ctx, r, next, asOf)
+	if len(ids) == 0 && !next.After(start) {
+		return time.Time{}, nil
+	}
+	return next, nil
+}
+
+// markSettled says, in Redis, up to when bookings are decided: next (the earliest undecided
+// release_at) or, without one, asOf (when SQL showed none) — never past a booking of a run still
+// open, and nothing while a failure awaits its repair (settledBefore).
+func (e *Engine) markSettled(ctx context.Context, r *releaser, next, asOf time.Time) {
 	settled := next
 	if settled.IsZero() {
 		settled = asOf
@@ -472,10 +541,6 @@ func (e *Engine) releaseRound(ctx context.Context, r *releaser, rd *releaseRound
 			e.log.Warn("could not note the releases settled", "err", err)
 		}
 	}
-	if len(ids) == 0 && !next.After(start) {
-		return time.Time{}, nil
-	}
-	return next, nil
 }
 
 // running notes that the loop runs here, which it does only while this instance holds its lease.

@@ -230,7 +230,7 @@ func TestReleaseLoopRepairsAfterAFailedRun(t *testing.T) {
 
 	require.NoError(t, loops.Run(ctx, releaseLoop))
 	require.Equal(t, 0, tb.used(t, res.VenueID, res.ID, at("11:00")), "the next run gave them back")
-	tb.clock.Advance(time.Millisecond)
+	tb.clock.Advance(releaseRefresh) // the loop's next look at SQL
 	require.NoError(t, loops.Run(ctx, releaseLoop))
 	require.Equal(t, Settled, tb.releaseTask(t, b))
 }

@@ -38,7 +38,9 @@ type Options struct {
 	// Horizon is how far ahead of release_at the loader queues a release task; default 1h. It should
 	// equal the engine's ReleaseHorizon.
 	Horizon time.Duration
-	// LoaderInterval is how often the loader looks for bookings coming within the horizon; default 1s.
+	// LoaderInterval is how often the loader looks for bookings coming within the horizon; default
+	// 10s. A booking made within the horizon is queued by its confirm, so the loader only brings in
+	// those that come within it as time passes, an hour ahead by default.
 	LoaderInterval time.Duration
 	// ReconcileEvery is the period of the reconciliation; default 1h.
 	ReconcileEvery time.Duration
@@ -56,7 +58,7 @@ type Options struct {
 const (
 	DefaultQueue          = "release"
 	DefaultHorizon        = time.Hour
-	DefaultLoaderInterval = time.Second
+	DefaultLoaderInterval = 10 * time.Second
 	DefaultReconcileEvery = time.Hour
 	DefaultConcurrency    = 64
 )
@@ -175,12 +177,17 @@ func (j *Jobs) queueOf(bookingID uint64) string {
 	return j.ReleaseQueues()[bookingID%uint64(j.opts.Shards)]
 }
 
+// taskPoll is how often Asynq looks for due and new tasks (serverConfig).
+const taskPoll = 500 * time.Millisecond
+
 // MaintQueue is the name of the reconciliation queue.
 func (j *Jobs) MaintQueue() string { return j.opts.Queue + "_maint" }
 
-// serverConfig tunes Asynq for second-level precision: scheduled tasks are forwarded every 100 ms
-// and idle workers look for work every 50 ms, so a release task starts within ~150 ms of its
-// (whole-second) scheduled time.
+// serverConfig tunes Asynq's polling: scheduled tasks are forwarded, and idle workers look for
+// work, every taskPoll, so a release task starts within about a second of its (whole-second)
+// scheduled time. The tasks are the retrying backstop of work that is done on time without them —
+// the release loop releases at release_at, the relay makes each delivery's first attempt — so
+// their latency is worth less than what polling every few milliseconds costs an idle instance.
 func (j *Jobs) serverConfig() asynq.Config {
 	queues := map[string]int{j.MaintQueue(): 1, j.NotifyQueue(): 5}
 	for _, q := range j.ReleaseQueues() {
@@ -189,8 +196,8 @@ func (j *Jobs) serverConfig() asynq.Config {
 	return asynq.Config{
 		Concurrency:              j.opts.Concurrency,
 		Queues:                   queues,
-		DelayedTaskCheckInterval: 100 * time.Millisecond,
-		TaskCheckInterval:        50 * time.Millisecond,
+		DelayedTaskCheckInterval: taskPoll,
+		TaskCheckInterval:        taskPoll,
 		RetryDelayFunc:           retryDelay,
 		IsFailure:                isFailure,
 		ErrorHandler:             asynq.ErrorHandlerFunc(j.logTaskError),

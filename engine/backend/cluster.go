@@ -52,6 +52,9 @@ func NewClusterClient(opt *redis.ClusterOptions) *redis.ClusterClient {
 	if opt.MaxRedirects == 0 {
 		opt.MaxRedirects = clusterMaxRedirects
 	}
+	if opt.Protocol == 0 {
+		opt.Protocol = Protocol
+	}
 	c := redis.NewClusterClient(opt)
 	// On the node clients rather than the cluster client: a node's failure is seen at the first
 	// attempt, while the cluster client's own hook would see it only once every retry had failed

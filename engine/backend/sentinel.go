@@ -38,7 +38,7 @@ func openSentinel(ctx context.Context, o RedisOptions) (*Redis, error) {
 	client := redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName: o.SentinelMaster, SentinelAddrs: o.SentinelAddrs,
 		Username: auth.Username, Password: auth.Password, DB: auth.DB, TLSConfig: auth.TLSConfig,
-		DialTimeout: sentinelDialTimeout, PoolSize: poolSize, PoolTimeout: 30 * time.Second,
+		DialTimeout: sentinelDialTimeout, PoolSize: poolSize, PoolTimeout: 30 * time.Second, Protocol: Protocol,
 	})
 	r := &Redis{Client: client, Asynq: asynq.RedisFailoverClientOpt{
 		MasterName: o.SentinelMaster, SentinelAddrs: o.SentinelAddrs,

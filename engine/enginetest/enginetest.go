@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"github.com/slotwheel/slotwheel/engine/backend"
 	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
 	"github.com/slotwheel/slotwheel/models"
 )
@@ -61,7 +62,7 @@ func NewRedis(t testing.TB) *Redis {
 			t.Fatalf("%s=1 but %s is not set", EnvRequire, EnvRedis)
 		}
 		mr := miniredis.RunT(t)
-		c := redis.NewClient(&redis.Options{Addr: mr.Addr(), PoolSize: 256, PoolTimeout: time.Minute})
+		c := redis.NewClient(&redis.Options{Addr: mr.Addr(), PoolSize: 256, PoolTimeout: time.Minute, Protocol: backend.Protocol})
 		t.Cleanup(func() { _ = c.Close() })
 		return &Redis{Client: c, Prefix: Unique("swt"), URL: "redis://" + mr.Addr() + "/0", Mini: mr}
 	}
@@ -72,6 +73,7 @@ func NewRedis(t testing.TB) *Redis {
 	// A 10k-goroutine race must wait for a connection, never time out into a wrong answer.
 	opt.PoolSize = 256
 	opt.PoolTimeout = time.Minute
+	opt.Protocol = backend.Protocol // as the service speaks
 	c := redis.NewClient(opt)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

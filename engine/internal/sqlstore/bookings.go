@@ -636,6 +636,17 @@ func (s *Store) DueReminders(ctx context.Context, now time.Time, limit int) ([]B
 	return out, nil
 }
 
+// NextReminder is the earliest remind_at still to come (zero when none is): one probe of its index.
+func (s *Store) NextReminder(ctx context.Context) (time.Time, error) {
+	var at []time.Time
+	err := s.db.WithContext(ctx).Model(&models.Booking{}).Where("remind_at IS NOT NULL").
+		Order("remind_at").Limit(1).Pluck("remind_at", &at).Error
+	if err != nil || len(at) == 0 {
+		return time.Time{}, mapErr("next reminder", err)
+	}
+	return at[0].UTC(), nil
+}
+
 // MarkReminded sends the reminders of due bookings: each one still CONFIRMED at the version it was
 // read at has its reminder cleared and its event (from events, by booking id) written, in one
 // transaction. It answers how many were sent.

@@ -89,6 +89,9 @@ func (s *Store) insertRefunds(tx *gorm.DB, rows []models.Refund) error {
 	if err := tx.CreateInBatches(rows, 500).Error; err != nil {
 		return err
 	}
+	if st, ok := tx.Statement.Context.Value(txStateKey{}).(*txState); ok {
+		st.refunds = true
+	}
 	if s.renderRefund == nil {
 		return nil
 	}

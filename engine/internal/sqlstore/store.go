@@ -26,12 +26,17 @@ type Store struct {
 	renderRefund RefundRenderer
 	onEvents     atomic.Pointer[func()]
 	onDrift      atomic.Pointer[func(slots int)]
+	onRefunds    atomic.Pointer[func()]
 	noLedger     bool // MeasureWithoutLedger
 }
 
 // MeasureWithoutLedger turns the capacity ledger off, for a benchmark that measures its cost beside
 // a store that keeps it. Nothing else may call it: without the ledger MySQL refuses no oversell.
 func (s *Store) MeasureWithoutLedger() { s.noLedger = true }
+
+// OnRefunds sets f to run after every write that committed refunds to request (the loop that sends
+// them to their provider is woken). f must not block.
+func (s *Store) OnRefunds(f func()) { s.onRefunds.Store(&f) }
 
 // OnLedgerDrift sets f to run, after a commit, when a change gave back units the ledger did not
 // count (a drift that reconciliation's check repairs). f must not block.
@@ -65,8 +70,9 @@ func (s *Store) eventsWritten() {
 
 // txState is what a transaction's statements tell tx about it.
 type txState struct {
-	events bool
-	drift  int // ledger slots that could not give back what a change said they held
+	events  bool
+	refunds bool
+	drift   int // ledger slots that could not give back what a change said they held
 }
 
 type txStateKey struct{}
@@ -144,7 +150,7 @@ func (s *Store) tx(ctx context.Context, op string, fn func(tx *gorm.DB) error) e
 	st := &txState{}
 	ctx = context.WithValue(ctx, txStateKey{}, st)
 	for attempt := 0; ; attempt++ {
-		st.events, st.drift = false, 0
+		st.events, st.refunds, st.drift = false, false, 0
 		tx := s.db.WithContext(ctx).Begin()
 		if tx.Error != nil {
 			return mapErr(op, tx.Error)
@@ -166,6 +172,9 @@ func (s *Store) tx(ctx context.Context, op string, fn func(tx *gorm.DB) error) e
 		}
 		if st.events {
 			s.eventsWritten()
+		}
+		if f := s.onRefunds.Load(); f != nil && st.refunds {
+			(*f)()
 		}
 		if f := s.onDrift.Load(); f != nil && st.drift > 0 {
 			(*f)(st.drift)
