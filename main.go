@@ -59,6 +59,11 @@ Commands:
              a same-second burst and a steady stream of no-show releases, through slotwheel and the
              designs it is compared with (stock Asynq, a polling UPDATE), on the configured MySQL and
              Redis; prints one table and writes it as JSON and a PNG chart
+  bench rush
+             the booking-opening rush: 20,000 clients at one instant for 400 units, through slotwheel
+             (the binary's own instance) and the plain SQL design of SELECT … FOR UPDATE, on the
+             configured MySQL and Redis; prints sold-out time, answers/s, latency, oversold and CPU
+             per answer of each process, and writes them as JSON and a PNG chart
 
 Settings come from SLOTWHEEL_* environment variables (see README.md) or a YAML file; the
 environment wins. Without SLOTWHEEL_MYSQL_DSN and SLOTWHEEL_REDIS_URL (or Sentinel) it runs embedded.
@@ -89,7 +94,7 @@ type command struct {
 	standalone bool
 }
 
-func commands(bf *benchFlags, brf *benchReleaseFlags, wef *webhookEchoFlags) map[string]command {
+func commands(bf *benchFlags, brf *benchReleaseFlags, bru *benchRushFlags, wef *webhookEchoFlags) map[string]command {
 	return map[string]command{
 		"all": {run: func(ctx context.Context, c *config.Config, out io.Writer, l *slog.Logger) error {
 			return runInstance(ctx, c, out, l, true, true)
@@ -105,7 +110,10 @@ func commands(bf *benchFlags, brf *benchReleaseFlags, wef *webhookEchoFlags) map
 		"bench":     {flags: bf.register, run: bf.run},
 		// `slotwheel bench release`: the release designs side by side (bench_release.go).
 		"bench release": {flags: brf.register, run: brf.run},
-		"webhook-echo":  {flags: wef.register, run: wef.run, standalone: true},
+		// `slotwheel bench rush`, and the plain SQL design it runs as a child (bench_rush.go).
+		"bench rush":            {flags: bru.register, run: bru.run},
+		"bench rush-sql-server": {run: runRushSQLServer},
+		"webhook-echo":          {flags: wef.register, run: wef.run, standalone: true},
 	}
 }
 
@@ -118,10 +126,13 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 		fmt.Fprint(out, usage)
 		return nil
 	}
-	if name == "bench" && len(args) > 0 && args[0] == "release" {
-		name, args = "bench release", args[1:]
+	cmds := commands(&benchFlags{}, &benchReleaseFlags{}, &benchRushFlags{}, &webhookEchoFlags{})
+	if name == "bench" && len(args) > 0 {
+		if _, ok := cmds["bench "+args[0]]; ok {
+			name, args = "bench "+args[0], args[1:]
+		}
 	}
-	cmd, ok := commands(&benchFlags{}, &benchReleaseFlags{}, &webhookEchoFlags{})[name]
+	cmd, ok := cmds[name]
 	if !ok {
 		return fmt.Errorf("unknown command %q (try --help)", name)
 	}
