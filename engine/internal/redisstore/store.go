@@ -25,11 +25,12 @@ type Store struct {
 	rdb     redis.UniversalClient
 	keys    Keys
 	scripts *scripts
+	batch   *batcher // the hold path's scripts, sent together (batch.go)
 }
 
 // New builds a Store on rdb under prefix.
 func New(rdb redis.UniversalClient, prefix string) *Store {
-	return &Store{rdb: rdb, keys: NewKeys(prefix), scripts: loadScripts()}
+	return &Store{rdb: rdb, keys: NewKeys(prefix), scripts: loadScripts(), batch: newBatcher(rdb)}
 }
 
 // Keys returns the store's keyspace.
@@ -193,10 +194,14 @@ func (s *Store) runMarked(ctx context.Context, sc *redis.Script, keys []string, 
 // evalMarked is runMarked for a script whose answer is not a list of strings.
 func (s *Store) evalMarked(ctx context.Context, sc *redis.Script, keys []string, args []any, venueID uint64, at, now time.Time) (*redis.Cmd, error) {
 	for attempt := 0; ; attempt++ {
-		pipe := s.rdb.Pipeline()
-		cmd := sc.EvalSha(ctx, pipe, keys, args...)
-		s.markDue(ctx, pipe, venueID, at, now)
-		_, _ = pipe.Exec(ctx) // each command's own error is read below
+		// With the scripts of other requests running at the same time (batch.go).
+		var cmd *redis.Cmd
+		if err := s.batch.do(ctx, func(ctx context.Context, pipe redis.Pipeliner) {
+			cmd = sc.EvalSha(ctx, pipe, keys, args...)
+			s.markDue(ctx, pipe, venueID, at, now)
+		}); err != nil {
+			return nil, err
+		}
 		err := cmd.Err()
 		if attempt == 0 && err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			// A pipeline sends EVALSHA only: load the script (on every master) and go again.
