@@ -58,7 +58,8 @@ Commands:
   bench release
              a same-second burst and a steady stream of no-show releases, through slotwheel and the
              designs it is compared with (stock Asynq, a polling UPDATE), on the configured MySQL and
-             Redis; prints one table and writes it as JSON and a PNG chart
+             Redis; --cases busy adds releases falling due while 750 confirms/s run; prints one table
+             and writes it as JSON and a PNG chart
   bench rush
              the booking-opening rush: 20,000 clients at one instant for 400 units, through slotwheel
              (the binary's own instance) and the plain SQL design of SELECT … FOR UPDATE, on the

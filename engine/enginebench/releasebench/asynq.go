@@ -36,6 +36,11 @@ func measureAsynq(ctx context.Context, env *Env, cfg Config, s spec, p *Progress
 	if err != nil {
 		return nil, err
 	}
+	load, err := anchorLoad(ctx, env, cfg, s, p)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, load.close()) }()
 	queue := randomName("bench_asynq_")
 	defer func() { err = errors.Join(err, env.deleteQueues(cleanup, queue)) }()
 
@@ -98,7 +103,9 @@ func measureAsynq(ctx context.Context, env *Env, cfg Config, s spec, p *Progress
 	if err != nil {
 		return nil, err
 	}
-	seen, err := waitReleased(ctx, t.watcher(obs), first, last, s.n, cfg.Timeout, p)
+	stopLoad := load.start(ctx, first, last)
+	seen, contention, err := waitReleased(ctx, t.watcher(obs), db.sql, s, first, last, cfg.Timeout, p)
+	m.load, m.contention = stopLoad(), contention
 	if err != nil {
 		return nil, err
 	}

@@ -111,16 +111,22 @@ func (rep *Report) WriteChart(path string) error {
 
 func (rep *Report) caseTitle(k Case) string {
 	c := rep.Config
-	if k == CaseBurst {
+	switch k {
+	case CaseBurst:
 		return fmt.Sprintf("burst: %d bookings due at one instant — %s", c.Burst, rep.Backends)
+	case CaseBusy:
+		return fmt.Sprintf("busy: %d releases/s for %d s while %d confirms/s run — %s", c.BusyRate, c.BusySeconds, c.BusyConfirmRate, rep.Backends)
 	}
 	return fmt.Sprintf("steady: %d releases/s for %d s (release_at 1/%d s apart) — %s", c.SteadyRate, c.SteadySeconds, c.SteadyRate, rep.Backends)
 }
 
 // goalLines are the lag goals of a case, in ms.
 func goalLines(k Case) []float64 {
-	if k == CaseBurst {
+	switch k {
+	case CaseBurst:
 		return []float64{1000}
+	case CaseBusy:
+		return []float64{busyP99GoalMs}
 	}
 	return []float64{50, 250}
 }
@@ -153,6 +159,9 @@ func legendText(r Row) string {
 	}
 	if r.Released < r.Bookings {
 		s += fmt.Sprintf(", %d not released", r.Bookings-r.Released)
+	}
+	if r.Load != nil {
+		s += fmt.Sprintf(" (beside %.0f confirms/s)", r.Load.PerSecond)
 	}
 	return s
 }

@@ -45,6 +45,10 @@ type Env struct {
 	Prefix string
 	// Logger receives the warnings of the engines and servers under test; default slog.Default().
 	Logger *slog.Logger
+	// OnRelease, when set, is called as each measurement's bookings start falling due, with the
+	// measurement's name ("slotwheel busy", "asynq steady, run 2"); the function it returns is
+	// called when they are all seen released or the wait ends. For a CPU profile of that window.
+	OnRelease func(name string) (end func())
 }
 
 func (e *Env) logger() *slog.Logger {

@@ -35,6 +35,11 @@ func measurePoll(ctx context.Context, env *Env, cfg Config, s spec, p *Progress)
 	if err != nil {
 		return nil, err
 	}
+	load, err := anchorLoad(ctx, env, cfg, s, p)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, load.close()) }()
 
 	scratch := min(max(s.n/50, 20), 1000)
 	p.Stage("estimating the setup rate", 0)
@@ -93,7 +98,9 @@ func measurePoll(ctx context.Context, env *Env, cfg Config, s spec, p *Progress)
 			}
 		}
 	})
-	seen, err := waitReleased(ctx, t.watcher(obs), first, last, s.n, cfg.Timeout, p)
+	stopLoad := load.start(ctx, first, last)
+	seen, contention, err := waitReleased(ctx, t.watcher(obs), db.sql, s, first, last, cfg.Timeout, p)
+	m.load, m.contention = stopLoad(), contention
 	stopPoll()
 	wg.Wait()
 	if err != nil {

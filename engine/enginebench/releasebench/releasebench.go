@@ -40,18 +40,30 @@ type Case string
 const (
 	CaseBurst  Case = "burst"  // every booking due at the same instant (a whole second, as start + grace is)
 	CaseSteady Case = "steady" // release_at spread evenly, one booking every 1/rate seconds
+	// CaseBusy spreads release_at evenly as steady does, while customers hold and confirm other
+	// slots through the same deployment at a steady rate (see confirmLoad).
+	CaseBusy Case = "busy"
 )
 
 // Cases lists every case, in the order of the table.
-var Cases = []Case{CaseBurst, CaseSteady}
+var Cases = []Case{CaseBurst, CaseSteady, CaseBusy}
+
+// DefaultCases are the cases a Config without Cases measures, and the CLI's default.
+var DefaultCases = []Case{CaseBurst, CaseSteady}
 
 // Config sizes a run. Zero values take the defaults, which are the issue's: a 10,000-booking burst,
-// and 1,000 releases per second for 60 s.
+// 1,000 releases per second for 60 s, and 750 releases per second for 13 s (about 10,000) while
+// 750 confirms a second run.
 type Config struct {
 	Burst         int // bookings of the burst; default 10,000
 	SteadyRate    int // releases per second of the steady case; default 1,000 (1 ms apart)
 	SteadySeconds int // length of the steady case; default 60
-	Runs          int // measurements of each design and case, pooled; default 1
+	BusyRate      int // releases per second of the busy case; default 750
+	BusySeconds   int // length of the busy case; default 13
+	// BusyConfirmRate is the busy case's confirms per second, each of a hold made just before it;
+	// default 750.
+	BusyConfirmRate int
+	Runs            int // measurements of each design and case, pooled; default 1
 	// Venues spread slotwheel's bookings over that many venues (one hall each); default 1, the
 	// worst case for slotwheel, which releases a venue's due bookings in batches. The anchors have
 	// no venues.
@@ -76,6 +88,9 @@ const (
 	DefaultBurst          = 10_000
 	DefaultSteadyRate     = 1_000
 	DefaultSteadySeconds  = 60
+	DefaultBusyRate       = 750
+	DefaultBusySeconds    = 13
+	DefaultBusyConfirms   = 750
 	DefaultTimeout        = 5 * time.Minute
 	DefaultPollPeriod     = time.Second
 	DefaultComputedPeriod = 5 * time.Minute
@@ -94,6 +109,9 @@ func (c Config) withDefaults(env *Env) Config {
 	setInt(&c.Burst, DefaultBurst)
 	setInt(&c.SteadyRate, DefaultSteadyRate)
 	setInt(&c.SteadySeconds, DefaultSteadySeconds)
+	setInt(&c.BusyRate, DefaultBusyRate)
+	setInt(&c.BusySeconds, DefaultBusySeconds)
+	setInt(&c.BusyConfirmRate, DefaultBusyConfirms)
 	setInt(&c.Runs, 1)
 	setInt(&c.Venues, 1)
 	workers := 16
@@ -114,7 +132,7 @@ func (c Config) withDefaults(env *Env) Config {
 		c.Designs = Designs
 	}
 	if len(c.Cases) == 0 {
-		c.Cases = Cases
+		c.Cases = DefaultCases
 	}
 	return c
 }
@@ -143,14 +161,26 @@ type spec struct {
 	// wholeSecond puts the first release_at on a whole second, as slot grids and whole-second
 	// graces do (it is also the one instant at which Asynq's whole-second schedule is exact).
 	wholeSecond bool
+	// window, when set, is called as the bookings start falling due; what it returns, when they
+	// are all seen released (or the wait ends). See Env.OnRelease.
+	window func() (end func())
 }
 
 func (c Config) spec(k Case) spec {
 	if k == CaseBurst {
 		return spec{c: k, n: c.Burst, offset: func(int) time.Duration { return 0 }, wholeSecond: true}
 	}
-	step := time.Second / time.Duration(c.SteadyRate)
-	return spec{c: k, n: c.SteadyRate * c.SteadySeconds, offset: func(i int) time.Duration { return time.Duration(i) * step }}
+	rate, seconds := c.SteadyRate, c.SteadySeconds
+	if k == CaseBusy {
+		rate, seconds = c.BusyRate, c.BusySeconds
+	}
+	return spec{c: k, n: rate * seconds, offset: func(i int) time.Duration { return time.Duration(i) * time.Second / time.Duration(rate) }}
+}
+
+// loadDuration is how long a busy case's confirm load may run: from loadLead before the first
+// release_at to loadTail after the latest (what sizes its slots).
+func (c Config) loadDuration() time.Duration {
+	return loadLead + time.Duration(c.BusySeconds)*time.Second + loadTail
 }
 
 // releaseAts are the release_at values of a case whose first is first.
@@ -191,12 +221,12 @@ func Run(ctx context.Context, env *Env, cfg Config, p *Progress) (*Report, error
 			var runs [][]*measurement
 			for r := range cfg.Runs {
 				step++
-				name := fmt.Sprintf("[%d/%d] %s %s", step, total, d, k)
+				name := fmt.Sprintf("%s %s", d, k)
 				if cfg.Runs > 1 {
 					name += fmt.Sprintf(", run %d", r+1)
 				}
-				p.SetStep(name)
-				ms, err := measure(ctx, env, cfg, d, k, p)
+				p.SetStep(fmt.Sprintf("[%d/%d] %s", step, total, name))
+				ms, err := measure(ctx, env, cfg, d, k, name, p)
 				if ctx.Err() != nil {
 					return rep, ctx.Err()
 				}
@@ -229,7 +259,7 @@ func Run(ctx context.Context, env *Env, cfg Config, p *Progress) (*Report, error
 // period and its computed one). For the Go benchmarks.
 func Measure(ctx context.Context, env *Env, cfg Config, d Design, k Case) ([]Row, error) {
 	cfg = cfg.withDefaults(env)
-	ms, err := measure(ctx, env, cfg, d, k, nil)
+	ms, err := measure(ctx, env, cfg, d, k, fmt.Sprintf("%s %s", d, k), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -240,8 +270,12 @@ func Measure(ctx context.Context, env *Env, cfg Config, d Design, k Case) ([]Row
 	return rows, nil
 }
 
-func measure(ctx context.Context, env *Env, cfg Config, d Design, k Case, p *Progress) ([]*measurement, error) {
+// measure runs design d on case k once; name names the measurement (for Env.OnRelease).
+func measure(ctx context.Context, env *Env, cfg Config, d Design, k Case, name string, p *Progress) ([]*measurement, error) {
 	s := cfg.spec(k)
+	if env.OnRelease != nil {
+		s.window = func() func() { return env.OnRelease(name) }
+	}
 	switch d {
 	case DesignSlotwheel:
 		m, err := measureSlotwheel(ctx, env, cfg, s, p)
@@ -277,6 +311,10 @@ type measurement struct {
 	redisBytes          float64 // Redis bytes per booking; negative: not measured
 	setupPerSecond      float64
 	note                string
+	// load is what the busy case's confirm load achieved (nil in the other cases); contention
+	// what the process waited for while the bookings fell due (nil for a computed row).
+	load       *LoadStats
+	contention *Contention
 }
 
 // finish sorts the lags and counts the early ones.

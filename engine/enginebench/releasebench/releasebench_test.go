@@ -7,8 +7,10 @@ import (
 	"flag"
 	"image/png"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -84,6 +86,15 @@ func TestSpecs(t *testing.T) {
 	require.Equal(t, time.Millisecond, ats[1].Sub(ats[0]), "one booking a millisecond")
 	require.Equal(t, 1999*time.Millisecond, ats[len(ats)-1].Sub(ats[0]))
 	require.True(t, ats[0].After(now.Add(5*time.Second)), "after the 2 s of bookings and the 1 s after, with room")
+
+	busy := Config{BusyRate: 750, BusySeconds: 2}.withDefaults(&Env{}).spec(CaseBusy)
+	require.Equal(t, 1500, busy.n)
+	ats = busy.releaseAts(time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC))
+	require.Equal(t, time.Second, ats[750].Sub(ats[0]), "750 a second, 4/3 ms apart to the millisecond")
+	for i := 1; i < len(ats); i++ {
+		require.False(t, ats[i].Before(ats[i-1]))
+	}
+	require.Equal(t, DefaultCases, Config{}.withDefaults(&Env{}).Cases, "busy is asked for, not measured by default")
 }
 
 func TestPoolAndGoals(t *testing.T) {
@@ -109,6 +120,67 @@ func TestPoolAndGoals(t *testing.T) {
 	require.True(t, gs[1].Met, "600 bytes a booking is within 700")
 }
 
+func TestBusyGoal(t *testing.T) {
+	t.Parallel()
+	row := func(p99 time.Duration, confirms float64) Row {
+		m := &measurement{design: DesignSlotwheel, label: "slotwheel", c: CaseBusy, n: 2, lags: []time.Duration{time.Millisecond, p99},
+			observed: 0, unitsBack: 0, redisBytes: -1, contention: &Contention{PoolMaxOpen: 32},
+			load: &LoadStats{TargetPerSecond: 750, Seconds: 1, Confirms: int(confirms), lats: []time.Duration{time.Millisecond}}}
+		m.load.finish()
+		m.finish()
+		return pool([]*measurement{m})
+	}
+	cfg := Config{}.withDefaults(&Env{})
+	for _, c := range []struct {
+		name     string
+		p99      time.Duration
+		confirms float64
+		met      bool
+	}{
+		{"on time beside the load", 90 * time.Millisecond, 740, true},
+		{"late", 120 * time.Millisecond, 750, false},
+		{"on time, but the load fell short", 20 * time.Millisecond, 600, false},
+	} {
+		gs := goals(&Report{Rows: []Row{row(c.p99, c.confirms)}}, cfg)
+		require.Len(t, gs, 1, c.name)
+		require.Equal(t, c.met, gs[0].Met, c.name)
+		require.Contains(t, gs[0].Got, "confirms/s of 750", c.name)
+		require.Empty(t, gs[0].Note, "the issue's size")
+	}
+}
+
+func TestLoadStats(t *testing.T) {
+	t.Parallel()
+	a := &LoadStats{TargetPerSecond: 750, Seconds: 2, Confirms: 3, Errors: 1, FirstError: "boom",
+		lats: []time.Duration{30 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond}}
+	a.finish()
+	require.Equal(t, 1.5, a.PerSecond)
+	require.Equal(t, 20.0, a.P50Ms)
+	require.Equal(t, 30.0, a.MaxMs)
+	b := &LoadStats{TargetPerSecond: 750, Seconds: 1, Confirms: 1, lats: []time.Duration{100 * time.Millisecond}}
+	b.finish()
+	p := poolLoads([]*LoadStats{a, b})
+	require.Equal(t, 4, p.Confirms)
+	require.Equal(t, 1, p.Errors)
+	require.Equal(t, "boom", p.FirstError)
+	require.InDelta(t, 4.0/3, p.PerSecond, 1e-9)
+	require.Equal(t, 100.0, p.MaxMs)
+	require.Nil(t, poolLoads(nil))
+}
+
+func TestHistDelta(t *testing.T) {
+	t.Parallel()
+	buckets := []float64{0, 0.001, 0.01, 0.1, math.Inf(1)}
+	a := &metrics.Float64Histogram{Buckets: buckets, Counts: []uint64{5, 5, 5, 5}}
+	b := &metrics.Float64Histogram{Buckets: buckets, Counts: []uint64{5 + 98, 5 + 1, 5 + 1, 5}}
+	p50, p99, top := histDelta(a, b)
+	require.Equal(t, 1.0, p50, "the upper bound of the first bucket, in ms")
+	require.Equal(t, 10.0, p99)
+	require.Equal(t, 100.0, top)
+	p50, _, _ = histDelta(a, a)
+	require.Zero(t, p50, "nothing counted")
+}
+
 func TestReportWrites(t *testing.T) {
 	t.Parallel()
 	rep := &Report{Started: time.Now(), Backends: "test", Host: Host{CPUs: 2}, Config: Config{Burst: 3, SteadyRate: 10, SteadySeconds: 1}.withDefaults(&Env{}).forReport()}
@@ -124,6 +196,14 @@ func TestReportWrites(t *testing.T) {
 		c.label, c.c = "poll UPDATE every 5m0s", k
 		rep.Rows = append(rep.Rows, pool([]*measurement{c}))
 	}
+	for i := range rep.Rows {
+		if r := &rep.Rows[i]; !r.Computed {
+			r.Contention = &Contention{PoolMaxOpen: 32, PoolMaxInUse: 32, PoolWaits: 7, PoolWaitMs: 120, RunnableP99Ms: 4}
+			if r.Case == CaseBusy {
+				r.Load = &LoadStats{Path: "the engine", TargetPerSecond: 10, Seconds: 1, Confirms: 9, PerSecond: 9, P50Ms: 5, P99Ms: 12, MaxMs: 15}
+			}
+		}
+	}
 	rep.Rows = append(rep.Rows, Row{Design: DesignSlotwheel, Label: "slotwheel", Case: CaseSteady, Failed: true, Note: "setup overran"})
 	var out bytes.Buffer
 	require.NoError(t, rep.WriteTable(&out))
@@ -133,6 +213,9 @@ func TestReportWrites(t *testing.T) {
 	require.Regexp(t, `(?m)^stock Asynq, defaults\s+steady\s+3\s+1\.00s\s+4\.00s\s+4\.00s\s+1\s`, out.String())
 	require.Regexp(t, `(?m)^poll UPDATE every 5m0s \*\s+burst\s+2\s`, out.String())
 	require.Contains(t, out.String(), "computed, not waited for")
+	require.Regexp(t, `(?m)^slotwheel\s+busy\s+9 \(10\)\s+5\.0ms\s+12ms\s+15ms\s+0\s+32 of 32\s+7\s+120ms\s`, out.String())
+	require.Regexp(t, `(?m)^stock Asynq, defaults\s+steady\s+—\s+—\s+—\s+—\s+—\s+32 of 32`, out.String())
+	require.Contains(t, out.String(), "through the engine;")
 
 	dir := t.TempDir()
 	require.NoError(t, rep.WriteJSON(filepath.Join(dir, "r.json")))
@@ -140,8 +223,9 @@ func TestReportWrites(t *testing.T) {
 	require.NoError(t, err)
 	var back Report
 	require.NoError(t, json.Unmarshal(b, &back))
-	require.Len(t, back.Rows, 7)
+	require.Len(t, back.Rows, 10)
 	require.Equal(t, 1, back.Rows[1].Early)
+	require.Equal(t, 9.0, back.Rows[6].Load.PerSecond, "the busy case's load")
 
 	require.NoError(t, rep.WriteChart(filepath.Join(dir, "r.png")))
 	f, err := os.Open(filepath.Join(dir, "r.png"))
@@ -159,6 +243,9 @@ var (
 	flagBurst         = flag.Int("burst", DefaultBurst, "bookings of BenchmarkReleaseBurst")
 	flagSteadyRate    = flag.Int("steady-rate", DefaultSteadyRate, "releases per second of BenchmarkReleaseSteady")
 	flagSteadySeconds = flag.Int("steady-seconds", DefaultSteadySeconds, "length of BenchmarkReleaseSteady in seconds")
+	flagBusyRate      = flag.Int("busy-rate", DefaultBusyRate, "releases per second of BenchmarkReleaseBusy")
+	flagBusySeconds   = flag.Int("busy-seconds", DefaultBusySeconds, "length of BenchmarkReleaseBusy in seconds")
+	flagBusyConfirms  = flag.Int("busy-confirm-rate", DefaultBusyConfirms, "confirms per second beside BenchmarkReleaseBusy's releases")
 )
 
 // BenchmarkReleaseBurst measures a burst of bookings due at one instant through each design, on
@@ -169,9 +256,13 @@ func BenchmarkReleaseBurst(b *testing.B) { benchmarkCase(b, CaseBurst) }
 // BenchmarkReleaseSteady measures a steady stream of releases through each design.
 func BenchmarkReleaseSteady(b *testing.B) { benchmarkCase(b, CaseSteady) }
 
+// BenchmarkReleaseBusy measures the steady stream's releases while confirms run beside them.
+func BenchmarkReleaseBusy(b *testing.B) { benchmarkCase(b, CaseBusy) }
+
 func benchmarkCase(b *testing.B, k Case) {
 	env := testEnv(b)
-	cfg := Config{Burst: *flagBurst, SteadyRate: *flagSteadyRate, SteadySeconds: *flagSteadySeconds}
+	cfg := Config{Burst: *flagBurst, SteadyRate: *flagSteadyRate, SteadySeconds: *flagSteadySeconds,
+		BusyRate: *flagBusyRate, BusySeconds: *flagBusySeconds, BusyConfirmRate: *flagBusyConfirms}
 	for _, d := range Designs {
 		b.Run(string(d), func(b *testing.B) {
 			var rows []Row
@@ -199,6 +290,10 @@ func benchmarkCase(b *testing.B, k Case) {
 				b.ReportMetric(r.PerSecond, "releases/s"+suffix)
 				if r.RedisBytes != nil {
 					b.ReportMetric(*r.RedisBytes, "redis-B/booking")
+				}
+				if r.Load != nil {
+					b.ReportMetric(r.Load.PerSecond, "confirms/s")
+					b.ReportMetric(r.Load.P99Ms, "confirm-p99-ms")
 				}
 			}
 		})

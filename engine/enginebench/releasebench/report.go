@@ -36,6 +36,9 @@ type ReportConfig struct {
 	Burst            int      `json:"burst"`
 	SteadyRate       int      `json:"steady_rate"`
 	SteadySeconds    int      `json:"steady_seconds"`
+	BusyRate         int      `json:"busy_rate"`
+	BusySeconds      int      `json:"busy_seconds"`
+	BusyConfirmRate  int      `json:"busy_confirms_per_second"`
 	Runs             int      `json:"runs"`
 	Venues           int      `json:"slotwheel_venues"`
 	Designs          []Design `json:"designs"`
@@ -49,7 +52,8 @@ type ReportConfig struct {
 }
 
 func (c Config) forReport() ReportConfig {
-	return ReportConfig{Burst: c.Burst, SteadyRate: c.SteadyRate, SteadySeconds: c.SteadySeconds, Runs: c.Runs, Venues: c.Venues,
+	return ReportConfig{Burst: c.Burst, SteadyRate: c.SteadyRate, SteadySeconds: c.SteadySeconds, BusyRate: c.BusyRate,
+		BusySeconds: c.BusySeconds, BusyConfirmRate: c.BusyConfirmRate, Runs: c.Runs, Venues: c.Venues,
 		Designs: c.Designs, Cases: c.Cases, Concurrency: c.Concurrency, SetupWorkers: c.SetupWorkers,
 		TimeoutSeconds: c.Timeout.Seconds(), PollSeconds: c.PollPeriod.Seconds(), ComputedSeconds: c.ComputedPeriod.Seconds(),
 		AsynqConcurrency: asynqDefaultConcurrency()}
@@ -87,7 +91,11 @@ type Row struct {
 	SetupPerSecond float64  `json:"setup_bookings_per_second"`
 	// Percentiles are the lag's 0th to 100th percentiles in ms, for charts.
 	Percentiles []float64 `json:"percentiles_ms"`
-	Note        string    `json:"note,omitempty"`
+	// Load is the busy case's confirm load as achieved, pooled over the runs.
+	Load *LoadStats `json:"confirm_load,omitempty"`
+	// Contention is what the process waited for while the bookings fell due, the worst run's.
+	Contention *Contention `json:"contention,omitempty"`
+	Note       string      `json:"note,omitempty"`
 
 	lags []time.Duration // sorted, pooled; for the chart
 }
@@ -129,7 +137,13 @@ func pool(runs []*measurement) Row {
 	bytes, nBytes := 0.0, 0
 	r.PerSecond = math.Inf(1)
 	var notes []string
+	var loads []*LoadStats
+	var contention []*Contention
 	for _, m := range runs {
+		if m.load != nil {
+			loads = append(loads, m.load)
+		}
+		contention = append(contention, m.contention)
 		r.Bookings += m.n
 		r.Released += m.released
 		r.Early += m.early
@@ -174,6 +188,7 @@ func pool(runs []*measurement) Row {
 	if len(r.lags) > 0 {
 		r.Percentiles[100] = ms(maxLag)
 	}
+	r.Load, r.Contention = poolLoads(loads), worstContention(contention)
 	r.Note = strings.Join(notes, "; ")
 	return r
 }
@@ -182,7 +197,8 @@ func pool(runs []*measurement) Row {
 func goals(rep *Report, cfg Config) []Goal {
 	var out []Goal
 	small := func(k Case) string {
-		if k == CaseBurst && cfg.Burst < DefaultBurst || k == CaseSteady && (cfg.SteadyRate < DefaultSteadyRate || cfg.SteadySeconds < DefaultSteadySeconds) {
+		if k == CaseBurst && cfg.Burst < DefaultBurst || k == CaseSteady && (cfg.SteadyRate < DefaultSteadyRate || cfg.SteadySeconds < DefaultSteadySeconds) ||
+			k == CaseBusy && (cfg.BusyRate < DefaultBusyRate || cfg.BusySeconds < DefaultBusySeconds || cfg.BusyConfirmRate < DefaultBusyConfirms) {
 			return "measured at a smaller size than the issue's"
 		}
 		return ""
@@ -214,6 +230,8 @@ func goals(rep *Report, cfg Config) []Goal {
 			g.Got = fmt.Sprintf("p99 %s, max %s, %d early, %d/%d released", fmtMs(r.P99Ms), fmtMs(r.MaxMs), r.Early, r.Released, r.Bookings)
 			g.Met = r.P99Ms <= 50 && r.MaxMs <= 250 && r.Early == 0 && r.Released == r.Bookings
 			out = append(out, g)
+		case CaseBusy:
+			out = append(out, busyGoal(r, small(CaseBusy)))
 		}
 		if r.RedisBytes != nil {
 			out = append(out, Goal{Name: "Redis bytes per confirmed booking within the horizon (" + string(r.Case) + ")",
@@ -223,6 +241,27 @@ func goals(rep *Report, cfg Config) []Goal {
 	}
 	return out
 }
+
+// busyGoal checks the busy case: releases on time while the confirm load runs at its rate (a load
+// that fell short of it would make the goal easier than the issue's).
+func busyGoal(r Row, note string) Goal {
+	g := Goal{Name: "busy releases on time", Target: fmt.Sprintf("p99 ≤ %.0f ms, none early, all released, with the confirm load at ≥ %.0f%% of its rate",
+		busyP99GoalMs, 100*busyLoadShare), Note: note}
+	load, loadMet := "no confirm load measured", false
+	if l := r.Load; l != nil {
+		load = fmt.Sprintf("beside %.0f confirms/s of %.0f (confirm p99 %s, %d errors)", l.PerSecond, l.TargetPerSecond, fmtMs(l.P99Ms), l.Errors)
+		loadMet = l.PerSecond >= busyLoadShare*l.TargetPerSecond
+	}
+	g.Got = fmt.Sprintf("p99 %s, max %s, %d early, %d/%d released, %s", fmtMs(r.P99Ms), fmtMs(r.MaxMs), r.Early, r.Released, r.Bookings, load)
+	g.Met = r.P99Ms <= busyP99GoalMs && r.Early == 0 && r.Released == r.Bookings && loadMet
+	return g
+}
+
+// The busy case's goal: the issue's p99, and the share of the load's rate it must be met beside.
+const (
+	busyP99GoalMs = 100.0
+	busyLoadShare = 0.9
+)
 
 // WriteJSON writes the report to path.
 func (rep *Report) WriteJSON(path string) error {
@@ -238,8 +277,20 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	c := rep.Config
 	fmt.Fprintf(w, "slotwheel bench release — %s\n", rep.Started.Format(time.RFC3339))
 	fmt.Fprintf(w, "backends: %s; host: %d CPUs, %s/%s, %s\n", rep.Backends, rep.Host.CPUs, rep.Host.GOOS, rep.Host.GOARCH, rep.Host.Go)
-	fmt.Fprintf(w, "burst: %d bookings due at one instant; steady: %d/s for %d s (%d bookings); runs: %d; slotwheel: %d venue(s), release workers: %s\n\n",
-		c.Burst, c.SteadyRate, c.SteadySeconds, c.SteadyRate*c.SteadySeconds, c.Runs, c.Venues, concurrencyText(c.Concurrency))
+	var cases []string
+	for _, k := range c.Cases {
+		switch k {
+		case CaseBurst:
+			cases = append(cases, fmt.Sprintf("burst: %d bookings due at one instant", c.Burst))
+		case CaseSteady:
+			cases = append(cases, fmt.Sprintf("steady: %d/s for %d s (%d bookings)", c.SteadyRate, c.SteadySeconds, c.SteadyRate*c.SteadySeconds))
+		case CaseBusy:
+			cases = append(cases, fmt.Sprintf("busy: %d/s for %d s (%d bookings) while %d confirms/s run", c.BusyRate, c.BusySeconds,
+				c.BusyRate*c.BusySeconds, c.BusyConfirmRate))
+		}
+	}
+	fmt.Fprintf(w, "%s\nruns: %d; slotwheel: %d venue(s), release workers: %s\n\n", strings.Join(cases, "; "), c.Runs, c.Venues,
+		concurrencyText(c.Concurrency))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "design\tcase\tbookings\tp50\tp99\tmax\tearly\tlast released_at\tall RELEASED seen\tunits back seen\treleases/s\tRedis B/booking\t")
 	computed := false
@@ -279,6 +330,9 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintln(w, "  UPDATE taking what this run's measured UPDATEs took for as many rows (fixed cost + per-row cost); lags include")
 		fmt.Fprintln(w, "  the UPDATE's duration; \"last\" and releases/s are the worst phase's.")
 	}
+	if err := rep.writeContention(w); err != nil {
+		return err
+	}
 	for _, r := range rep.Rows {
 		if r.Note != "" {
 			fmt.Fprintf(w, "note (%s, %s): %s\n", r.Label, r.Case, r.Note)
@@ -299,6 +353,68 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// writeContention writes, for the measured rows, what ran beside the releases and what the process
+// waited for while they fell due: the busy case's confirm load as achieved (when a row has one), the
+// design's MySQL pool, and the Go scheduler.
+func (rep *Report) writeContention(w io.Writer) error {
+	var rows []Row
+	path, loads := "", false
+	for _, r := range rep.Rows {
+		if r.Failed || r.Contention == nil {
+			continue
+		}
+		rows = append(rows, r)
+		if r.Load != nil {
+			loads = true
+			if r.Design == DesignSlotwheel {
+				path = r.Load.Path
+			}
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nwhile the bookings fell due (first release_at → all seen released):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := "design\tcase\t"
+	if loads {
+		head += "confirms/s (target)\tconfirm p50\tconfirm p99\tconfirm max\tconfirm errors\t"
+	}
+	fmt.Fprintln(tw, head+"pool in use (max)\tpool waits\tpool wait\tconns closed idle\trunnable p99\t")
+	for _, r := range rows {
+		line := r.Label + "\t" + string(r.Case) + "\t"
+		if l := r.Load; l != nil {
+			line += fmt.Sprintf("%.0f (%.0f)\t%s\t%s\t%s\t%d\t", l.PerSecond, l.TargetPerSecond, fmtMs(l.P50Ms), fmtMs(l.P99Ms), fmtMs(l.MaxMs), l.Errors)
+		} else if loads {
+			line += strings.Repeat("—\t", 5)
+		}
+		c := r.Contention
+		fmt.Fprintf(tw, "%s%d of %d\t%d\t%s\t%d\t%s\t\n", line, c.PoolMaxInUse, c.PoolMaxOpen, c.PoolWaits, fmtMs(c.PoolWaitMs),
+			c.PoolClosedIdle, fmtMs(c.RunnableP99Ms))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if loads {
+		fmt.Fprintln(w, "confirms/s: the busy case's load — a hold, then a confirm of one unit on other slots, started on a fixed")
+		fmt.Fprintf(w, "schedule — through %s;\n", orElse(path, "the instance under test's engine"))
+		fmt.Fprintln(w, "beside an anchor, through a slotwheel instance of its own (same servers, same process). confirm p50/p99/max:")
+		fmt.Fprintln(w, "the confirm call alone.")
+	}
+	fmt.Fprintln(w, "pool: the design's own MySQL pool (slotwheel's is the instance's, shared by its loops, worker and API); pool")
+	fmt.Fprintln(w, "wait = time spent waiting for a connection, summed; conns closed idle = connections closed on their return")
+	fmt.Fprintln(w, "as the pool kept its most idle ones already (each is reopened when needed); runnable p99 = how long")
+	fmt.Fprintln(w, "goroutines of this process waited for a CPU (the Go scheduler's latency, a bucket's upper bound).")
+	return nil
+}
+
+func orElse(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 func concurrencyText(n int) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine"
@@ -176,6 +177,20 @@ func measureSlotwheel(ctx context.Context, env *Env, cfg Config, s spec, p *Prog
 	if err != nil {
 		return nil, err
 	}
+	// Bookings of other resources than the measured halls: the scratch one, and the busy case's
+	// load's.
+	others := []uint64{f.scratch.ID}
+	var load *confirmLoad
+	if s.c == CaseBusy {
+		// Customers book through the instance under test, as `slotwheel all` serves its API: the
+		// same engine, pool and loops as the releases.
+		if load, err = newConfirmLoad(ctx, eng, "the instance under test's engine (its pool, loops, Redis)",
+			cfg.BusyConfirmRate, cfg.loadDuration()); err != nil {
+			return nil, err
+		}
+		others = append(others, load.resources()...)
+	}
+	notOthers, args := notIn("resource_id", others)
 	// As an instance's start does: Redis is marked as holding what SQL says.
 	if _, err := eng.Reconcile(ctx); err != nil {
 		return nil, err
@@ -246,7 +261,7 @@ func measureSlotwheel(ctx context.Context, env *Env, cfg Config, s spec, p *Prog
 	p.Stage("waiting for the loader to queue the release tasks", 0)
 	for {
 		var left int
-		if err := obs.QueryRowContext(ctx, "SELECT COUNT(*) FROM bookings WHERE queue_at IS NOT NULL AND resource_id <> ?", f.scratch.ID).Scan(&left); err != nil {
+		if err := obs.QueryRowContext(ctx, "SELECT COUNT(*) FROM bookings WHERE queue_at IS NOT NULL AND "+notOthers, args...).Scan(&left); err != nil {
 			return nil, err
 		}
 		if left == 0 {
@@ -267,10 +282,12 @@ func measureSlotwheel(ctx context.Context, env *Env, cfg Config, s spec, p *Prog
 		return nil, err
 	}
 
-	w := &sqlWatcher{db: obs, args: []any{f.scratch.ID},
-		pendingQuery: "SELECT 1 FROM bookings WHERE status = 'CONFIRMED' AND resource_id <> ? LIMIT 1",
-		countQuery:   "SELECT COUNT(*) FROM bookings WHERE status = 'RELEASED' AND resource_id <> ?"}
-	seen, err := waitReleased(ctx, w, first, last, s.n, cfg.Timeout, p)
+	w := &sqlWatcher{db: obs, args: args,
+		pendingQuery: "SELECT 1 FROM bookings WHERE status = 'CONFIRMED' AND " + notOthers + " LIMIT 1",
+		countQuery:   "SELECT COUNT(*) FROM bookings WHERE status = 'RELEASED' AND " + notOthers}
+	stopLoad := load.start(ctx, first, last)
+	seen, contention, err := waitReleased(ctx, w, db.sql, s, first, last, cfg.Timeout, p)
+	m.load, m.contention = stopLoad(), contention
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +324,7 @@ func measureSlotwheel(ctx context.Context, env *Env, cfg Config, s spec, p *Prog
 		ReleasedAt *time.Time
 	}
 	if err := db.gorm.WithContext(ctx).Model(&models.Booking{}).Select("release_at", "released_at").
-		Where("resource_id <> ?", f.scratch.ID).Find(&rows).Error; err != nil {
+		Where("resource_id NOT IN ?", others).Find(&rows).Error; err != nil {
 		return nil, err
 	}
 	var latest time.Time
@@ -325,6 +342,15 @@ func measureSlotwheel(ctx context.Context, env *Env, cfg Config, s spec, p *Prog
 	}
 	m.finish()
 	return m, nil
+}
+
+// notIn is a condition that column is none of ids, with its arguments.
+func notIn(column string, ids []uint64) (string, []any) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return column + " NOT IN (?" + strings.Repeat(", ?", len(ids)-1) + ")", args
 }
 
 func later(a, b time.Time) time.Time {

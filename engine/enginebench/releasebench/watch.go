@@ -42,9 +42,29 @@ const (
 	countPoll = time.Second
 )
 
-// waitReleased waits until no measured booking is CONFIRMED any more, or until timeout past last,
-// and answers when that was seen (zero when it was not).
-func waitReleased(ctx context.Context, w *sqlWatcher, first, last time.Time, n int, timeout time.Duration, p *Progress) (time.Time, error) {
+// waitReleased waits until no booking of s (due from first to last) is CONFIRMED any more, or
+// until timeout past last, and answers when that was seen (zero when it was not), and what the
+// process waited for from first until then (see Contention), pool being the design's own MySQL
+// pool.
+func waitReleased(ctx context.Context, w *sqlWatcher, pool *sql.DB, s spec, first, last time.Time, timeout time.Duration, p *Progress) (time.Time, *Contention, error) {
+	var watch *contentionWatch
+	end := func() {}
+	seen, err := waitReleasedFrom(ctx, w, first, last, s.n, timeout, p, func() {
+		if s.window != nil {
+			end = s.window()
+		}
+		watch = watchContention(pool)
+	})
+	var c *Contention
+	if watch != nil {
+		c = watch.end()
+	}
+	end()
+	return seen, c, err
+}
+
+// waitReleasedFrom is waitReleased's wait; at is called at the first release_at.
+func waitReleasedFrom(ctx context.Context, w *sqlWatcher, first, last time.Time, n int, timeout time.Duration, p *Progress, at func()) (time.Time, error) {
 	for {
 		until := time.Until(first)
 		if until <= 0 {
@@ -55,6 +75,7 @@ func waitReleased(ctx context.Context, w *sqlWatcher, first, last time.Time, n i
 			return time.Time{}, err
 		}
 	}
+	at()
 	p.Stage("releasing", n)
 	deadline := last.Add(timeout)
 	var nextCount time.Time
