@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -77,8 +78,17 @@ const shutdownGrace = 4 * time.Second
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if err := run(ctx, os.Args[1:], os.Stdout, log); err != nil {
+	if os.Getenv("GOGC") == "" {
+		// The live heap is a few tens of MB (caches, pools); at Go's default of 100 the collector ran
+		// every few thousand requests in the booking-opening rush, a twentieth of a hold's CPU. An
+		// operator's GOGC or GOMEMLIMIT still rules.
+		debug.SetGCPercent(400)
+	}
+	logs := newBufferedLog(os.Stderr)
+	log := slog.New(logs.handler(slog.LevelInfo))
+	err := run(ctx, os.Args[1:], os.Stdout, log)
+	logs.Close()
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return
 		}
@@ -184,21 +194,33 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 
 // openSQL opens the database the configuration names; migrate overrides SLOTWHEEL_AUTO_MIGRATE.
 func openSQL(ctx context.Context, cfg *config.Config, migrate bool, log *slog.Logger) (*sqlHandle, error) {
-	db, err := backend.OpenSQL(ctx, backend.SQL{DSN: cfg.MySQLDSN, SQLitePath: cfg.SQLitePath,
+	o := backend.SQL{DSN: cfg.MySQLDSN, SQLitePath: cfg.SQLitePath,
 		Pool: models.Pool{MaxOpen: cfg.MySQLMaxOpenConns, MaxIdle: cfg.MySQLMaxIdleConns}, Migrate: migrate,
-		StartTimeout: cfg.StartTimeout, Log: log})
+		StartTimeout: cfg.StartTimeout, Log: log}
+	db, err := backend.OpenSQL(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	return &sqlHandle{db: db}, nil
+	h := &sqlHandle{db: db}
+	if h.release, err = backend.ReleasePool(o); err != nil {
+		h.Close()
+		return nil, err
+	}
+	return h, nil
 }
 
-// sqlHandle is an open database, closed with the instance.
-type sqlHandle struct{ db *gorm.DB }
+// sqlHandle is an open database, closed with the instance: the main pool and, on MySQL, the release
+// path's own.
+type sqlHandle struct{ db, release *gorm.DB }
 
 func (s *sqlHandle) Close() {
-	if d, err := s.db.DB(); err == nil {
-		_ = d.Close()
+	for _, db := range []*gorm.DB{s.db, s.release} {
+		if db == nil {
+			continue
+		}
+		if d, err := db.DB(); err == nil {
+			_ = d.Close()
+		}
 	}
 }
 
@@ -264,7 +286,7 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*wiring, e
 		return nil, err
 	}
 	eng, err := engine.New(engine.Options{
-		DB: sql.db, Redis: rdb.Client, Prefix: cfg.RedisPrefix, Logger: log,
+		DB: sql.db, ReleaseDB: sql.release, Redis: rdb.Client, Prefix: cfg.RedisPrefix, Logger: log,
 		HoldTTL: cfg.HoldTTL, DefaultGrace: cfg.DefaultGrace, ReleaseHorizon: cfg.ReleaseHorizon,
 		RestoreWindow: cfg.RestoreWindow, CheckinOpens: cfg.CheckinOpens, ReminderLead: cfg.ReminderLead,
 		ReleaseMode: booking.ReleaseMode(cfg.ReleaseMode), Notify: notify, WechatPay: pay,

@@ -81,14 +81,14 @@ func (s *server) accessLog() gin.HandlerFunc {
 		if status >= 500 {
 			level = slog.LevelError
 		}
-		s.log.Log(c.Request.Context(), level, "http request",
-			"request_id", requestIDOf(c),
-			"method", c.Request.Method,
-			"path", c.Request.URL.Path,
-			"route", c.FullPath(),
-			"status", status,
-			"latency", time.Since(start),
-			"bytes", c.Writer.Size(),
+		s.log.LogAttrs(c.Request.Context(), level, "http request",
+			slog.String("request_id", requestIDOf(c)),
+			slog.String("method", c.Request.Method),
+			slog.String("path", c.Request.URL.Path),
+			slog.String("route", c.FullPath()),
+			slog.Int("status", status),
+			slog.Duration("latency", time.Since(start)),
+			slog.Int("bytes", c.Writer.Size()),
 		)
 	}
 }

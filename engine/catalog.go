@@ -201,6 +201,18 @@ func (c *cache[K, V]) peek(key K) (V, bool) {
 	return e.v, ok
 }
 
+// fresh answers key from the cache when it is fresh, without loading it.
+func (c *cache[K, V]) fresh(now time.Time, key K) (V, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e, ok := c.m[key]
+	if !ok || now.Sub(e.at) >= cacheTTL || now.Before(e.at) {
+		var zero V
+		return zero, false
+	}
+	return e.v, true
+}
+
 // forget drops key after a change made here; a load under way keeps its answer to itself, and the
 // next get loads again.
 func (c *cache[K, V]) forget(key K) {

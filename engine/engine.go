@@ -29,10 +29,13 @@ import (
 
 // Options configure an Engine. Zero durations take the documented defaults.
 type Options struct {
-	DB     *gorm.DB
-	Redis  redis.UniversalClient
-	Prefix string // every Redis key starts with it; default "sw"
-	Clock  Clock  // default RealClock
+	DB *gorm.DB
+	// ReleaseDB, when set, is a small pool to the same database that the release path uses alone,
+	// so that releases do not wait for connections behind holds and confirms (backend.ReleasePool).
+	ReleaseDB *gorm.DB
+	Redis     redis.UniversalClient
+	Prefix    string // every Redis key starts with it; default "sw"
+	Clock     Clock  // default RealClock
 
 	HoldTTL        time.Duration // unpaid hold lifetime; default 10m
 	DefaultGrace   time.Duration // grace when no policy matches; default 15m
@@ -175,6 +178,9 @@ func New(opts Options) (*Engine, error) {
 	}
 	e.token = newClaimToken()
 	e.ss = sqlstore.New(opts.DB, e.renderChange)
+	if opts.ReleaseDB != nil {
+		e.ss.UseForReleases(opts.ReleaseDB)
+	}
 	e.ss.SetRefundRenderer(refundEvent)
 	e.ss.OnLedgerDrift(func(slots int) {
 		metricLedgerDrift.Add(float64(slots))

@@ -59,12 +59,9 @@ func (e *Engine) releaseDue(ctx context.Context, venueID uint64) ([]uint64, erro
 func (e *Engine) releaseRun(ctx context.Context, venueID uint64, locked func(earliest time.Time), open chan struct{}) ([]uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, releaseRunTimeout)
 	defer cancel()
-	venues := []uint64{venueID}
-	if venueID == 0 {
-		var err error
-		if venues, err = e.ss.DueVenues(ctx, e.clock.Now(), 1000); err != nil || len(venues) == 0 {
-			return nil, err
-		}
+	var venues []uint64 // every venue's
+	if venueID != 0 {
+		venues = []uint64{venueID}
 	}
 	var (
 		wg       sync.WaitGroup
@@ -127,18 +124,29 @@ func (e *Engine) releaseRun(ctx context.Context, venueID uint64, locked func(ear
 // next one's reads and writes.
 const releaseOverlap = 3
 
-// decideBatch decides one batch of up to size due bookings of venues, in one transaction; locked is
-// told how many rows it locked (see sqlstore.DueQuery).
+// decideBatch decides one batch of up to size due bookings of venues (nil: of every venue), in one
+// transaction; locked is told how many rows it locked (see sqlstore.DueQuery).
 func (e *Engine) decideBatch(ctx context.Context, venues []uint64, size int, locked func(n int, earliest time.Time)) ([]sqlstore.Booking, []booking.Change, error) {
-	// The rules are read at every batch, so that a mode change takes effect at once on every
-	// instance; the venues' zones (events are rendered in them) are cached before the transaction.
-	modes, policies, err := e.releaseRules(ctx, venues)
-	if err != nil {
-		return nil, nil, err
-	}
-	var at time.Time
-	q := sqlstore.DueQuery{Venues: venues, Now: e.clock.Now(), Limit: size, Locked: locked}
-	return e.ss.ReleaseDue(ctx, q, func(b *sqlstore.Booking) (booking.Change, error) {
+	var (
+		at       time.Time
+		modes    map[uint64]booking.ReleaseMode
+		policies map[uint64]booking.Policy
+		missing  []uint64
+	)
+	q := sqlstore.DueQuery{Venues: venues, Now: e.clock.Now(), Limit: size, Locked: locked,
+		// The modes are read in every batch's transaction, so that a mode change takes effect at
+		// once on every instance; the venues' zones (events are rendered in them) and rules come
+		// from the catalog's cache. The transaction holds its rows and a connection: it must not
+		// wait for another one to load the catalog (check-ins waiting on those rows may hold the
+		// rest of the pool), so a venue not cached ends it, and it is tried again once loaded.
+		Rules: func(stored map[uint64]string) error {
+			modes, policies, missing = e.releaseRules(stored)
+			if len(missing) > 0 {
+				return errRulesMissing
+			}
+			return nil
+		}}
+	decide := func(b *sqlstore.Booking) (booking.Change, error) {
 		if at.IsZero() {
 			// Taken once the rows are locked, so that released_at (and the lag measured from it) is
 			// when the batch decided, not when it began to look; still never early, as the query
@@ -154,39 +162,54 @@ func (e *Engine) decideBatch(ctx context.Context, venues []uint64, size int, loc
 			e.setTimers(b, at)
 		}
 		return c, err
-	})
+	}
+	bs, chs, err := e.ss.ReleaseDue(ctx, q, decide)
+	if !errors.Is(err, errRulesMissing) {
+		return bs, chs, err
+	}
+	ctx = sqlstore.OnReleasePath(ctx) // not behind the holds and confirms that may fill the main pool
+	for _, v := range missing {
+		if _, err := e.cat.venue(ctx, v); err != nil {
+			return nil, nil, err
+		}
+		if _, err := e.cat.venuePolicies(ctx, v); err != nil {
+			return nil, nil, err
+		}
+	}
+	at = time.Time{}
+	return e.ss.ReleaseDue(ctx, q, decide)
 }
+
+// errRulesMissing ends a release batch whose venues' rules are not in the catalog's cache.
+var errRulesMissing = errors.New("release rules not cached")
 
 // releaseRunTimeout bounds one release run: a burst of tens of thousands of bookings takes a few
 // seconds; a run that takes longer is stuck on the database.
 const releaseRunTimeout = time.Minute
 
-// releaseRules reads what a batch over venues decides by: each venue's release mode, and the
-// booking rules of their resources that have some.
-func (e *Engine) releaseRules(ctx context.Context, venues []uint64) (map[uint64]booking.ReleaseMode, map[uint64]booking.Policy, error) {
-	stored, err := e.ss.ReleaseModes(ctx, venues)
-	if err != nil {
-		return nil, nil, err
-	}
-	modes := make(map[uint64]booking.ReleaseMode, len(venues))
-	policies := map[uint64]booking.Policy{}
-	for _, v := range venues {
-		if _, err := e.cat.venue(ctx, v); err != nil {
-			return nil, nil, err
+// releaseRules is what a batch decides by, given the stored release modes of its venues: each
+// venue's mode (the instance's default where none is stored), and the booking rules of their
+// resources that have some, from the catalog's cache; missing lists the venues it does not hold.
+func (e *Engine) releaseRules(stored map[uint64]string) (modes map[uint64]booking.ReleaseMode, policies map[uint64]booking.Policy, missing []uint64) {
+	modes = make(map[uint64]booking.ReleaseMode, len(stored))
+	policies = map[uint64]booking.Policy{}
+	now := e.clock.Now()
+	for v, m := range stored {
+		_, zoned := e.cat.venues.fresh(now, v)
+		ps, ok := e.cat.policies.fresh(now, v)
+		if !zoned || !ok {
+			missing = append(missing, v)
+			continue
 		}
 		mode := e.opts.ReleaseMode
-		if m := stored[v]; m != "" {
+		if m != "" {
 			mode = booking.ReleaseMode(m)
 		}
 		observeMode(v, mode)
 		modes[v] = mode
-		ps, err := e.cat.venuePolicies(ctx, v)
-		if err != nil {
-			return nil, nil, err
-		}
 		maps.Copy(policies, ps)
 	}
-	return modes, policies, nil
+	return modes, policies, missing
 }
 
 // afterRelease carries out what a committed batch of releases leaves to do: units back (one script

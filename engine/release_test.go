@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"database/sql"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -9,8 +10,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 
+	"github.com/slotwheel/slotwheel/engine/backend"
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/enginetest"
 	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
 	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
 	"github.com/slotwheel/slotwheel/models"
@@ -304,4 +308,71 @@ func TestReleaseLoopRunsPastAStalledRun(t *testing.T) {
 		used, _, settled, err := state()
 		return err == nil && used == 0 && behind.ReleaseAt.Before(settled)
 	}, 10*time.Second, 5*time.Millisecond, "the stuck run ends: its unit back, both said settled")
+}
+
+// A booking load that holds every connection of the main pool does not hold releases back: the
+// release path has connections of its own (backend.ReleasePool), so a no-show is released and its
+// unit is free again while no hold or confirm could get a connection.
+func TestReleasesDoNotWaitForTheMainPool(t *testing.T) {
+	t.Parallel()
+	db := enginetest.NewDB(t)
+	if !db.MySQL {
+		t.Skip("SQLite serialises every writer: the release path has no pool of its own there")
+	}
+	const mainConns = 4
+	main, err := models.OpenMySQL(db.DSN, models.Pool{MaxOpen: mainConns, MaxIdle: mainConns})
+	require.NoError(t, err)
+	release, err := backend.ReleasePool(backend.SQL{DSN: db.DSN})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		for _, g := range []*gorm.DB{main, release} {
+			if s, err := g.DB(); err == nil {
+				_ = s.Close()
+			}
+		}
+	})
+	tb := setup(t, func(o *Options) { o.DB, o.ReleaseDB = main, release })
+	ctx := context.Background()
+	res := tb.resource(t, 1, 60, "08:00", "22:00")
+	b := tb.book(t, Actor{UserID: "guest", Role: RoleUser}, res, at("11:00"))
+	_, err = tb.e.GetBooking(ctx, System, b.ID) // the catalog's cache warm, as on a serving instance
+	require.NoError(t, err)
+
+	// The booking load: every connection of the main pool in an open transaction.
+	sqlMain, err := main.DB()
+	require.NoError(t, err)
+	var busy []*sql.Tx
+	for range mainConns {
+		tx, err := sqlMain.BeginTx(ctx, nil)
+		require.NoError(t, err)
+		busy = append(busy, tx)
+	}
+	freeMain := func() {
+		for _, tx := range busy {
+			_ = tx.Rollback()
+		}
+		busy = nil
+	}
+	t.Cleanup(freeMain)
+
+	tb.clock.Set(b.ReleaseAt)
+	done := make(chan error, 1)
+	go func() {
+		_, err := tb.e.ReleaseDue(ctx, 0)
+		done <- err
+	}()
+	obs, err := models.OpenMySQL(db.DSN, models.Pool{MaxOpen: 1, MaxIdle: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if s, err := obs.DB(); err == nil {
+			_ = s.Close()
+		}
+	})
+	require.Eventually(t, func() bool {
+		var row models.Booking
+		require.NoError(t, obs.Select("status").First(&row, b.ID).Error)
+		return row.Status == string(booking.Released) && len(tb.owners(t, res.VenueID)) == 0
+	}, 10*time.Second, 5*time.Millisecond, "the release waited for the main pool")
+	freeMain()
+	require.NoError(t, <-done)
 }

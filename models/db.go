@@ -35,6 +35,11 @@ const (
 	DefaultMaxIdle = 8
 )
 
+// ReleaseConns is the size of the release path's own pool, beside Pool (see backend.ReleasePool):
+// one connection per release transaction the release loop may have open at once (three), and one
+// for its reads between them (the next release_at, a venue's rules).
+const ReleaseConns = 4
+
 // WithDefaults fills the fields left zero with the defaults.
 func (p Pool) WithDefaults() Pool {
 	if p.MaxOpen <= 0 {

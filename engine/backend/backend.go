@@ -109,7 +109,7 @@ func OpenSQL(ctx context.Context, o SQL) (*gorm.DB, error) {
 // connections already open is only warned of, since those may be going away (a rolling restart).
 // Servers that report no limit (TiDB's max_connections 0) or cannot say are not checked.
 func checkPool(ctx context.Context, conn *sql.DB, p models.Pool, log *slog.Logger) error {
-	maxOpen := p.WithDefaults().MaxOpen
+	maxOpen := p.WithDefaults().MaxOpen + models.ReleaseConns
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var limit int
@@ -117,8 +117,9 @@ func checkPool(ctx context.Context, conn *sql.DB, p models.Pool, log *slog.Logge
 		return nil
 	}
 	if maxOpen >= limit {
-		return fmt.Errorf("SLOTWHEEL_MYSQL_MAX_OPEN_CONNS: %d connections cannot fit the server's max_connections of %d; "+
-			"size it so that instances × SLOTWHEEL_MYSQL_MAX_OPEN_CONNS stays below max_connections", maxOpen, limit)
+		return fmt.Errorf("SLOTWHEEL_MYSQL_MAX_OPEN_CONNS: %d connections (and %d of the release path's own) cannot fit the server's max_connections of %d; "+
+			"size it so that instances × (SLOTWHEEL_MYSQL_MAX_OPEN_CONNS + %d) stays below max_connections",
+			maxOpen-models.ReleaseConns, models.ReleaseConns, limit, models.ReleaseConns)
 	}
 	var name string
 	var open int
@@ -127,6 +128,25 @@ func checkPool(ctx context.Context, conn *sql.DB, p models.Pool, log *slog.Logge
 			"or raise max_connections", "pool", maxOpen, "open_now", open, "max_connections", limit)
 	}
 	return nil
+}
+
+// ReleasePool opens the release path's own models.ReleaseConns connections to the database o names
+// (engine.Options.ReleaseDB); nil on SQLite, which serialises writers whatever the pool. Open it
+// after OpenSQL has checked the server and the schema.
+func ReleasePool(o SQL) (*gorm.DB, error) {
+	if o.DSN == "" {
+		return nil, nil
+	}
+	conn, err := models.MySQLPool(o.DSN, models.Pool{MaxOpen: models.ReleaseConns, MaxIdle: models.ReleaseConns})
+	if err != nil {
+		return nil, fmt.Errorf("SLOTWHEEL_MYSQL_DSN: %w", err)
+	}
+	db, err := models.MySQLGorm(conn)
+	if err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("SLOTWHEEL_MYSQL_DSN: %w", err)
+	}
+	return db, nil
 }
 
 func closeDB(db *gorm.DB) {

@@ -10,6 +10,7 @@ import (
 	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/jobs"
 	"github.com/slotwheel/slotwheel/models"
+	"gorm.io/gorm"
 )
 
 const (
@@ -158,7 +159,14 @@ func measureSlotwheel(ctx context.Context, env *Env, cfg Config, s spec, p *Prog
 	defer func() { err = errors.Join(err, db.drop(cleanup)) }()
 	log := env.logger()
 	prefix := env.prefix() + ":" + randomName("bench-release-")
-	eng, err := engine.New(engine.Options{DB: db.gorm, Redis: env.Redis, Prefix: prefix, ReminderLead: -1, Logger: log})
+	// The instance under test is built as main builds it: on MySQL its release path has its own pool.
+	var releaseDB *gorm.DB
+	if db.mysql {
+		if releaseDB, err = db.open(models.ReleaseConns); err != nil {
+			return nil, err
+		}
+	}
+	eng, err := engine.New(engine.Options{DB: db.gorm, ReleaseDB: releaseDB, Redis: env.Redis, Prefix: prefix, ReminderLead: -1, Logger: log})
 	if err != nil {
 		return nil, err
 	}

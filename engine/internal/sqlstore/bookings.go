@@ -762,19 +762,11 @@ func (s *Store) States(ctx context.Context, ids []uint64) (map[uint64]State, err
 	return out, nil
 }
 
-// DueVenues lists the venues that have CONFIRMED bookings whose release_at is at or before now.
-func (s *Store) DueVenues(ctx context.Context, now time.Time, limit int) ([]uint64, error) {
-	var ids []uint64
-	err := s.db.WithContext(ctx).Model(&models.Booking{}).Where("due_at <= ?", now.UTC()).
-		Distinct().Limit(limit).Pluck("venue_id", &ids).Error
-	return ids, mapErr("due venues", err)
-}
-
 // RecentlyReleased lists the bookings RELEASED since since that fell due since then too (which
 // bounds the (status, release_at) index range read): their ids, venues and versions.
 func (s *Store) RecentlyReleased(ctx context.Context, since time.Time) ([]Booking, error) {
 	var rows []models.Booking
-	err := s.db.WithContext(ctx).Select("id, venue_id, version").
+	err := s.release.WithContext(ctx).Select("id, venue_id, version").
 		Where("status = ? AND release_at >= ? AND released_at >= ?", string(booking.Released), since.UTC(), since.UTC()).
 		Find(&rows).Error
 	if err != nil {
@@ -791,7 +783,7 @@ func (s *Store) RecentlyReleased(ctx context.Context, since time.Time) ([]Bookin
 // there is none): one probe of the due_at index.
 func (s *Store) NextDue(ctx context.Context) (time.Time, error) {
 	var at []time.Time
-	err := s.db.WithContext(ctx).Model(&models.Booking{}).Where("due_at IS NOT NULL").
+	err := s.release.WithContext(ctx).Model(&models.Booking{}).Where("due_at IS NOT NULL").
 		Order("due_at").Limit(1).Pluck("due_at", &at).Error
 	if err != nil || len(at) == 0 {
 		return time.Time{}, mapErr("next due", err)
@@ -801,9 +793,13 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, error) {
 
 // DueQuery selects CONFIRMED bookings whose release_at has come.
 type DueQuery struct {
-	Venues []uint64 // the venues whose bookings are taken; required
+	Venues []uint64 // the venues whose bookings are taken; nil: every venue's
 	Now    time.Time
 	Limit  int
+	// Rules, when set, is given the stored release mode of each venue among the locked bookings
+	// (read in the same transaction, so that a mode change takes effect at the next batch), before
+	// any booking is decided.
+	Rules func(modes map[uint64]string) error
 	// Locked, when set, is told how many bookings the transaction locked and the earliest release_at
 	// among them, as soon as it has them (again if the transaction is retried): a full batch means
 	// more may be waiting for another transaction. Only MySQL tells: its rows are locked for this
@@ -821,12 +817,29 @@ type DueQuery struct {
 func (s *Store) ReleaseDue(ctx context.Context, q DueQuery, decide Decide) ([]Booking, []booking.Change, error) {
 	var out []Booking
 	var chs []booking.Change
-	err := s.tx(ctx, "release due bookings", func(tx *gorm.DB) error {
-		out, chs = out[:0], chs[:0]
-		if len(q.Venues) == 0 {
-			return nil
+	rulesRead := false
+	if !s.mysql && q.Rules != nil {
+		// SQLite's transaction holds the database's write lock, and its pool is a few connections:
+		// whatever Rules reads (a catalog cache miss) must not need a connection while writers wait
+		// for that lock holding the others. Its writers are serialised, so the modes read first
+		// cannot go stale before the batch.
+		var rows []models.Booking
+		if err := s.dueRows(s.release.WithContext(ctx), q).Select("DISTINCT venue_id").Find(&rows).Error; err != nil {
+			return nil, nil, mapErr("release due bookings", err)
 		}
-		db := tx.Where("due_at <= ? AND venue_id IN ?", q.Now.UTC(), q.Venues).Order("due_at").Limit(q.Limit)
+		if len(rows) == 0 {
+			return nil, nil, nil
+		}
+		if err := s.releaseModes(s.release.WithContext(ctx), rows, q.Rules); err != nil {
+			return nil, nil, mapErr("release due bookings", err)
+		}
+		rulesRead = true
+	}
+	err := s.txOn(ctx, s.release, "release due bookings", func(tx *gorm.DB) error {
+		out, chs = out[:0], chs[:0]
+		// One read of the due index, locking as it goes, is the batch's first statement, so that
+		// nothing else waits before the rows are held.
+		db := s.dueRows(tx, q).Order("due_at").Limit(q.Limit)
 		if s.mysql {
 			db = db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked})
 		}
@@ -842,6 +855,11 @@ func (s *Store) ReleaseDue(ctx context.Context, q DueQuery, decide Decide) ([]Bo
 				}
 			}
 			q.Locked(len(rows), earliest.UTC())
+		}
+		if q.Rules != nil && !rulesRead && len(rows) > 0 {
+			if err := s.releaseModes(tx, rows, q.Rules); err != nil {
+				return err
+			}
 		}
 		out = make([]Booking, 0, len(rows)) // cs points into it: it must not grow
 		var cs []changed
@@ -869,6 +887,38 @@ func (s *Store) ReleaseDue(ctx context.Context, q DueQuery, decide Decide) ([]Bo
 		return nil, nil, err
 	}
 	return out, chs, nil
+}
+
+// dueRows narrows db to the bookings q selects.
+func (s *Store) dueRows(db *gorm.DB, q DueQuery) *gorm.DB {
+	db = db.Model(&models.Booking{}).Where("due_at <= ?", q.Now.UTC())
+	if q.Venues != nil {
+		db = db.Where("venue_id IN ?", q.Venues)
+	}
+	return db
+}
+
+// releaseModes reads, through db, the release modes of the venues of rows ("" for a venue that has
+// none) and gives them to rules.
+func (s *Store) releaseModes(db *gorm.DB, rows []models.Booking, rules func(map[uint64]string) error) error {
+	var venues []uint64
+	for i := range rows {
+		if !slices.Contains(venues, rows[i].VenueID) {
+			venues = append(venues, rows[i].VenueID)
+		}
+	}
+	var vs []models.Venue
+	if err := db.Select("id, release_mode").Where("id IN ?", venues).Find(&vs).Error; err != nil {
+		return err
+	}
+	modes := make(map[uint64]string, len(venues))
+	for _, v := range venues {
+		modes[v] = ""
+	}
+	for _, v := range vs {
+		modes[v.ID] = v.ReleaseMode
+	}
+	return rules(modes)
 }
 
 // writeReleases writes changes that set the same columns to the same values (a batch released at

@@ -35,7 +35,7 @@ func (s *Store) Venues(ctx context.Context) ([]models.Venue, error) {
 // Venue reads one venue.
 func (s *Store) Venue(ctx context.Context, id uint64) (models.Venue, error) {
 	var v models.Venue
-	return v, mapErr("read venue", s.db.WithContext(ctx).First(&v, id).Error)
+	return v, mapErr("read venue", s.catalogDB(ctx).First(&v, id).Error)
 }
 
 // VenueByName finds a venue by name; false when there is none.
@@ -70,7 +70,7 @@ func (s *Store) UpdateResource(ctx context.Context, r *models.Resource, cols ...
 
 // Resources lists resources by id, of one venue when venueID != 0.
 func (s *Store) Resources(ctx context.Context, venueID uint64) ([]models.Resource, error) {
-	q := s.db.WithContext(ctx).Order("id")
+	q := s.catalogDB(ctx).Order("id")
 	if venueID != 0 {
 		q = q.Where("venue_id = ?", venueID)
 	}
@@ -203,7 +203,7 @@ func (s *Store) CreateService(ctx context.Context, svc *models.Service, links []
 
 // Services lists services by id, of one venue when venueID != 0, with their resources in order.
 func (s *Store) Services(ctx context.Context, venueID uint64) ([]models.Service, map[uint64][]models.ServiceResource, error) {
-	q := s.db.WithContext(ctx).Order("id")
+	q := s.catalogDB(ctx).Order("id")
 	if venueID != 0 {
 		q = q.Where("venue_id = ?", venueID)
 	}
@@ -244,18 +244,6 @@ func (s *Store) Graces(ctx context.Context) ([]models.GracePolicy, error) {
 	return rows, mapErr("list grace policies", s.db.WithContext(ctx).Find(&rows).Error)
 }
 
-// ReleaseModes reads the release modes of venues ("" for a venue that has none; a venue that does
-// not exist is left out).
-func (s *Store) ReleaseModes(ctx context.Context, venueIDs []uint64) (map[uint64]string, error) {
-	var vs []models.Venue
-	err := s.db.WithContext(ctx).Select("id, release_mode").Where("id IN ?", venueIDs).Find(&vs).Error
-	out := make(map[uint64]string, len(vs))
-	for _, v := range vs {
-		out[v.ID] = v.ReleaseMode
-	}
-	return out, mapErr("read release modes", err)
-}
-
 // Policy reads a resource's booking rules; false when it has none (the defaults apply).
 func (s *Store) Policy(ctx context.Context, resourceID uint64) (models.ResourcePolicy, bool, error) {
 	var rows []models.ResourcePolicy
@@ -269,7 +257,7 @@ func (s *Store) Policy(ctx context.Context, resourceID uint64) (models.ResourceP
 // Policies reads the booking rules of resources that have some.
 func (s *Store) Policies(ctx context.Context, resourceIDs []uint64) ([]models.ResourcePolicy, error) {
 	var rows []models.ResourcePolicy
-	return rows, mapErr("read policies", s.db.WithContext(ctx).Where("resource_id IN ?", resourceIDs).Find(&rows).Error)
+	return rows, mapErr("read policies", s.catalogDB(ctx).Where("resource_id IN ?", resourceIDs).Find(&rows).Error)
 }
 
 // SetPolicy stores a resource's booking rules.
