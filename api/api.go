@@ -157,6 +157,8 @@ func newHandler(opts Options) (*handler, error) {
 		r.GET("/metrics", gin.WrapH(MetricsHandler()))
 	}
 	r.GET("/openapi.json", serveOpenAPI)
+	r.GET("/app", s.serveApp)
+	r.GET("/app/*path", s.serveApp)
 	if opts.Asynq != nil {
 		mon, err := newDashboard(opts.Asynq)
 		if err != nil {
@@ -223,6 +225,7 @@ func newHandler(opts Options) (*handler, error) {
 	v1.GET("/bookings", anyRole, s.listBookings)
 	v1.GET("/bookings/:id", anyRole, s.getBooking)
 	v1.GET("/bookings/:id/history", anyRole, s.bookingHistory)
+	v1.GET("/bookings/:id/checkin.png", anyRole, s.checkinQR)
 	v1.POST("/bookings/:id/cancel", anyRole, s.readBody, idem, s.cancelBooking)
 	v1.POST("/bookings/:id/restore", anyRole, s.readBody, idem, s.restoreBooking)
 	v1.POST("/bookings/:id/reschedule", anyRole, s.readBody, idem, s.rescheduleBooking)

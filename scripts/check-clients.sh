@@ -3,7 +3,8 @@
 #   - clients/ts/src/schema.ts is exactly what openapi-typescript makes from api/openapi.json (the
 #     document the server embeds and serves at /openapi.json), so the committed client is not stale;
 #   - the TypeScript client and its example type-check (tsc --noEmit);
-#   - api/openapi.json lints clean under Redocly's recommended-strict rules (redocly.yaml).
+#   - api/openapi.json lints clean under Redocly's recommended-strict rules (redocly.yaml);
+#   - the client runs, and the reference mini-program builds and works: scripts/check-miniprogram.sh.
 # Tool versions come from clients/ts/package-lock.json. Node.js (>= 20.19) and npm are required: without
 # them this fails rather than skips, so that CI cannot pass without having checked.
 set -euo pipefail
@@ -41,3 +42,6 @@ npx --no-install tsc --noEmit
 echo "==> redocly lint api/openapi.json"
 cd "$root"
 clients/ts/node_modules/.bin/redocly lint api/openapi.json
+
+echo "==> the client at run time and the reference mini-program"
+"$root/scripts/check-miniprogram.sh"

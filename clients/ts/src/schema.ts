@@ -118,6 +118,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/app": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The reference mini-program (H5), without the slash
+         * @description The same page as GET /app/ (the build names its files by absolute paths under /app/).
+         */
+        get: operations["appIndex"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/app/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The reference mini-program (H5)
+         * @description The H5 build of the reference booking mini-program (clients/miniprogram), embedded in the binary: the guest books, pays (dev payments), shows the check-in QR code; staff scan or type codes and see the day's list. Every path under /app/ is a file of the build; a path that is not answers the app's index.html (its router uses the URL's hash). GET /app answers the same page.
+         */
+        get: operations["app"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/dev-login": {
         parameters: {
             query?: never;
@@ -693,6 +733,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/bookings/{id}/checkin.png": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A booking's check-in QR code
+         * @description The QR code (PNG, black on white, with its quiet zone) of the payload SWCHK:<checkin_code> that a check-in scanner reads, for clients that do not draw QR codes themselves. Owner, staff of its venue, or admin; others get 404. Each module is 8 pixels square, so the usual code (version 1: 21 modules and a quiet zone of 4 on each side) is 232 pixels wide and high. The answer is sent with Cache-Control: private, no-store: the code is the booking's entry ticket.
+         */
+        get: operations["getBookingCheckinQR"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/bookings": {
         parameters: {
             query?: never;
@@ -1115,12 +1175,30 @@ export interface components {
         Availability: {
             slots: components["schemas"]["Slot"][];
         };
-        /** @description Either {resource_id, start, end, quantity} or {service_id, resource_id (optional: the first resource with room otherwise), start, quantity}; a service with roles takes no resource_id (invalid_resources) but optionally resources, and the hold takes one unit of one resource of every role, all or none. start and end must lie on the resource's slot grid (off_grid) and the slot must not have ended (slot_past). */
-        HoldInput: {
-            resource_id?: components["schemas"]["Id"];
-            service_id?: components["schemas"]["Id"];
+        /** @description One of two shapes: {resource_id, start, end, quantity} (ResourceHoldInput) or {service_id, resource_id (optional: the first resource with room otherwise), start, quantity} (ServiceHoldInput); a service with roles takes no resource_id (invalid_resources) but optionally resources, and the hold takes one unit of one resource of every role, all or none. start and end must lie on the resource's slot grid (off_grid) and the slot must not have ended (slot_past). */
+        HoldInput: components["schemas"]["ResourceHoldInput"] | components["schemas"]["ServiceHoldInput"];
+        /**
+         * ResourceHoldInput
+         * @description A window of a resource: start and end on its slot grid.
+         */
+        ResourceHoldInput: {
+            resource_id: components["schemas"]["Id"];
             start: components["schemas"]["DateTime"];
-            end?: components["schemas"]["DateTime"];
+            end: components["schemas"]["DateTime"];
+            /**
+             * @description Units to take (invalid_quantity otherwise).
+             * @default 1
+             */
+            quantity?: number;
+        };
+        /**
+         * ServiceHoldInput
+         * @description A service from start: its duration decides the end. resource_id names the resource that delivers it (the first with room otherwise); a service with roles takes no resource_id (invalid_resources) but optionally resources.
+         */
+        ServiceHoldInput: {
+            service_id: components["schemas"]["Id"];
+            resource_id?: components["schemas"]["Id"];
+            start: components["schemas"]["DateTime"];
             /**
              * @description Units to take (invalid_quantity otherwise).
              * @default 1
@@ -1845,6 +1923,49 @@ export interface operations {
                 };
             };
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    appIndex: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description index.html of the H5 build. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    app: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A file of the H5 build; index.html for the app itself. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
             404: components["responses"]["NotFound"];
         };
     };
@@ -3474,6 +3595,45 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HistoryList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Default"];
+        };
+    };
+    getBookingCheckinQR: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description zh-CN or en: the language of error messages.
+                 * @example zh-CN
+                 */
+                "Accept-Language"?: components["parameters"]["AcceptLanguage"];
+            };
+            path: {
+                /**
+                 * @description A booking id; anything but decimal digits is 404.
+                 * @example 1024
+                 */
+                id: components["parameters"]["BookingId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The QR code of SWCHK:<checkin_code>. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description private, no-store */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/png": string;
                 };
             };
             401: components["responses"]["Unauthorized"];

@@ -1,0 +1,1 @@
+export default definePageConfig({ navigationBarTitleText: "场馆预约" });
