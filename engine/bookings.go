@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
@@ -242,7 +241,7 @@ func (e *Engine) CheckIn(ctx context.Context, a Actor, code string) (Booking, er
 		return Booking{}, ErrForbidden
 	}
 	received := e.clock.Now()
-	code = strings.ToUpper(strings.TrimSpace(code))
+	code = booking.ScannedCheckinCode(code)
 	if code == "" || len(code) > booking.MaxCheckinCodeLen {
 		return Booking{}, booking.Invalid("invalid_checkin_code", "checkin_code is not a check-in code").WithField("checkin_code")
 	}

@@ -622,3 +622,23 @@ func TestUnitsFollowOccupancy(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Units{}, held.Units(), "a release held back keeps the units")
 }
+
+// A desk's scanner may send the code typed by hand or the QR code's whole payload: both name the
+// same booking, and a payload names the code it was made of.
+func TestScannedCheckinCode(t *testing.T) {
+	for in, want := range map[string]string{
+		"K7QX4MPA":         "K7QX4MPA",
+		" k7qx4mpa ":       "K7QX4MPA",
+		"SWCHK:K7QX4MPA":   "K7QX4MPA",
+		"swchk:k7qx4mpa\n": "K7QX4MPA",
+		"SWCHK:":           "",
+		"":                 "",
+	} {
+		if got := ScannedCheckinCode(in); got != want {
+			t.Errorf("ScannedCheckinCode(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := ScannedCheckinCode(CheckinQRPayload("P8WTT7QZ")); got != "P8WTT7QZ" {
+		t.Errorf("a payload's code is %q", got)
+	}
+}
