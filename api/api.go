@@ -70,6 +70,7 @@ type server struct {
 	now    func() time.Time
 	wechat *http.Client
 	tokens tokenCache
+	hs256  *hs256
 }
 
 // handler is what New returns: the Gin engine, plus Close for the dashboard's Redis connections.
@@ -128,6 +129,7 @@ func newHandler(opts Options) (*handler, error) {
 		log:    opts.Logger,
 		now:    opts.Now,
 		wechat: &http.Client{Timeout: 10 * time.Second},
+		hs256:  newHS256(opts.JWTSecret),
 	}
 
 	gin.SetMode(gin.ReleaseMode)

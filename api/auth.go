@@ -123,13 +123,7 @@ func (s *server) parseToken(tok string) (engine.Actor, error) {
 }
 
 func (s *server) verifyToken(tok string) (engine.Actor, time.Time, error) {
-	var c claims
-	_, err := jwt.ParseWithClaims(tok, &c,
-		func(*jwt.Token) (any, error) { return s.opts.JWTSecret, nil },
-		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
-		jwt.WithExpirationRequired(),
-		jwt.WithTimeFunc(s.now),
-	)
+	c, err := s.hs256.verify(tok, s.now())
 	if err != nil {
 		return engine.Actor{}, time.Time{}, err
 	}
