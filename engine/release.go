@@ -35,7 +35,7 @@ func (e *Engine) ReleaseDue(ctx context.Context, venueID uint64) (int, error) {
 // process; a caller that finds one under way shares its result (see releaseFlight).
 func (e *Engine) releaseDue(ctx context.Context, venueID uint64) ([]uint64, error) {
 	ch := e.releaseFlight.DoChan(strconv.FormatUint(venueID, 10), func() (any, error) {
-		ids, err := e.releaseRun(context.WithoutCancel(ctx), venueID, nil, nil)
+		ids, err := e.releaseRun(context.WithoutCancel(ctx), venueID, nil, nil, nil)
 		countReleaseFailure(err)
 		return ids, err
 	})
@@ -55,8 +55,10 @@ func (e *Engine) releaseDue(ctx context.Context, venueID uint64) ([]uint64, erro
 // them), up to releaseOverlap transactions at once, and each batch gives its units back while the
 // next one writes. The run returns when every batch it started has finished. locked, when set, is
 // told the earliest release_at of each batch whose rows are locked (on MySQL, before it commits);
-// open, when set, holds the tokens of open batch transactions that the run shares with others.
-func (e *Engine) releaseRun(ctx context.Context, venueID uint64, locked func(earliest time.Time), open chan struct{}) ([]uint64, error) {
+// open, when set, holds the tokens of open batch transactions that the run shares with others;
+// aside, when set, is handed each batch's follow-ups (see afterRelease) instead of the run waiting
+// for them.
+func (e *Engine) releaseRun(ctx context.Context, venueID uint64, locked func(earliest time.Time), open chan struct{}, aside func(followUp func(context.Context))) ([]uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, releaseRunTimeout)
 	defer cancel()
 	var venues []uint64 // every venue's
@@ -99,7 +101,13 @@ func (e *Engine) releaseRun(ctx context.Context, venueID uint64, locked func(ear
 			err = e.hooks.afterBatchCommit()
 		}
 		if err == nil {
-			err = e.afterRelease(ctx, bs, chs)
+			var followUp func(context.Context)
+			followUp, err = e.afterRelease(ctx, bs, chs)
+			if aside != nil {
+				aside(followUp)
+			} else {
+				followUp(ctx)
+			}
 			if len(bs) == size && !started {
 				next() // where rows are not locked per transaction (SQLite), batches follow each other
 			}
@@ -213,11 +221,16 @@ func (e *Engine) releaseRules(stored map[uint64]string) (modes map[uint64]bookin
 }
 
 // afterRelease carries out what a committed batch of releases leaves to do: units back (one script
-// per venue), waiters promoted, metrics. It answers whether every unit went back: a run that could
-// not give some back fails, so that the release loop does not say them settled (releaseRound).
-func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []booking.Change) error {
+// per venue) and metrics. It answers whether every unit went back — a run that could not give some
+// back fails, so that the release loop does not say them settled (releaseRound) — and the batch's
+// follow-ups: the freed resources' first waiters promoted (the hold path, on the main pool), the
+// released owners' no-show freezes refreshed. The slot is free once its units are back; the loop
+// runs follow-ups beside its next runs rather than before them. The waitlist sweep promotes what a
+// follow-up lost with its process would have; a freeze it would have set waits for the owner's next
+// no-show, as it did when the process died between a release's commit and its follow-ups.
+func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []booking.Change) (followUp func(context.Context), err error) {
 	if len(bs) == 0 {
-		return nil
+		return func(context.Context) {}, nil
 	}
 	byVenue := map[uint64][]redisstore.Freed{}
 	var resources []uint64
@@ -245,13 +258,16 @@ func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []
 	if gerr != nil {
 		e.log.Error("give back released units failed; the release loop's next run will", "err", gerr)
 	}
-	for _, r := range resources {
-		e.promoteAfterFree(lctx, r)
-	}
-	if err := e.refreshFreezes(lctx, users); err != nil {
-		e.log.Warn("refresh no-show freezes failed; reconciliation will", "err", err)
-	}
-	return gerr
+	return func(ctx context.Context) {
+		lctx, cancel := later(ctx)
+		defer cancel()
+		for _, r := range resources {
+			e.promoteAfterFree(lctx, r)
+		}
+		if err := e.refreshFreezes(lctx, users); err != nil {
+			e.log.Warn("refresh no-show freezes failed; the owners' next no-show decides again", "err", err)
+		}
+	}, gerr
 }
 
 // giveBackVenues gives back the units of each venue's freed owners, one script per venue (per
@@ -365,9 +381,10 @@ func (e *Engine) settledByLoop(ctx context.Context, ref ReleaseRef) (held, done 
 // runs are open at once. So one slow transaction does not hold back every release falling due
 // behind it.
 type releaser struct {
-	overlap atomic.Bool    // whether runs may overlap: only while the loop runs in the background
-	batches chan struct{}  // a token per open batch transaction of its runs (see releaseRun)
-	wg      sync.WaitGroup // runs in flight
+	overlap   atomic.Bool    // whether runs may overlap: only while the loop runs in the background
+	batches   chan struct{}  // a token per open batch transaction of its runs (see releaseRun)
+	followUps chan struct{}  // a token per batch's follow-ups at work beside the runs (followUp)
+	wg        sync.WaitGroup // runs and follow-ups in flight
 
 	mu       sync.Mutex
 	open     map[*releaseRound]struct{} // at most releaseOverlap
@@ -420,7 +437,8 @@ type releaseRound struct {
 }
 
 func newReleaser() *releaser {
-	return &releaser{batches: make(chan struct{}, releaseOverlap), open: map[*releaseRound]struct{}{}}
+	return &releaser{batches: make(chan struct{}, releaseOverlap), followUps: make(chan struct{}, releaseOverlap),
+		open: map[*releaseRound]struct{}{}}
 }
 
 // releaseStall is how long a run of the release loop that has locked its bookings may go on writing
@@ -531,7 +549,7 @@ func (e *Engine) releaseRound(ctx context.Context, r *releaser, rd *releaseRound
 	ids, err := e.releaseRun(ctx, 0, func(earliest time.Time) {
 		r.locked(rd, earliest)
 		locked()
-	}, r.batches)
+	}, r.batches, func(followUp func(context.Context)) { r.followUp(ctx, followUp) })
 	countReleaseFailure(err)
 	r.end(rd, err)
 	if err != nil {
@@ -564,6 +582,24 @@ func (e *Engine) markSettled(ctx context.Context, r *releaser, next, asOf time.T
 			e.log.Warn("could not note the releases settled", "err", err)
 		}
 	}
+}
+
+// followUp runs a batch's follow-ups (afterRelease): beside the loop's next runs while it runs in
+// the background, so that a waitlist promotion waiting for a connection of the main pool behind
+// holds and confirms does not keep the next bookings due from being released; at once otherwise.
+// A few run at a time; more wait their turn in the background rather than pile on the pool.
+func (r *releaser) followUp(ctx context.Context, f func(context.Context)) {
+	if !r.overlap.Load() {
+		f(ctx)
+		return
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.followUps <- struct{}{}
+		defer func() { <-r.followUps }()
+		f(context.WithoutCancel(ctx))
+	}()
 }
 
 // running notes that the loop runs here, which it does only while this instance holds its lease.
