@@ -35,6 +35,7 @@ import (
 	"github.com/slotwheel/slotwheel/engine/idem"
 	"github.com/slotwheel/slotwheel/engine/loop"
 	"github.com/slotwheel/slotwheel/engine/notify/wechatmsg"
+	"github.com/slotwheel/slotwheel/engine/replica"
 	"github.com/slotwheel/slotwheel/engine/wechatpay"
 	"github.com/slotwheel/slotwheel/jobs"
 	"github.com/slotwheel/slotwheel/models"
@@ -206,14 +207,25 @@ func openSQL(ctx context.Context, cfg *config.Config, migrate bool, log *slog.Lo
 		h.Close()
 		return nil, err
 	}
+	if h.replicas, err = backend.OpenReplicas(ctx, db, backend.Replicas{DSNs: cfg.ReplicaDSNs(),
+		MaxLag: cfg.MySQLReplicaMaxLag, Pool: o.Pool, Log: log}); err != nil {
+		h.Close()
+		return nil, err
+	}
 	return h, nil
 }
 
-// sqlHandle is an open database, closed with the instance: the main pool and, on MySQL, the release
-// path's own.
-type sqlHandle struct{ db, release *gorm.DB }
+// sqlHandle is an open database, closed with the instance: the main pool, on MySQL the release
+// path's own, and the read replicas when configured.
+type sqlHandle struct {
+	db, release *gorm.DB
+	replicas    *replica.Set
+}
 
 func (s *sqlHandle) Close() {
+	if s.replicas != nil {
+		s.replicas.Close()
+	}
 	for _, db := range []*gorm.DB{s.db, s.release} {
 		if db == nil {
 			continue
@@ -286,7 +298,7 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*wiring, e
 		return nil, err
 	}
 	eng, err := engine.New(engine.Options{
-		DB: sql.db, ReleaseDB: sql.release, Redis: rdb.Client, Prefix: cfg.RedisPrefix, Logger: log,
+		DB: sql.db, ReleaseDB: sql.release, Replicas: sql.replicas, Redis: rdb.Client, Prefix: cfg.RedisPrefix, Logger: log,
 		HoldTTL: cfg.HoldTTL, DefaultGrace: cfg.DefaultGrace, ReleaseHorizon: cfg.ReleaseHorizon,
 		RestoreWindow: cfg.RestoreWindow, CheckinOpens: cfg.CheckinOpens, ReminderLead: cfg.ReminderLead,
 		ReleaseMode: booking.ReleaseMode(cfg.ReleaseMode), Notify: notify, WechatPay: pay,

@@ -86,6 +86,11 @@ type Config struct {
 	AutoMigrate       bool // create or upgrade the schema at start
 	RedisCluster      bool // RedisURL is a Redis Cluster seed list
 	ReleaseQueues     int  // release queues the tasks spread over (one Cluster slot each)
+	// MySQLReplicaDSNs are read replicas of MySQLDSN, comma-separated: only the reads README's
+	// routing table names as replica-safe go to them (ReplicaDSNs lists them).
+	MySQLReplicaDSNs string
+	// MySQLReplicaMaxLag: a replica further behind than this serves no reads.
+	MySQLReplicaMaxLag time.Duration
 	// RedisSentinelMaster and RedisSentinelAddrs reach Redis through Sentinel: the name of the
 	// master the sentinels monitor and their host:port addresses, comma-separated. Both or neither.
 	RedisSentinelMaster string
@@ -155,6 +160,8 @@ var settings = []setting{
 	{key: "demo", field: func(c *Config) any { return &c.Demo }},
 	{key: "mysql_max_open_conns", field: func(c *Config) any { return &c.MySQLMaxOpenConns }},
 	{key: "mysql_max_idle_conns", field: func(c *Config) any { return &c.MySQLMaxIdleConns }},
+	{key: "mysql_replica_dsns", field: func(c *Config) any { return &c.MySQLReplicaDSNs }, mask: maskDSNList},
+	{key: "mysql_replica_max_lag", field: func(c *Config) any { return &c.MySQLReplicaMaxLag }},
 	{key: "auto_migrate", field: func(c *Config) any { return &c.AutoMigrate }},
 	{key: "redis_cluster", field: func(c *Config) any { return &c.RedisCluster }},
 	{key: "redis_sentinel_master", field: func(c *Config) any { return &c.RedisSentinelMaster }},
@@ -203,14 +210,15 @@ func defaults(embedded, embeddedSQL bool) Config {
 		WechatAPIBase:  "https://api.weixin.qq.com",
 		DashboardUser:  "admin",
 
-		MySQLMaxOpenConns: 32,
-		MySQLMaxIdleConns: 8,
-		ReleaseQueues:     1,
-		StartTimeout:      20 * time.Second,
-		RequestTimeout:    10 * time.Second,
-		ReleaseMode:       "on",
-		MaxActiveHolds:    5,
-		WechatPayAPIBase:  "https://api.mch.weixin.qq.com",
+		MySQLMaxOpenConns:  32,
+		MySQLMaxIdleConns:  8,
+		MySQLReplicaMaxLag: 5 * time.Second,
+		ReleaseQueues:      1,
+		StartTimeout:       20 * time.Second,
+		RequestTimeout:     10 * time.Second,
+		ReleaseMode:        "on",
+		MaxActiveHolds:     5,
+		WechatPayAPIBase:   "https://api.mch.weixin.qq.com",
 	}
 	if embedded {
 		// Dev log-in hands out admin tokens to anyone who asks, so an
@@ -387,6 +395,7 @@ func (c *Config) validate(name func(key string) string) []error {
 		{"reminder_lead", c.ReminderLead},
 		{"start_timeout", c.StartTimeout},
 		{"request_timeout", c.RequestTimeout},
+		{"mysql_replica_max_lag", c.MySQLReplicaMaxLag},
 	} {
 		if d.v <= 0 {
 			fail("%s must be positive, not %s", name(d.key), d.v)
@@ -428,6 +437,17 @@ func (c *Config) validate(name func(key string) string) []error {
 		if _, err := mysql.ParseDSN(c.MySQLDSN); err != nil {
 			fail("%s is not a valid MySQL DSN (want user:password@tcp(host:3306)/db?parseTime=true): %v",
 				name("mysql_dsn"), err)
+		}
+	}
+	if c.MySQLReplicaDSNs != "" {
+		if c.MySQLDSN == "" {
+			fail("%s needs %s: the embedded SQLite file has no replicas", name("mysql_replica_dsns"), name("mysql_dsn"))
+		}
+		for i, dsn := range c.ReplicaDSNs() {
+			if _, err := mysql.ParseDSN(dsn); err != nil {
+				fail("%s: replica %d is not a valid MySQL DSN (want user:password@tcp(host:3306)/db?parseTime=true): %v",
+					name("mysql_replica_dsns"), i+1, err)
+			}
 		}
 	}
 	sentinel := c.RedisSentinelMaster != "" || c.RedisSentinelAddrs != ""
@@ -536,6 +556,18 @@ func (c *Config) validateSentinel(name func(string) string) []error {
 		}
 	}
 	return errs
+}
+
+// ReplicaDSNs lists the DSNs of MySQLReplicaDSNs, spaces trimmed and empty entries dropped; nil
+// without replicas. The list is split on commas, so a replica's password cannot hold one.
+func (c Config) ReplicaDSNs() []string {
+	var out []string
+	for _, d := range strings.Split(c.MySQLReplicaDSNs, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // SentinelAddrs lists the sentinels of RedisSentinelAddrs, spaces trimmed and empty entries
@@ -898,6 +930,14 @@ func maskDSN(dsn string) string {
 		return dsn // a user without a password
 	}
 	return dsn[:colon+1] + masked + dsn[at:]
+}
+
+func maskDSNList(s string) string {
+	parts := strings.Split(s, ",")
+	for i, p := range parts {
+		parts[i] = maskDSN(strings.TrimSpace(p))
+	}
+	return strings.Join(parts, ",")
 }
 
 func maskRedisURL(s string) string {

@@ -85,14 +85,15 @@ func TestLoadDefaults(t *testing.T) {
 		WechatAPIBase:  "https://api.weixin.qq.com",
 		DashboardUser:  "admin",
 
-		MySQLMaxOpenConns: 32,
-		MySQLMaxIdleConns: 8,
-		ReleaseQueues:     1,
-		StartTimeout:      20 * time.Second,
-		RequestTimeout:    10 * time.Second,
-		ReleaseMode:       "on",
-		MaxActiveHolds:    5,
-		WechatPayAPIBase:  "https://api.mch.weixin.qq.com",
+		MySQLMaxOpenConns:  32,
+		MySQLMaxIdleConns:  8,
+		MySQLReplicaMaxLag: 5 * time.Second,
+		ReleaseQueues:      1,
+		StartTimeout:       20 * time.Second,
+		RequestTimeout:     10 * time.Second,
+		ReleaseMode:        "on",
+		MaxActiveHolds:     5,
+		WechatPayAPIBase:   "https://api.mch.weixin.qq.com",
 	}
 	with := func(f func(c *Config)) Config {
 		c := common
@@ -251,6 +252,37 @@ func TestSentinelAddrs(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"10.0.0.1:26379", "10.0.0.2:26379", "10.0.0.3:26379"}, c.SentinelAddrs(), "spaces trimmed")
 	require.Nil(t, Config{}.SentinelAddrs())
+}
+
+func TestReplicaDSNs(t *testing.T) {
+	t.Parallel()
+	c, err := Load("", envOf(withEnv(realEnv(), "SLOTWHEEL_MYSQL_REPLICA_DSNS",
+		" app:pw@tcp(r1:3306)/slotwheel?parseTime=true ,, app:pw@tcp(r2:3306)/slotwheel?parseTime=true")))
+	require.NoError(t, err)
+	require.Equal(t, []string{"app:pw@tcp(r1:3306)/slotwheel?parseTime=true", "app:pw@tcp(r2:3306)/slotwheel?parseTime=true"},
+		c.ReplicaDSNs(), "spaces and empty entries dropped")
+	require.Equal(t, 5*time.Second, c.MySQLReplicaMaxLag)
+	require.Nil(t, Config{}.ReplicaDSNs())
+
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+		want []string
+	}{
+		{"malformed replica", withEnv(realEnv(), "SLOTWHEEL_MYSQL_REPLICA_DSNS", "app:pw@tcp(r1:3306)/s,app:pw-sekrit@r2:3306/s"),
+			[]string{"SLOTWHEEL_MYSQL_REPLICA_DSNS: replica 2 is not a valid MySQL DSN"}},
+		{"replicas of SQLite", map[string]string{"SLOTWHEEL_MYSQL_REPLICA_DSNS": "app@tcp(r1:3306)/s"},
+			[]string{"SLOTWHEEL_MYSQL_REPLICA_DSNS needs SLOTWHEEL_MYSQL_DSN"}},
+		{"no lag allowed", withEnv(realEnv(), "SLOTWHEEL_MYSQL_REPLICA_MAX_LAG", "0s"),
+			[]string{"SLOTWHEEL_MYSQL_REPLICA_MAX_LAG must be positive"}},
+	} {
+		_, err := Load("", envOf(tt.env))
+		require.Error(t, err, tt.name)
+		for _, w := range tt.want {
+			require.Contains(t, err.Error(), w, tt.name)
+		}
+		require.NotContains(t, err.Error(), "sekrit", "%s: a password never reaches the message", tt.name)
+	}
 }
 
 func TestLoadEnvBeatsFile(t *testing.T) {
@@ -605,10 +637,11 @@ func TestLoadEmptyFile(t *testing.T) {
 func TestMaskedHidesEverySecret(t *testing.T) {
 	t.Parallel()
 	secrets := []string{"jwt-sec-aaa-0123456789abcdef0123456789", "pay-sec-bbb-0123456789abcdef0123456789", "wx-sec-ccc",
-		"dash-pw-ddd-0123456789abcdef0123456789", "dsn-pw-eee", "redis-pw-fff"}
+		"dash-pw-ddd-0123456789abcdef0123456789", "dsn-pw-eee", "redis-pw-fff", "replica-pw-ggg"}
 	c, err := Load("", envOf(map[string]string{
 		"SLOTWHEEL_MYSQL_DSN":          "app:dsn-pw-eee@tcp(db.internal:3306)/slotwheel?parseTime=true",
 		"SLOTWHEEL_REDIS_URL":          "rediss://default:redis-pw-fff@cache.internal:6380/2",
+		"SLOTWHEEL_MYSQL_REPLICA_DSNS": "app:replica-pw-ggg@tcp(r1:3306)/slotwheel, app@tcp(r2:3306)/slotwheel",
 		"SLOTWHEEL_JWT_SECRET":         secrets[0],
 		"SLOTWHEEL_PAYMENT_SECRET":     secrets[1],
 		"SLOTWHEEL_WECHAT_APPID":       "wx-app-id",
@@ -625,6 +658,7 @@ func TestMaskedHidesEverySecret(t *testing.T) {
 	require.Equal(t, "***", m["SLOTWHEEL_DASHBOARD_PASSWORD"])
 	require.Equal(t, "app:***@tcp(db.internal:3306)/slotwheel?parseTime=true", m["SLOTWHEEL_MYSQL_DSN"])
 	require.Equal(t, "rediss://default:***@cache.internal:6380/2", m["SLOTWHEEL_REDIS_URL"])
+	require.Equal(t, "app:***@tcp(r1:3306)/slotwheel,app@tcp(r2:3306)/slotwheel", m["SLOTWHEEL_MYSQL_REPLICA_DSNS"])
 	require.Equal(t, "wx-app-id", m["SLOTWHEEL_WECHAT_APPID"], "non-secrets print as they are")
 	require.Equal(t, "10m0s", m["SLOTWHEEL_HOLD_TTL"])
 	require.Equal(t, "false", m["SLOTWHEEL_DEV_LOGIN"])
@@ -777,6 +811,7 @@ func TestEveryVariableIsDocumented(t *testing.T) {
 		"SLOTWHEEL_WECHAT_APPID", "SLOTWHEEL_WECHAT_SECRET", "SLOTWHEEL_WECHAT_API_BASE",
 		"SLOTWHEEL_DEV_LOGIN", "SLOTWHEEL_DEV_PAYMENTS", "SLOTWHEEL_DASHBOARD_USER",
 		"SLOTWHEEL_DASHBOARD_PASSWORD", "SLOTWHEEL_DEMO", "SLOTWHEEL_MYSQL_MAX_OPEN_CONNS", "SLOTWHEEL_MYSQL_MAX_IDLE_CONNS",
+		"SLOTWHEEL_MYSQL_REPLICA_DSNS", "SLOTWHEEL_MYSQL_REPLICA_MAX_LAG",
 		"SLOTWHEEL_AUTO_MIGRATE", "SLOTWHEEL_REDIS_CLUSTER", "SLOTWHEEL_REDIS_SENTINEL_MASTER", "SLOTWHEEL_REDIS_SENTINEL_ADDRS",
 		"SLOTWHEEL_RELEASE_QUEUES", "SLOTWHEEL_START_TIMEOUT", "SLOTWHEEL_REQUEST_TIMEOUT",
 		"SLOTWHEEL_RELEASE_MODE", "SLOTWHEEL_CORS_ORIGINS", "SLOTWHEEL_MAX_ACTIVE_HOLDS", "SLOTWHEEL_RATE_LIMIT_PER_IP",

@@ -24,6 +24,7 @@ import (
 	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
 	"github.com/slotwheel/slotwheel/engine/loop"
 	"github.com/slotwheel/slotwheel/engine/notify/webhook"
+	"github.com/slotwheel/slotwheel/engine/replica"
 	"github.com/slotwheel/slotwheel/engine/wechatpay"
 )
 
@@ -33,9 +34,12 @@ type Options struct {
 	// ReleaseDB, when set, is a small pool to the same database that the release path uses alone,
 	// so that releases do not wait for connections behind holds and confirms (backend.ReleasePool).
 	ReleaseDB *gorm.DB
-	Redis     redis.UniversalClient
-	Prefix    string // every Redis key starts with it; default "sw"
-	Clock     Clock  // default RealClock
+	// Replicas, when set, serve the reads README's routing table names as replica-safe (the lists);
+	// every other read stays on DB (backend.OpenReplicas).
+	Replicas *replica.Set
+	Redis    redis.UniversalClient
+	Prefix   string // every Redis key starts with it; default "sw"
+	Clock    Clock  // default RealClock
 
 	HoldTTL        time.Duration // unpaid hold lifetime; default 10m
 	DefaultGrace   time.Duration // grace when no policy matches; default 15m
@@ -180,6 +184,9 @@ func New(opts Options) (*Engine, error) {
 	e.ss = sqlstore.New(opts.DB, e.renderChange)
 	if opts.ReleaseDB != nil {
 		e.ss.UseForReleases(opts.ReleaseDB)
+	}
+	if opts.Replicas != nil {
+		e.ss.UseReplicas(opts.Replicas)
 	}
 	e.ss.SetRefundRenderer(refundEvent)
 	e.ss.OnLedgerDrift(func(slots int) {

@@ -135,6 +135,18 @@ func MySQLGorm(conn *sql.DB) (*gorm.DB, error) {
 	return db, nil
 }
 
+// ReadGorm puts a GORM of its own on conn, a pool the main handle also uses, for a plugin that must
+// not change the main handle's callbacks (the read replicas' resolver). It does not ask the server's
+// version: that only shapes DDL and RETURNING, which a read handle never sends, and a start must not
+// wait on it.
+func ReadGorm(conn *sql.DB) (*gorm.DB, error) {
+	db, err := gorm.Open(mysql.New(mysql.Config{Conn: conn, SkipInitializeWithVersion: true}), gormConfig())
+	if err != nil {
+		return nil, fmt.Errorf("open mysql: %w", err)
+	}
+	return db, nil
+}
+
 // OpenSQLite opens (creating it and its folder) the embedded SQLite file. WAL lets readers run beside
 // the one writer; transactions begin IMMEDIATE, so a writer waits (busy timeout) for the write lock at
 // BEGIN instead of failing with SQLITE_BUSY when a read transaction would have to upgrade.

@@ -363,6 +363,18 @@ type WaitlistEntry struct {
 // TableName keeps the table's name readable.
 func (WaitlistEntry) TableName() string { return "waitlist" }
 
+// ReplicaHeartbeat is the row an instance with read replicas rewrites on the primary about once a
+// second, stamped with its own clock; read back from a replica, it says how far behind that replica
+// is. Seconds_Behind_Master cannot: it is NULL while the replica's SQL thread is stopped, 0 while its
+// receiving thread falls behind, and needs a privilege an application account seldom has.
+type ReplicaHeartbeat struct {
+	Instance string    `gorm:"primaryKey;size:64"`
+	At       time.Time `gorm:"precision:6;not null"`
+}
+
+// TableName keeps the table's name readable.
+func (ReplicaHeartbeat) TableName() string { return "replica_heartbeats" }
+
 // All lists every table, in creation order, for Migrate.
 func All() []any {
 	return []any{
@@ -370,5 +382,6 @@ func All() []any {
 		&GracePolicy{}, &Booking{}, &BookingHistory{}, &Payment{}, &OutboxEvent{},
 		&IdempotencyKey{}, &WaitlistEntry{}, &WebhookEndpoint{}, &Delivery{}, &WechatTemplate{},
 		&ResourcePolicy{}, &NoshowPolicy{}, &Refund{}, &WechatOrder{}, &BookingResource{},
+		&ReplicaHeartbeat{},
 	}
 }

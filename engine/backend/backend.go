@@ -72,6 +72,7 @@ func OpenSQL(ctx context.Context, o SQL) (*gorm.DB, error) {
 			_ = conn.Close()
 			return nil, err
 		}
+		checkDurability(ctx, conn, o.Log)
 		if db, err = models.MySQLGorm(conn); err != nil {
 			_ = conn.Close()
 			return nil, fmt.Errorf("%s: %w", setting, err)

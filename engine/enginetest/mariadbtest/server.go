@@ -47,15 +47,31 @@ type Server struct {
 	port    int
 	dataDir string
 	runDir  string // socket and pid file
+	opts    Options
 
 	mu   sync.Mutex
 	proc *process // of the last start; nil before the first
+}
+
+// Options shape a server beyond the defaults every server has.
+type Options struct {
+	// ServerID, when not 0, turns the binary log on (GTID-based, row format) with this server id,
+	// so that the server can be a replication primary, or a replica that can be promoted.
+	ServerID int
+	// Args are more mariadbd options, after the others (so they win).
+	Args []string
 }
 
 // Start creates a data directory, starts a server on a free loopback port with root and an empty
 // password, creates the database "test" and returns once the server answers. The server is killed
 // when the test ends.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return StartWith(t, Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, o Options) *Server {
 	t.Helper()
 	if _, err := os.Stat(Mariadbd); err != nil {
 		unavailable(t, "%s: %v", Mariadbd, err)
@@ -66,7 +82,7 @@ func Start(t testing.TB) *Server {
 	}
 
 	base := t.TempDir()
-	s := &Server{t: t, dataDir: filepath.Join(base, "data"), runDir: base}
+	s := &Server{t: t, dataDir: filepath.Join(base, "data"), runDir: base, opts: o}
 	if len(filepath.Join(base, "mysqld.sock")) > maxSocketPath {
 		dir, err := os.MkdirTemp("", "mariadbtest-")
 		if err != nil {
@@ -196,22 +212,28 @@ func (s *Server) errorLog() string { return filepath.Join(filepath.Dir(s.dataDir
 
 // serverOptions are given to both the bootstrap and the server, so that the files the bootstrap
 // creates fit the server (the redo log size, for one).
-func serverOptions() []string {
-	opts := []string{
+func serverOptions(o Options) []string {
+	binlog := []string{"--skip-log-bin"}
+	if o.ServerID != 0 {
+		binlog = []string{"--log-bin=mariadb-bin", "--server-id=" + strconv.Itoa(o.ServerID), "--binlog-format=ROW",
+			"--log-slave-updates"}
+	}
+	opts := append([]string{
 		"--innodb-buffer-pool-size=64M",
 		"--innodb-log-file-size=16M",
-		"--skip-log-bin",
+	}, binlog...)
+	opts = append(opts,
 		"--innodb-flush-log-at-trx-commit=2",
 		"--max-connections=151",
 		"--skip-name-resolve",
 		// As the shared server is configured (Debian's defaults), not the compiled-in latin1.
 		"--character-set-server=utf8mb4",
 		"--collation-server=utf8mb4_general_ci",
-	}
+	)
 	if os.Geteuid() == 0 {
 		opts = append(opts, "--user=root") // mariadbd refuses to run as root unless told to
 	}
-	return opts
+	return append(opts, o.Args...)
 }
 
 func (s *Server) install(installDB string) {
@@ -223,7 +245,7 @@ func (s *Server) install(installDB string) {
 		"--datadir=" + s.dataDir,
 		"--auth-root-authentication-method=normal", // root with an empty password, over TCP too
 		"--skip-test-db",
-	}, serverOptions()...)
+	}, serverOptions(Options{})...) // the bootstrap writes no binary log for a replica to replay
 	cmd := exec.CommandContext(ctx, installDB, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -244,7 +266,7 @@ func (s *Server) start() error {
 		"--socket=" + filepath.Join(s.runDir, "mysqld.sock"),
 		"--pid-file=" + filepath.Join(s.runDir, "mysqld.pid"),
 		"--log-error=" + s.errorLog(),
-	}, serverOptions()...)
+	}, serverOptions(s.opts)...)
 	out, err := os.OpenFile(filepath.Join(filepath.Dir(s.dataDir), "mariadbd.out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err

@@ -88,3 +88,22 @@ func TestServerDiesWithTheTestBinary(t *testing.T) {
 		return err != nil
 	}, 10*time.Second, 20*time.Millisecond, "the server on %s outlived its test binary", addr)
 }
+
+func TestPairReplicatesAndPromotes(t *testing.T) {
+	primary, replica := StartPair(t)
+	primary.Exec("CREATE TABLE test.kept (id INT PRIMARY KEY) ENGINE=InnoDB", "INSERT INTO test.kept VALUES (1)")
+	replica.CaughtUp(primary)
+	require.EqualValues(t, 1, replica.QueryInt("SELECT COUNT(*) FROM test.kept"))
+
+	replica.PauseApplying()
+	primary.Exec("INSERT INTO test.kept VALUES (2)")
+	require.EqualValues(t, 1, replica.QueryInt("SELECT COUNT(*) FROM test.kept"), "a paused replica applies nothing")
+	replica.ResumeApplying()
+	replica.CaughtUp(primary)
+	require.EqualValues(t, 2, replica.QueryInt("SELECT COUNT(*) FROM test.kept"))
+
+	primary.Stop()
+	replica.Promote()
+	replica.Exec("INSERT INTO test.kept VALUES (3)")
+	require.EqualValues(t, 3, replica.QueryInt("SELECT COUNT(*) FROM test.kept"))
+}

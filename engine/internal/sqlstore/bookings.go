@@ -211,6 +211,7 @@ func (s *Store) insertBooking(tx *gorm.DB, nb NewBooking) error {
 		}
 	}
 	b.ID = row.ID
+	markWrote(tx, b.UserID, b.ID)
 	if len(b.Roles) > 0 {
 		links := make([]models.BookingResource, len(b.Roles))
 		for i, r := range b.Roles {
@@ -353,6 +354,7 @@ func (s *Store) writeChanges(tx *gorm.DB, cs []changed) error {
 			return err
 		}
 		b := x.b
+		markWrote(tx, b.UserID, b.ID)
 		res := tx.Model(&models.Booking{}).Where("id = ? AND version = ?", b.ID, x.version).Updates(map[string]any{
 			"status": string(b.Status), "version": b.Version, "updated_at": x.c.At, "release_at": b.ReleaseAt,
 			"checked_in_at": b.CheckedInAt, "released_at": b.ReleasedAt, "cancelled_at": b.CancelledAt,
@@ -432,9 +434,24 @@ type ListQuery struct {
 	Limit      int
 }
 
-// ListBookings lists bookings matching q, newest first.
+// ListBookings lists bookings matching q, newest first. It is a replica read (see staleRead), except
+// for a user who changed a booking within the freshness window: they read their own list from the
+// primary.
 func (s *Store) ListBookings(ctx context.Context, q ListQuery) ([]Booking, error) {
-	db := newestFirst(s.db.WithContext(ctx), "bookings", q.BeforeID).Limit(q.Limit)
+	fresh := q.UserID != "" && s.replicas != nil && s.replicas.UserWroteRecently(q.UserID)
+	var out []Booking
+	err := s.staleRead(ctx, fresh, func(db *gorm.DB) error {
+		var err error
+		out, err = listBookings(db, q)
+		return err
+	})
+	return out, mapErr("list bookings", err)
+}
+
+// listBookings runs ListBookings' queries, the roles' included, on db.
+func listBookings(db *gorm.DB, q ListQuery) ([]Booking, error) {
+	roles := db
+	db = newestFirst(db, "bookings", q.BeforeID).Limit(q.Limit)
 	if q.UserID != "" {
 		db = db.Where("user_id = ?", q.UserID)
 	}
@@ -452,13 +469,13 @@ func (s *Store) ListBookings(ctx context.Context, q ListQuery) ([]Booking, error
 	}
 	var rows []models.Booking
 	if err := db.Find(&rows).Error; err != nil {
-		return nil, mapErr("list bookings", err)
+		return nil, err
 	}
 	out := make([]Booking, len(rows))
 	for i := range rows {
 		out[i] = toBooking(&rows[i])
 	}
-	return out, s.withRoles(ctx, out)
+	return out, rolesOn(roles, out)
 }
 
 // PaidHolds lists the bookings a user confirmed since, newest first: the paid half of their holds.
@@ -483,10 +500,15 @@ type HistoryEntry struct {
 	Reason   string
 }
 
-// History lists a booking's status changes, oldest first.
+// History lists a booking's status changes, oldest first. It is a replica read (see staleRead),
+// except for a booking changed within the freshness window.
 func (s *Store) History(ctx context.Context, bookingID uint64) ([]HistoryEntry, error) {
 	var rows []models.BookingHistory
-	if err := s.db.WithContext(ctx).Where("booking_id = ?", bookingID).Order("version, id").Find(&rows).Error; err != nil {
+	fresh := s.replicas != nil && s.replicas.BookingWroteRecently(bookingID)
+	if err := s.staleRead(ctx, fresh, func(db *gorm.DB) error {
+		rows = nil
+		return db.Where("booking_id = ?", bookingID).Order("version, id").Find(&rows).Error
+	}); err != nil {
 		return nil, mapErr("history", err)
 	}
 	out := make([]HistoryEntry, len(rows))
@@ -713,6 +735,11 @@ func (s *Store) OccupyingBetween(ctx context.Context, resourceID uint64, from, t
 
 // withRoles fills the roles of the multi-resource bookings among bs.
 func (s *Store) withRoles(ctx context.Context, bs []Booking) error {
+	return mapErr("booking resources", rolesOn(s.db.WithContext(ctx), bs))
+}
+
+// rolesOn is withRoles on db.
+func rolesOn(db *gorm.DB, bs []Booking) error {
 	if len(bs) == 0 {
 		return nil
 	}
@@ -726,8 +753,8 @@ func (s *Store) withRoles(ctx context.Context, bs []Booking) error {
 		return nil
 	}
 	var rows []models.BookingResource
-	if err := s.db.WithContext(ctx).Where("booking_id IN ?", ids).Order("booking_id, position").Find(&rows).Error; err != nil {
-		return mapErr("booking resources", err)
+	if err := db.Where("booking_id IN ?", ids).Order("booking_id, position").Find(&rows).Error; err != nil {
+		return err
 	}
 	by := map[uint64][]booking.RoleResource{}
 	for _, r := range rows {
@@ -952,6 +979,7 @@ func (s *Store) writeReleases(tx *gorm.DB, cs []changed) error {
 			return err
 		}
 		x.b.QueueAt, x.b.DueAt, x.b.RemindAt = nil, nil, nil
+		markWrote(tx, x.b.UserID, x.b.ID)
 		hist[i] = historyRow(x.b, x.c)
 		if s.render != nil {
 			if ev, ok := s.render(x.b, x.c); ok {

@@ -203,14 +203,18 @@ type DeliveryQuery struct {
 	Limit      int
 }
 
-// Deliveries lists deliveries matching q.
+// Deliveries lists deliveries matching q: an admin's list, a replica read (see staleRead).
 func (s *Store) Deliveries(ctx context.Context, q DeliveryQuery) ([]models.Delivery, error) {
-	db := newestFirst(s.db.WithContext(ctx), "deliveries", q.BeforeID).Where("endpoint_id = ?", q.EndpointID).Limit(q.Limit)
-	if q.Status != "" {
-		db = db.Where("status = ?", q.Status)
-	}
 	var rows []models.Delivery
-	return rows, mapErr("list deliveries", db.Find(&rows).Error)
+	err := s.staleRead(ctx, false, func(db *gorm.DB) error {
+		db = newestFirst(db, "deliveries", q.BeforeID).Where("endpoint_id = ?", q.EndpointID).Limit(q.Limit)
+		if q.Status != "" {
+			db = db.Where("status = ?", q.Status)
+		}
+		rows = nil
+		return db.Find(&rows).Error
+	})
+	return rows, mapErr("list deliveries", err)
 }
 
 // CreateEndpoint stores a webhook endpoint.

@@ -126,14 +126,18 @@ type RefundQuery struct {
 	Limit    int
 }
 
-// Refunds lists refunds matching q.
+// Refunds lists refunds matching q: an admin's list, a replica read (see staleRead).
 func (s *Store) Refunds(ctx context.Context, q RefundQuery) ([]models.Refund, error) {
-	db := newestFirst(s.db.WithContext(ctx), "refunds", q.BeforeID).Limit(q.Limit)
-	if q.Status != "" {
-		db = db.Where("status = ?", q.Status)
-	}
 	var rows []models.Refund
-	return rows, mapErr("list refunds", db.Find(&rows).Error)
+	err := s.staleRead(ctx, false, func(db *gorm.DB) error {
+		db = newestFirst(db, "refunds", q.BeforeID).Limit(q.Limit)
+		if q.Status != "" {
+			db = db.Where("status = ?", q.Status)
+		}
+		rows = nil
+		return db.Find(&rows).Error
+	})
+	return rows, mapErr("list refunds", err)
 }
 
 // Refund reads one refund.

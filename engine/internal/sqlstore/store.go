@@ -16,12 +16,14 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/replica"
 )
 
 // Store is the SQL store of one database.
 type Store struct {
 	db           *gorm.DB
-	release      *gorm.DB // the release path's own connections (UseForReleases); db without them
+	release      *gorm.DB     // the release path's own connections (UseForReleases); db without them
+	replicas     *replica.Set // nil: every read on the primary (UseReplicas)
 	mysql        bool
 	render       Renderer
 	renderRefund RefundRenderer
@@ -74,6 +76,9 @@ type txState struct {
 	events  bool
 	refunds bool
 	drift   int // ledger slots that could not give back what a change said they held
+	// The owners and ids of the bookings written, for read-your-writes (replica.Set.Wrote).
+	users    []string
+	bookings []uint64
 }
 
 type txStateKey struct{}
@@ -82,6 +87,14 @@ type txStateKey struct{}
 func markEvents(tx *gorm.DB) {
 	if st, ok := tx.Statement.Context.Value(txStateKey{}).(*txState); ok {
 		st.events = true
+	}
+}
+
+// markWrote records, in tx's state, that it wrote a booking of user.
+func markWrote(tx *gorm.DB, user string, id uint64) {
+	if st, ok := tx.Statement.Context.Value(txStateKey{}).(*txState); ok {
+		st.users = append(st.users, user)
+		st.bookings = append(st.bookings, id)
 	}
 }
 
@@ -111,6 +124,30 @@ func (s *Store) catalogDB(ctx context.Context) *gorm.DB {
 		return s.release.WithContext(ctx)
 	}
 	return s.db.WithContext(ctx)
+}
+
+// UseReplicas sends the reads README's routing table names as replica-safe (ListBookings, History,
+// Deliveries, Refunds: the lists) to rs's replicas. Every other read, and every read in a
+// transaction, stays on the primary: they go through db, which has no resolver. Call it before the
+// store is used.
+func (s *Store) UseReplicas(rs *replica.Set) { s.replicas = rs }
+
+// staleRead runs read, a read that may be stale by up to the replicas' lag bound, on a replica, or on
+// the primary when the store has no replicas or fresh says the reader changed what it reads a moment
+// ago. A replica's failure is never the request's: read runs again on the primary, and the replicas
+// are probed at once. read may run twice and must reset what it fills.
+func (s *Store) staleRead(ctx context.Context, fresh bool, read func(db *gorm.DB) error) error {
+	if s.replicas == nil || fresh {
+		return read(s.db.WithContext(ctx))
+	}
+	rctx, cancel := context.WithTimeout(ctx, s.replicas.ReadTimeout())
+	err := read(s.replicas.DB().WithContext(rctx))
+	cancel()
+	if err == nil || errors.Is(err, gorm.ErrRecordNotFound) || ctx.Err() != nil {
+		return err
+	}
+	s.replicas.ReadFailed()
+	return read(s.db.WithContext(ctx))
 }
 
 // DB returns the underlying handle, for tests and readiness checks.
@@ -179,7 +216,7 @@ func (s *Store) txOn(ctx context.Context, db *gorm.DB, op string, fn func(tx *go
 	st := &txState{}
 	ctx = context.WithValue(ctx, txStateKey{}, st)
 	for attempt := 0; ; attempt++ {
-		st.events, st.refunds, st.drift = false, false, 0
+		st.events, st.refunds, st.drift, st.users, st.bookings = false, false, 0, st.users[:0], st.bookings[:0]
 		tx := db.WithContext(ctx).Begin()
 		if tx.Error != nil {
 			return mapErr(op, tx.Error)
@@ -191,7 +228,13 @@ func (s *Store) txOn(ctx context.Context, db *gorm.DB, op string, fn func(tx *go
 			}
 			return mapErr(op, err)
 		}
-		if err := tx.Commit().Error; err != nil {
+		err := tx.Commit().Error
+		if s.replicas != nil {
+			// Before a retry or an unknown outcome too: the writer's next reads must see whatever
+			// did commit.
+			s.replicas.Wrote(st.users, st.bookings)
+		}
+		if err != nil {
 			if retryable(err) && attempt < 4 {
 				continue
 			}
