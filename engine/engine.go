@@ -127,6 +127,9 @@ type testHooks struct {
 	// batchSize, when set, is a release batch's size in place of releaseBatch, so that a burst of a
 	// few hundred bookings spans many overlapping batches.
 	batchSize int
+	// earlyGiveBackFails makes a release batch's give-back before its commit fail, as when Redis
+	// does not answer then: its units go back after the commit instead (afterRelease).
+	earlyGiveBackFails bool
 	// afterBatchCommit runs after a release batch committed and before its units go back;
 	// errSimulatedCrash makes the run stop there as a killed process would.
 	afterBatchCommit func() error

@@ -84,7 +84,7 @@ func (e *Engine) releaseRun(ctx context.Context, venueID uint64, locked func(ear
 		defer wg.Done()
 		open <- struct{}{}
 		started := false // whether this batch started its successor (a retried transaction locks again)
-		bs, chs, err := e.decideBatch(ctx, venues, size, func(n int, earliest time.Time) {
+		bs, chs, back, err := e.decideBatch(ctx, venues, size, func(n int, earliest time.Time) {
 			if e.hooks.batchLocked != nil {
 				e.hooks.batchLocked(len(open))
 			}
@@ -102,7 +102,7 @@ func (e *Engine) releaseRun(ctx context.Context, venueID uint64, locked func(ear
 		}
 		if err == nil {
 			var followUp func(context.Context)
-			followUp, err = e.afterRelease(ctx, bs, chs)
+			followUp, err = e.afterRelease(ctx, bs, chs, back)
 			if aside != nil {
 				aside(followUp)
 			} else {
@@ -133,8 +133,12 @@ func (e *Engine) releaseRun(ctx context.Context, venueID uint64, locked func(ear
 const releaseOverlap = 3
 
 // decideBatch decides one batch of up to size due bookings of venues (nil: of every venue), in one
-// transaction; locked is told how many rows it locked (see sqlstore.DueQuery).
-func (e *Engine) decideBatch(ctx context.Context, venues []uint64, size int, locked func(n int, earliest time.Time)) ([]sqlstore.Booking, []booking.Change, error) {
+// transaction; locked is told how many rows it locked (see sqlstore.DueQuery). The released units
+// are given back before the transaction commits, so that a client who reads RELEASED finds the slot
+// bookable; back reports whether they all went back then. Should the commit fail after that, the
+// bookings are still CONFIRMED and due — the next run releases them — and the capacity ledger
+// refuses a confirm that their units would oversell meanwhile.
+func (e *Engine) decideBatch(ctx context.Context, venues []uint64, size int, locked func(n int, earliest time.Time)) (bs []sqlstore.Booking, chs []booking.Change, back bool, err error) {
 	var (
 		at       time.Time
 		modes    map[uint64]booking.ReleaseMode
@@ -153,6 +157,16 @@ func (e *Engine) decideBatch(ctx context.Context, venues []uint64, size int, loc
 				return errRulesMissing
 			}
 			return nil
+		},
+		Written: func(released []sqlstore.Booking, chs []booking.Change) {
+			if back = false; e.hooks.earlyGiveBackFails {
+				return
+			}
+			byVenue, _, _ := releasedUnits(released, chs)
+			lctx, cancel := later(ctx)
+			defer cancel()
+			_, gerr := e.giveBackVenues(lctx, byVenue)
+			back = gerr == nil
 		}}
 	decide := func(b *sqlstore.Booking) (booking.Change, error) {
 		if at.IsZero() {
@@ -171,21 +185,22 @@ func (e *Engine) decideBatch(ctx context.Context, venues []uint64, size int, loc
 		}
 		return c, err
 	}
-	bs, chs, err := e.ss.ReleaseDue(ctx, q, decide)
+	bs, chs, err = e.ss.ReleaseDue(ctx, q, decide)
 	if !errors.Is(err, errRulesMissing) {
-		return bs, chs, err
+		return bs, chs, back, err
 	}
 	ctx = sqlstore.OnReleasePath(ctx) // not behind the holds and confirms that may fill the main pool
 	for _, v := range missing {
 		if _, err := e.cat.venue(ctx, v); err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		if _, err := e.cat.venuePolicies(ctx, v); err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 	}
 	at = time.Time{}
-	return e.ss.ReleaseDue(ctx, q, decide)
+	bs, chs, err = e.ss.ReleaseDue(ctx, q, decide)
+	return bs, chs, back, err
 }
 
 // errRulesMissing ends a release batch whose venues' rules are not in the catalog's cache.
@@ -220,45 +235,37 @@ func (e *Engine) releaseRules(stored map[uint64]string) (modes map[uint64]bookin
 	return modes, policies, missing
 }
 
-// afterRelease carries out what a committed batch of releases leaves to do: units back (one script
-// per venue) and metrics. It answers whether every unit went back — a run that could not give some
-// back fails, so that the release loop does not say them settled (releaseRound) — and the batch's
-// follow-ups: the freed resources' first waiters promoted (the hold path, on the main pool), the
-// released owners' no-show freezes refreshed. The slot is free once its units are back; the loop
-// runs follow-ups beside its next runs rather than before them. The waitlist sweep promotes what a
-// follow-up lost with its process would have; a freeze it would have set waits for the owner's next
-// no-show, as it did when the process died between a release's commit and its follow-ups.
-func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []booking.Change) (followUp func(context.Context), err error) {
-	if len(bs) == 0 {
-		return func(context.Context) {}, nil
-	}
-	byVenue := map[uint64][]redisstore.Freed{}
-	var resources []uint64
-	var users []string
+// afterRelease carries out what a committed batch of releases leaves to do: its units back if the
+// batch could not give them back before its commit (back), and metrics. It answers whether every
+// unit is back — a run that could not give some back fails, so that the release loop does not say
+// them settled (releaseRound) — and the batch's follow-ups: the freed resources' first waiters
+// promoted (the hold path, on the main pool), the released owners' no-show freezes refreshed. The
+// loop runs follow-ups beside its next runs rather than before them. The waitlist sweep promotes
+// what a follow-up lost with its process would have; a freeze it would have set waits for the
+// owner's next no-show, as it did when the process died between a release's commit and its
+// follow-ups.
+func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []booking.Change, back bool) (followUp func(context.Context), err error) {
+	byVenue, resources, users := releasedUnits(bs, chs)
 	for i := range bs {
-		b, c := &bs[i], chs[i]
-		if c.HeldBy != "" {
+		if c := chs[i]; c.HeldBy != "" {
 			metricReleases.WithLabelValues("held_" + string(c.HeldBy)).Inc()
-			continue
+		} else {
+			metricReleases.WithLabelValues("released").Inc()
+			metricTransitions.WithLabelValues(string(c.From), string(c.To)).Inc()
+			metricReleaseLag.Observe(bs[i].ReleasedAt.Sub(bs[i].ReleaseAt).Seconds())
 		}
-		metricReleases.WithLabelValues("released").Inc()
-		byVenue[b.VenueID] = append(byVenue[b.VenueID], freed(b))
-		if !slices.Contains(users, b.UserID) {
-			users = append(users, b.UserID)
-		}
-		if !slices.Contains(resources, b.ResourceID) {
-			resources = append(resources, b.ResourceID)
-		}
-		metricTransitions.WithLabelValues(string(c.From), string(c.To)).Inc()
-		metricReleaseLag.Observe(b.ReleasedAt.Sub(b.ReleaseAt).Seconds())
 	}
-	lctx, cancel := later(ctx)
-	defer cancel()
-	_, gerr := e.giveBackVenues(lctx, byVenue)
-	if gerr != nil {
-		e.log.Error("give back released units failed; the release loop's next run will", "err", gerr)
+	if len(byVenue) > 0 && !back {
+		lctx, cancel := later(ctx)
+		defer cancel()
+		if _, err = e.giveBackVenues(lctx, byVenue); err != nil {
+			e.log.Error("give back released units failed; the release loop's next run will", "err", err)
+		}
 	}
 	return func(ctx context.Context) {
+		if len(resources) == 0 {
+			return
+		}
 		lctx, cancel := later(ctx)
 		defer cancel()
 		for _, r := range resources {
@@ -267,7 +274,27 @@ func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []
 		if err := e.refreshFreezes(lctx, users); err != nil {
 			e.log.Warn("refresh no-show freezes failed; the owners' next no-show decides again", "err", err)
 		}
-	}, gerr
+	}, err
+}
+
+// releasedUnits gathers what a batch's releases (not those a release mode held back) freed: the
+// units of each venue, the resources and the owners.
+func releasedUnits(bs []sqlstore.Booking, chs []booking.Change) (byVenue map[uint64][]redisstore.Freed, resources []uint64, users []string) {
+	byVenue = map[uint64][]redisstore.Freed{}
+	for i := range bs {
+		b := &bs[i]
+		if chs[i].HeldBy != "" {
+			continue
+		}
+		byVenue[b.VenueID] = append(byVenue[b.VenueID], freed(b))
+		if !slices.Contains(users, b.UserID) {
+			users = append(users, b.UserID)
+		}
+		if !slices.Contains(resources, b.ResourceID) {
+			resources = append(resources, b.ResourceID)
+		}
+	}
+	return byVenue, resources, users
 }
 
 // giveBackVenues gives back the units of each venue's freed owners, one script per venue (per

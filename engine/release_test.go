@@ -195,6 +195,7 @@ func TestReleaseLoopTakeoverGivesBackLostUnits(t *testing.T) {
 		bs = append(bs, tb.book(t, Actor{UserID: "u" + strconv.Itoa(i), Role: RoleUser}, res, at("11:00")))
 	}
 	tb.clock.Set(bs[0].ReleaseAt)
+	tb.e.hooks.earlyGiveBackFails = true // Redis did not answer before the commit
 	tb.e.hooks.afterBatchCommit = func() error { return errSimulatedCrash }
 	require.ErrorIs(t, tb.e.NewLoops(LoopsConfig{}).Run(ctx, releaseLoop), errSimulatedCrash)
 	require.Equal(t, 3, tb.used(t, res.VenueID, res.ID, at("11:00")), "committed, units not back yet")
@@ -227,6 +228,7 @@ func TestReleaseLoopRepairsAfterAFailedRun(t *testing.T) {
 	loops := tb.e.NewLoops(LoopsConfig{})
 	require.NoError(t, loops.Run(ctx, releaseLoop), "a run before, so that the next is no takeover")
 	tb.clock.Set(b.ReleaseAt)
+	tb.e.hooks.earlyGiveBackFails = true // Redis did not answer before the commit
 	tb.e.hooks.afterBatchCommit = func() error { return sqlstore.ErrCommitUnknown }
 	require.ErrorIs(t, loops.Run(ctx, releaseLoop), sqlstore.ErrCommitUnknown)
 	tb.e.hooks.afterBatchCommit = nil
@@ -259,6 +261,7 @@ func TestReleaseLoopRunsPastAStalledRun(t *testing.T) {
 		Updates(map[string]any{"release_at": behind.ReleaseAt, "due_at": behind.ReleaseAt}).Error)
 
 	stalled, resume := make(chan struct{}), make(chan struct{})
+	tb.e.hooks.earlyGiveBackFails = true // Redis did not answer before the commit
 	var later atomic.Bool
 	tb.e.hooks.afterBatchCommit = func() error {
 		if !later.Swap(true) {
@@ -375,4 +378,27 @@ func TestReleasesDoNotWaitForTheMainPool(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond, "the release waited for the main pool")
 	freeMain()
 	require.NoError(t, <-done)
+}
+
+// A client that reads RELEASED finds the slot bookable: a batch's units are back before its commit
+// makes the release visible, not after.
+func TestReleasedIsBookableOnceVisible(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(o *Options) { o.DefaultGrace = 15 * time.Minute })
+	ctx := context.Background()
+	res := tb.resource(t, 1, 60, "08:00", "22:00")
+	b := tb.book(t, alice, res, at("11:00"))
+	var ownersAtCommit []string
+	tb.e.hooks.afterBatchCommit = func() error {
+		ownersAtCommit = tb.owners(t, res.VenueID)
+		return nil
+	}
+	tb.clock.Set(b.ReleaseAt)
+	n, err := tb.e.ReleaseDue(ctx, 0)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.NotNil(t, ownersAtCommit, "the batch committed")
+	require.Empty(t, ownersAtCommit, "the unit was back when the release committed")
+	_, err = tb.e.Hold(ctx, HoldRequest{UserID: "bob", ResourceID: res.ID, Start: at("11:00"), End: at("12:00")})
+	require.NoError(t, err)
 }

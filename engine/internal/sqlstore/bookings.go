@@ -827,6 +827,9 @@ type DueQuery struct {
 	// (read in the same transaction, so that a mode change takes effect at the next batch), before
 	// any booking is decided.
 	Rules func(modes map[uint64]string) error
+	// Written, when set, is told the releases the transaction wrote, before it commits (again if
+	// it is retried): what it does must be safe should the commit fail.
+	Written func(released []Booking, chs []booking.Change)
 	// Locked, when set, is told how many bookings the transaction locked and the earliest release_at
 	// among them, as soon as it has them (again if the transaction is retried): a full batch means
 	// more may be waiting for another transaction. Only MySQL tells: its rows are locked for this
@@ -908,7 +911,13 @@ func (s *Store) ReleaseDue(ctx context.Context, q DueQuery, decide Decide) ([]Bo
 		if len(cs) == 0 {
 			return nil
 		}
-		return s.writeReleases(tx, cs)
+		if err := s.writeReleases(tx, cs); err != nil {
+			return err
+		}
+		if q.Written != nil {
+			q.Written(out, chs)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, nil, err
