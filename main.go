@@ -573,8 +573,8 @@ func printAddresses(out io.Writer, cfg *config.Config, base string) {
 	}
 }
 
-// withRequestID gives the metrics listener's answers an X-Request-Id too, as API.md promises for
-// every answer.
+// withRequestID gives the metrics listener's answers an X-Request-Id too, as docs/API.md promises
+// for every answer.
 func withRequestID(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b := make([]byte, 16)

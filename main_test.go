@@ -151,7 +151,8 @@ func TestEndToEndCourtStory(t *testing.T) {
 	r2, _ := time.Parse(time.RFC3339, b2["release_at"].(string))
 	time.Sleep(time.Until(r2) + 1500*time.Millisecond)
 	got = c.do("GET", "/api/v1/bookings/"+b2["booking_id"].(string), alice, nil, 200)
-	// Checked in, so never released: ARRIVED, or IN_PROGRESS since its slot has started (DESIGN.md).
+	// Checked in, so never released: ARRIVED, or IN_PROGRESS since its slot has started
+	// (docs/DESIGN.md).
 	require.Contains(t, []any{"ARRIVED", "IN_PROGRESS"}, got["status"])
 
 	// SIGTERM drains HTTP and stops the worker; the process exits cleanly and promptly.

@@ -14,7 +14,7 @@ import (
 	"github.com/slotwheel/slotwheel/api/h5app"
 )
 
-// serveApp serves a file of the H5 build (API.md: at /app/); GET /app answers index.html too,
+// serveApp serves a file of the H5 build (docs/API.md: at /app/); GET /app answers index.html too,
 // since the build names its files by absolute paths under /app/. The app routes by the URL's hash, so any other path
 // without a file extension is a deep link typed by hand and gets index.html; a missing asset is
 // a 404 with the error body rather than an HTML page that a browser would try to run.

@@ -45,7 +45,7 @@ func unprocessable(code, message string) *apiError {
 	return newError(http.StatusUnprocessableEntity, code, message)
 }
 
-// The failures this package decides. A failed WeChat exchange is 401 either way (API.md):
+// The failures this package decides. A failed WeChat exchange is 401 either way (docs/API.md):
 // wechat_login_failed when WeChat refused the code, wechat_unavailable when it could not be reached or
 // answered an HTTP error or something that is not JSON.
 var (

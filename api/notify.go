@@ -9,7 +9,7 @@ import (
 )
 
 // Webhook endpoints, their deliveries, WeChat subscribe-message templates and the venues' release
-// modes: the admin side of "Events and webhooks" and "Venue operations" in API.md.
+// modes: the admin side of "Events and webhooks" and "Venue operations" in docs/API.md.
 
 type webhookRequest struct {
 	URL        *string    `json:"url"`

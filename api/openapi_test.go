@@ -49,7 +49,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 		require.NotNil(t, item, "openapi.json lacks the path of %s %s", r.Method, r.Path)
 		require.NotNil(t, item.GetOperation(r.Method), "openapi.json lacks %s %s", r.Method, path)
 	}
-	// Sanity: the router has the routes API.md lists, so the loop above saw them.
+	// Sanity: the router has the routes docs/API.md lists, so the loop above saw them.
 	require.Greater(t, len(hs.h.Engine.Routes()), 30)
 
 	// And the other way round: nothing documented is missing from the router.

@@ -12,8 +12,8 @@ import (
 	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
-// Booking rules and money (API.md "Booking rules" and "Payments with WeChat Pay"): resource policies,
-// the no-show freeze, reschedules, refunds and the WeChat Pay routes.
+// Booking rules and money (docs/API.md "Booking rules" and "Payments with WeChat Pay"): resource
+// policies, the no-show freeze, reschedules, refunds and the WeChat Pay routes.
 
 type policyJSON struct {
 	MinNoticeMinutes        *int `json:"min_notice_minutes"`

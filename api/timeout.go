@@ -12,7 +12,7 @@ const DefaultRequestTimeout = 10 * time.Second
 
 // requestTimeout gives every API request a deadline: a request that waits on a silent MySQL (an
 // outage that drops packets rather than refusing connections) answers 503 storage_unavailable with
-// Retry-After when the deadline passes, instead of hanging until the client gives up (API.md
+// Retry-After when the deadline passes, instead of hanging until the client gives up (docs/API.md
 // "Outages"). What the request already committed stays committed; what it had not is rolled back
 // with its connection.
 func (s *server) requestTimeout(c *gin.Context) {

@@ -34,7 +34,7 @@ const EnvPrefix = "SLOTWHEEL_"
 // keeps the secrets it generated.
 const SecretsFileName = "secrets.json"
 
-// Config is every setting of the binary. Load fills it; API.md documents each
+// Config is every setting of the binary. Load fills it; docs/API.md documents each
 // setting under its environment name, and the defaults are the ones listed
 // there.
 type Config struct {

@@ -801,7 +801,7 @@ func TestFillEmbeddedSecretsRefusesDamagedFile(t *testing.T) {
 
 func TestEveryVariableIsDocumented(t *testing.T) {
 	t.Parallel()
-	// The names are a contract with operators (API.md); a typo in a key
+	// The names are a contract with operators (docs/API.md); a typo in a key
 	// would silently ignore their setting.
 	want := []string{
 		"SLOTWHEEL_HTTP_ADDR", "SLOTWHEEL_METRICS_ADDR", "SLOTWHEEL_PPROF_ADDR", "SLOTWHEEL_MYSQL_DSN", "SLOTWHEEL_SQLITE_PATH",

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
@@ -141,8 +140,8 @@ func (e *Engine) History(ctx context.Context, a Actor, id uint64) ([]HistoryEntr
 	return out, nil
 }
 
-// ListBookings lists bookings newest first: the caller's own (API.md's "mine"; staff included, so
-// that a desk account does not see guests' check-in codes), or all for an admin. The cursor is
+// ListBookings lists bookings newest first: the caller's own (docs/API.md's "mine"; staff included,
+// so that a desk account does not see guests' check-in codes), or all for an admin. The cursor is
 // opaque to callers.
 func (e *Engine) ListBookings(ctx context.Context, a Actor, cursor string, limit int) ([]Booking, string, error) {
 	q := sqlstore.ListQuery{UserID: a.UserID}
@@ -184,25 +183,15 @@ func (e *Engine) VenueBookings(ctx context.Context, a Actor, bq BookingQuery) ([
 }
 
 func (e *Engine) list(ctx context.Context, q sqlstore.ListQuery, cursor string, limit int) ([]Booking, string, error) {
-	n, err := booking.PageSize(limit)
-	if err != nil {
+	var err error
+	if q.Page, err = sqlstore.ParsePage(cursor, limit); err != nil {
 		return nil, "", err
 	}
-	if cursor != "" {
-		if q.BeforeID, err = strconv.ParseUint(cursor, 10, 64); err != nil || len(cursor) > booking.MaxCursorLen {
-			return nil, "", booking.Invalid("invalid_cursor", "cursor %q is not one this server gave", cursor).WithField("cursor")
-		}
-	}
-	q.Limit = n + 1
 	rows, err := e.ss.ListBookings(ctx, q)
 	if err != nil {
 		return nil, "", err
 	}
-	next := ""
-	if len(rows) > n {
-		rows = rows[:n]
-		next = strconv.FormatUint(rows[n-1].ID, 10)
-	}
+	rows, next := sqlstore.NextPage(q.Page, rows, func(b sqlstore.Booking) uint64 { return b.ID })
 	out := make([]Booking, 0, len(rows))
 	for i := range rows {
 		b, err := e.view(ctx, &rows[i].Booking)

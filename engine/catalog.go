@@ -23,8 +23,8 @@ const cacheTTL = 5 * time.Second
 // catalog caches what the hold path reads on every request — venues, resources with their parsed
 // schedules, services and grace policies — so that a hold costs Redis only. When SQL does not answer,
 // an expired entry is served anyway: holds and availability of loaded days keep working through a
-// MySQL outage (API.md "Outages"), and the catalog changes only through admin calls, which need
-// MySQL themselves.
+// MySQL outage (docs/API.md "Outages"), and the catalog changes only through admin calls, which
+// need MySQL themselves.
 type catalog struct {
 	ss    *sqlstore.Store
 	clock Clock

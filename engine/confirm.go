@@ -184,10 +184,10 @@ func (e *Engine) recordPayment(ctx context.Context, n PaymentNotice, b *sqlstore
 	return e.answerPayment(ctx, n, got)
 }
 
-// confirm runs DESIGN.md's order: mark the hold confirming in Redis (the wheel can no longer expire
-// it), commit the booking to SQL, then settle the hold. Units go back only when the booking was
-// certainly not committed; a commit whose outcome is unknown leaves the hold CONFIRMING, and the
-// sweep settles it once SQL can tell.
+// confirm runs docs/DESIGN.md's order: mark the hold confirming in Redis (the wheel can no longer
+// expire it), commit the booking to SQL, then settle the hold. Units go back only when the booking
+// was certainly not committed; a commit whose outcome is unknown leaves the hold CONFIRMING, and
+// the sweep settles it once SQL can tell.
 func (e *Engine) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *PaymentNotice) (Booking, error) {
 	now := e.clock.Now()
 	if st := r.Effective(now); (st == HoldHeld || st == HoldExpired || st == HoldCancelled) && !r.End.After(now) {

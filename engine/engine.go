@@ -109,7 +109,7 @@ type Engine struct {
 	timersSoon atomic.Value // func(b *sqlstore.Booking)
 }
 
-// testHooks let tests inject failures at the steps DESIGN.md orders; nil in production.
+// testHooks let tests inject failures at the steps docs/DESIGN.md orders; nil in production.
 type testHooks struct {
 	// beforeCommit runs after a hold is marked confirming and before its booking commits. An error
 	// fails the confirm; errSimulatedCrash makes it stop as a killed process would, undoing nothing.

@@ -8,13 +8,13 @@ import (
 	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
 )
 
-// A hold asked with an Idempotency-Key (API.md "Idempotency") keeps its first answer, like every
-// keyed POST. Holds are the booking-opening rush, so their record lives in Redis and is written by
-// the hold script itself: a hold of a resource costs one round trip, its idempotency step included.
-// The answer is the API's to render (status and body, opaque here); the engine only stores it with
-// the hold. A service's hold (its script may try several resources) and a hold on a Redis Cluster
-// (the record's key lives on another master than the venue's) take the record in steps of their own:
-// reserved before the hold, finished after it.
+// A hold asked with an Idempotency-Key (docs/API.md "Idempotency") keeps its first answer, like
+// every keyed POST. Holds are the booking-opening rush, so their record lives in Redis and is
+// written by the hold script itself: a hold of a resource costs one round trip, its idempotency
+// step included. The answer is the API's to render (status and body, opaque here); the engine only
+// stores it with the hold. A service's hold (its script may try several resources) and a hold on a
+// Redis Cluster (the record's key lives on another master than the venue's) take the record in
+// steps of their own: reserved before the hold, finished after it.
 
 // IdempotentHold is what a keyed hold needs beside its request: the record's scope (caller, method,
 // path and key) and the request body's hash (idem.Store.Begin), and how the API answers.

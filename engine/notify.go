@@ -162,25 +162,15 @@ func (e *Engine) ListDeliveries(ctx context.Context, a Actor, endpointID uint64,
 	default:
 		return nil, "", booking.Invalid("invalid_status", "status must be pending, succeeded, failed or skipped").WithField("status")
 	}
-	n, err := booking.PageSize(limit)
+	page, err := sqlstore.ParsePage(cursor, limit)
 	if err != nil {
 		return nil, "", err
 	}
-	q := sqlstore.DeliveryQuery{EndpointID: endpointID, Status: status, Limit: n + 1}
-	if cursor != "" {
-		if q.BeforeID, err = strconv.ParseUint(cursor, 10, 64); err != nil {
-			return nil, "", booking.Invalid("invalid_cursor", "cursor %q is not one this server gave", cursor).WithField("cursor")
-		}
-	}
-	rows, err := e.ss.Deliveries(ctx, q)
+	rows, err := e.ss.Deliveries(ctx, sqlstore.DeliveryQuery{EndpointID: endpointID, Status: status, Page: page})
 	if err != nil {
 		return nil, "", err
 	}
-	next := ""
-	if len(rows) > n {
-		rows = rows[:n]
-		next = strconv.FormatUint(rows[n-1].ID, 10)
-	}
+	rows, next := sqlstore.NextPage(page, rows, func(r models.Delivery) uint64 { return r.ID })
 	ids := make([]uint64, len(rows))
 	for i, r := range rows {
 		ids[i] = r.EventID

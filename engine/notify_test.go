@@ -244,7 +244,7 @@ func TestWebhookReceiverFailingTwiceGetsEverythingOnceInOrder(t *testing.T) {
 	}
 	next, ok := q.next()
 	require.True(t, ok, "the refused delivery is queued again")
-	require.LessOrEqual(t, next.Sub(start), 10*time.Second, "API.md: the first retry within 10 s")
+	require.LessOrEqual(t, next.Sub(start), 10*time.Second, "docs/API.md: the first retry within 10 s")
 
 	tb.drain(t, q, start.Add(time.Hour))
 	acked, requests, bad := r.got()

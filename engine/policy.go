@@ -8,7 +8,7 @@ import (
 	"github.com/slotwheel/slotwheel/models"
 )
 
-// The booking rules of API.md "Booking rules": a resource's policy (notice, days ahead, cancel
+// The booking rules of docs/API.md "Booking rules": a resource's policy (notice, days ahead, cancel
 // cut-off and refund shares, no-show refund, reschedule cut-off and count) and the deployment's
 // no-show freeze. The rules themselves are engine/booking's; this file stores and applies them.
 

@@ -9,6 +9,7 @@ import (
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
 	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
+	"github.com/slotwheel/slotwheel/engine/loop"
 )
 
 // Reconcile makes Redis and the queue agree with SQL, which is the truth. It runs at start-up, hourly
@@ -91,12 +92,8 @@ func (e *Engine) ReconcileAtStart(ctx context.Context, startedAt time.Time) (Sta
 			break
 		}
 		// Another instance is repairing: look again soon (a lease has no event to wait on).
-		t := time.NewTimer(200 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return StartupOutcome{}, ctx.Err()
-		case <-t.C:
+		if err := loop.Sleep(ctx, 200*time.Millisecond); err != nil {
+			return StartupOutcome{}, err
 		}
 	}
 	defer func() {

@@ -65,25 +65,15 @@ func (e *Engine) ListRefunds(ctx context.Context, a Actor, status, cursor string
 	default:
 		return nil, "", booking.Invalid("invalid_status", "status must be requested, succeeded or failed").WithField("status")
 	}
-	n, err := booking.PageSize(limit)
+	page, err := sqlstore.ParsePage(cursor, limit)
 	if err != nil {
 		return nil, "", err
 	}
-	q := sqlstore.RefundQuery{Status: status, Limit: n + 1}
-	if cursor != "" {
-		if q.BeforeID, err = strconv.ParseUint(cursor, 10, 64); err != nil {
-			return nil, "", booking.Invalid("invalid_cursor", "cursor %q is not one this server gave", cursor).WithField("cursor")
-		}
-	}
-	rows, err := e.ss.Refunds(ctx, q)
+	rows, err := e.ss.Refunds(ctx, sqlstore.RefundQuery{Status: status, Page: page})
 	if err != nil {
 		return nil, "", err
 	}
-	next := ""
-	if len(rows) > n {
-		rows = rows[:n]
-		next = strconv.FormatUint(rows[n-1].ID, 10)
-	}
+	rows, next := sqlstore.NextPage(page, rows, func(r models.Refund) uint64 { return r.ID })
 	out := make([]wire.Refund, len(rows))
 	for i, r := range rows {
 		out[i] = refundView(r)

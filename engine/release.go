@@ -14,6 +14,7 @@ import (
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
 	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
+	"github.com/slotwheel/slotwheel/engine/loop"
 )
 
 // releaseBatch is how many bookings one transaction releases: slots start on the hour, so no-shows
@@ -329,7 +330,7 @@ func (e *Engine) Release(ctx context.Context, ref ReleaseRef) (ReleaseOutcome, e
 		// back, and reading the booking gives them back (below).
 		held, done := e.settledByLoop(ctx, ref)
 		if wait := ref.ReleaseAt.Add(releaserSlack).Sub(e.clock.Now()); !done && held && wait > 0 && wait <= releaserSlack {
-			if err := sleepCtx(ctx, wait); err != nil {
+			if err := loop.Sleep(ctx, wait); err != nil {
 				return "", err
 			}
 			_, done = e.settledByLoop(ctx, ref)
@@ -381,7 +382,7 @@ func (e *Engine) Release(ctx context.Context, ref ReleaseRef) (ReleaseOutcome, e
 			return Released, nil
 		}
 		// Another instance's batch holds it, or the run began before it fell due: look again.
-		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+		if err := loop.Sleep(ctx, 50*time.Millisecond); err != nil {
 			return "", err
 		}
 	}
@@ -722,17 +723,6 @@ func (e *Engine) giveBackRecentReleases(ctx context.Context) error {
 		e.log.Warn("gave back units of releases whose return was lost", "bookings", n)
 	}
 	return err
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // NeedsRelease reports whether ref's booking still waits for that release: it is CONFIRMED with

@@ -21,13 +21,14 @@ type RescheduleRequest struct {
 // errMoveRaced: the booking changed between the move's reservation and its commit.
 var errMoveRaced = errors.New("the booking changed while it was being moved")
 
-// Reschedule moves a booking to another window (API.md "Reschedule"). Owner or admin. It follows the
-// order of a confirm: Redis first reserves what the new window needs beyond the booking's own units
-// (all or nothing: 409 slot_full when it is taken), MySQL then commits the move with its history row
-// and event, and Redis finally leaves the booking holding exactly the new window. When MySQL
-// certainly refused, the reservation is given back and the booking keeps its old window; when the
-// commit's outcome is unknown the move stays reserved and the sweep resolves it from MySQL. Either
-// way the booking ends with exactly one window, and no slot is ever counted over its capacity.
+// Reschedule moves a booking to another window (docs/API.md "Reschedule"). Owner or admin. It
+// follows the order of a confirm: Redis first reserves what the new window needs beyond the
+// booking's own units (all or nothing: 409 slot_full when it is taken), MySQL then commits the move
+// with its history row and event, and Redis finally leaves the booking holding exactly the new
+// window. When MySQL certainly refused, the reservation is given back and the booking keeps its old
+// window; when the commit's outcome is unknown the move stays reserved and the sweep resolves it
+// from MySQL. Either way the booking ends with exactly one window, and no slot is ever counted over
+// its capacity.
 func (e *Engine) Reschedule(ctx context.Context, a Actor, req RescheduleRequest) (Booking, error) {
 	b, err := e.mayRead(ctx, a, req.BookingID)
 	if err != nil {

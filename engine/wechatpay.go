@@ -14,11 +14,11 @@ import (
 	"github.com/slotwheel/slotwheel/models"
 )
 
-// WeChat Pay (API v3, JSAPI) as a payment provider (API.md "Payments with WeChat Pay"): an order per
-// hold, whose wx.requestPayment parameters the mini-program gets; notifications that confirm the hold
-// as /payments/notify does, deduplicated by transaction_id; the order closed when the hold ends
-// unpaid; refunds requested through the refund API and settled by its notifications. The protocol
-// is engine/wechatpay's; this file decides what a payment means for a hold.
+// WeChat Pay (API v3, JSAPI) as a payment provider (docs/API.md "Payments with WeChat Pay"): an
+// order per hold, whose wx.requestPayment parameters the mini-program gets; notifications that
+// confirm the hold as /payments/notify does, deduplicated by transaction_id; the order closed when
+// the hold ends unpaid; refunds requested through the refund API and settled by its notifications.
+// The protocol is engine/wechatpay's; this file decides what a payment means for a hold.
 
 // PaymentScheduler puts provider work into the durable queue (jobs/ implements it).
 type PaymentScheduler interface {

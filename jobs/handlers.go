@@ -10,6 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/loop"
 )
 
 // maxEarlyWait is the longest a release handler waits out an early start before handing the task
@@ -61,7 +62,7 @@ func (h *handlers) release(ctx context.Context, t *asynq.Task) error {
 			return fmt.Errorf("release booking %d: %w", ref.BookingID, &engine.NotDueError{Wait: early})
 		}
 		budget -= early
-		if err := sleep(ctx, early); err != nil {
+		if err := loop.Sleep(ctx, early); err != nil {
 			return fmt.Errorf("release booking %d: %w", ref.BookingID, err)
 		}
 	}
@@ -74,7 +75,7 @@ func (h *handlers) release(ctx context.Context, t *asynq.Task) error {
 				return fmt.Errorf("release booking %d: %w", ref.BookingID, err)
 			}
 			budget -= wait
-			if err := sleep(ctx, wait); err != nil {
+			if err := loop.Sleep(ctx, wait); err != nil {
 				return fmt.Errorf("release booking %d: %w", ref.BookingID, err)
 			}
 			continue
@@ -106,18 +107,6 @@ func (h *handlers) reconcile(ctx context.Context, _ *asynq.Task) error {
 		"confirming_resumed", rep.ConfirmingResumed,
 	)
 	return nil
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // retryDelay backs off exponentially from 1 s to 1 min (n is how often the task was retried

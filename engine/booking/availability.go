@@ -2,7 +2,7 @@ package booking
 
 import "time"
 
-// Reasons a slot is not available (API.md availability).
+// Reasons a slot is not available (docs/API.md availability).
 const (
 	ReasonFull           = "full"
 	ReasonClosed         = "closed"

@@ -120,7 +120,7 @@ func (c Change) TakesUnits() bool { return c.Units().Take && !c.Moved }
 // window is given back by the step that ends the move).
 func (c Change) FreesUnits() bool { return c.Units().Give && !c.Moved }
 
-// Event is the event type API.md gives the change, or "" for a change that is not announced
+// Event is the event type docs/API.md gives the change, or "" for a change that is not announced
 // (ARRIVED → IN_PROGRESS happens to every checked-in booking at its start and tells nobody anything).
 func (c Change) Event() string {
 	if c.HeldBy != "" {
@@ -150,7 +150,7 @@ func (c Change) Event() string {
 	return ""
 }
 
-// The event types of API.md "Events and webhooks".
+// The event types of docs/API.md "Events and webhooks".
 const (
 	EventConfirmed      = "booking.confirmed"
 	EventReminder       = "booking.reminder"

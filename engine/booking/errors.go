@@ -77,7 +77,8 @@ func AsError(err error) (*Error, bool) {
 	return e, ok
 }
 
-// Sentinel errors. Their codes are part of the REST contract (API.md, openapi.json's Error.code).
+// Sentinel errors. Their codes are part of the REST contract (docs/API.md, openapi.json's
+// Error.code).
 var (
 	ErrNotFound            = &Error{Kind: KindNotFound, Code: "not_found", Message: "no such object"}
 	ErrForbidden           = &Error{Kind: KindForbidden, Code: "forbidden", Message: "not allowed for this caller"}
@@ -110,7 +111,7 @@ var (
 	ErrNotificationRefused = &Error{Kind: KindInvalid, Code: "bad_notification", Message: "the notification could not be verified or decrypted"}
 	ErrPriceDiffers        = &Error{Kind: KindConflict, Code: "price_differs", Message: "the new window costs another amount than the booking was paid for"}
 	// ErrBackendUnavailable is Redis (or the queue) being unreachable; ErrStorageUnavailable is the SQL
-	// store. API.md names them apart: holds keep working while only MySQL is away.
+	// store. docs/API.md names them apart: holds keep working while only MySQL is away.
 	ErrBackendUnavailable = &Error{Kind: KindUnavailable, Code: "backend_unavailable", Message: "a backend is unavailable; try again"}
 	ErrStorageUnavailable = &Error{Kind: KindUnavailable, Code: "storage_unavailable", Message: "the database is unavailable; try again"}
 )

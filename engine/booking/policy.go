@@ -2,9 +2,9 @@ package booking
 
 import "time"
 
-// Policy is a resource's booking rules (API.md "Booking rules"): how soon and how far ahead it can be
-// booked, until when and for how much of the price a booking can be cancelled, what a no-show gets
-// back, and how often and until when a booking can be moved.
+// Policy is a resource's booking rules (docs/API.md "Booking rules"): how soon and how far ahead it
+// can be booked, until when and for how much of the price a booking can be cancelled, what a
+// no-show gets back, and how often and until when a booking can be moved.
 type Policy struct {
 	MinNotice    time.Duration // a slot must start at least this long after the hold; 0: slots in progress too
 	MaxDaysAhead int           // venue-local days ahead, today included; 0: the schedule's horizon
@@ -18,7 +18,7 @@ type Policy struct {
 	MaxReschedules   int           // how often a booking can be moved
 }
 
-// DefaultPolicy is the policy of a resource that set none (API.md's defaults).
+// DefaultPolicy is the policy of a resource that set none (docs/API.md's defaults).
 func DefaultPolicy() Policy {
 	return Policy{CancelRefund: 100, LateCancelRefund: 100, MaxReschedules: 2}
 }
@@ -118,7 +118,7 @@ func (p Policy) mayReschedule(start time.Time, moves int, now time.Time) error {
 	return nil
 }
 
-// NoshowPolicy freezes users who do not turn up (API.md "No-shows"); the zero value is off.
+// NoshowPolicy freezes users who do not turn up (docs/API.md "No-shows"); the zero value is off.
 type NoshowPolicy struct {
 	MaxNoshows int // no-shows within Within that freeze a user
 	Within     time.Duration

@@ -10,8 +10,8 @@ package booking
 
 import "slices"
 
-// Status is a durable booking's state (DESIGN.md "States"). HELD, EXPIRED and CANCELLED holds live
-// only in Redis; see HoldStatus.
+// Status is a durable booking's state (docs/DESIGN.md "States"). HELD, EXPIRED and CANCELLED holds
+// live only in Redis; see HoldStatus.
 type Status string
 
 // The booking statuses.

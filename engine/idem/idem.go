@@ -1,9 +1,9 @@
-// Package idem keeps the answers of idempotent requests (API.md "Idempotency"): a repeat with the
-// same key and body gets the first answer, another body is refused, a repeat while the first runs is
-// told so. Requests that change SQL keep their records in SQL, beside the bookings they protect; a
-// request that touches only Redis (a hold) keeps its record in Redis, so that holds keep working
-// while MySQL is away. It is the API's concern, not a rule of the booking life: api/ declares the
-// interface, and main wires these stores into it.
+// Package idem keeps the answers of idempotent requests (docs/API.md "Idempotency"): a repeat with
+// the same key and body gets the first answer, another body is refused, a repeat while the first
+// runs is told so. Requests that change SQL keep their records in SQL, beside the bookings they
+// protect; a request that touches only Redis (a hold) keeps its record in Redis, so that holds keep
+// working while MySQL is away. It is the API's concern, not a rule of the booking life: api/
+// declares the interface, and main wires these stores into it.
 package idem
 
 import (
@@ -20,7 +20,7 @@ import (
 )
 
 const (
-	// TTL is how long an answer is kept; API.md promises at least 24 hours.
+	// TTL is how long an answer is kept; docs/API.md promises at least 24 hours.
 	TTL = 25 * time.Hour
 	// InProgressTTL: a reservation whose request never finished (the process died) is given up
 	// after this, so that the client's retry runs instead of answering 409 for a day.

@@ -6,8 +6,9 @@ package notify
 
 import "time"
 
-// backoff is the wait before each retry: the first within 10 s (API.md), then longer and longer, for
-// over 24 hours in all (86,625 s), so that a receiver down for a day still gets everything.
+// backoff is the wait before each retry: the first within 10 s (docs/API.md), then longer and
+// longer, for over 24 hours in all (86,625 s), so that a receiver down for a day still gets
+// everything.
 var backoff = []time.Duration{
 	5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute,
 	10 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour,

@@ -130,8 +130,8 @@ func FromWaitlist(w booking.WaitlistEntry) Waitlist {
 		CreatedAt: Time(w.CreatedAt)}
 }
 
-// Event is the body of an event as webhooks deliver it (API.md "Events and webhooks"). Data is the
-// subject as the API shows it, plus previous_status for a booking's transition.
+// Event is the body of an event as webhooks deliver it (docs/API.md "Events and webhooks"). Data is
+// the subject as the API shows it, plus previous_status for a booking's transition.
 type Event struct {
 	ID        string `json:"id"`
 	Type      string `json:"type"`

@@ -189,7 +189,7 @@ export interface paths {
         put?: never;
         /**
          * Log in with a wx.login code
-         * @description Exchanges the code through WeChat's code2Session for the user's openid; the token's sub is "wx:" + openid, role user. A failed exchange is 401 (API.md), with a code that tells why: 401 wechat_login_failed when WeChat refused the code (errcode other than 0, or no openid); 401 wechat_unavailable when WeChat could not be reached, answered an HTTP error status or a body that is not JSON (the client may retry with a fresh code); without an app id and secret configured the answer is 501 wechat_not_configured (after the body is validated).
+         * @description Exchanges the code through WeChat's code2Session for the user's openid; the token's sub is "wx:" + openid, role user. A failed exchange is 401 (docs/API.md), with a code that tells why: 401 wechat_login_failed when WeChat refused the code (errcode other than 0, or no openid); 401 wechat_unavailable when WeChat could not be reached, answered an HTTP error status or a body that is not JSON (the client may retry with a fresh code); without an app id and secret configured the answer is 501 wechat_not_configured (after the body is validated).
          */
         post: operations["wechatLogin"];
         delete?: never;

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/loop"
 )
 
 // The busy case: bookings fall due as in the steady case while customers book other slots
@@ -163,7 +164,7 @@ func (l *confirmLoad) start(ctx context.Context, first, last time.Time) (stop fu
 // start on a fixed schedule, whatever the ones before them take (an open loop, as customers do
 // not wait for each other), up to loadInFlight at once.
 func (l *confirmLoad) run(ctx context.Context, from, until time.Time) *LoadStats {
-	if err := sleepCtx(ctx, time.Until(from)); err != nil {
+	if err := loop.Sleep(ctx, time.Until(from)); err != nil {
 		return l.stats(from, time.Now())
 	}
 	start := time.Now()
@@ -173,7 +174,7 @@ func (l *confirmLoad) run(ctx context.Context, from, until time.Time) *LoadStats
 	var wg sync.WaitGroup
 	step := time.Second / time.Duration(l.rate)
 	for i := 0; ; i++ {
-		if err := sleepCtx(ctx, time.Until(start.Add(time.Duration(i)*step))); err != nil {
+		if err := loop.Sleep(ctx, time.Until(start.Add(time.Duration(i)*step))); err != nil {
 			break
 		}
 		select {

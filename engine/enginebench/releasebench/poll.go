@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/slotwheel/slotwheel/engine/loop"
 )
 
 // tick is one run of the poll's UPDATE.
@@ -71,7 +73,7 @@ func measurePoll(ctx context.Context, env *Env, cfg Config, s spec, p *Progress)
 	var pollErr error
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := sleepCtx(pollCtx, rand.N(cfg.PollPeriod)); err != nil {
+		if err := loop.Sleep(pollCtx, rand.N(cfg.PollPeriod)); err != nil {
 			return
 		}
 		tk := time.NewTicker(cfg.PollPeriod)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/loop"
 	"github.com/slotwheel/slotwheel/jobs"
 	"github.com/slotwheel/slotwheel/models"
 	"gorm.io/gorm"
@@ -29,7 +30,7 @@ const (
 // maker makes bookings as another instance of the API would (hold, then a dev confirm), with a
 // clock of its own that reads release_at − benchGrace while it books. confirmed_at is then exactly
 // that, and release_at = confirmed_at + grace (a slot bought after it started keeps its grace:
-// DESIGN.md) exactly the instant the case needs — to the millisecond, which a slot grid and
+// docs/DESIGN.md) exactly the instant the case needs — to the millisecond, which a slot grid and
 // whole-second graces could not give. The instance under test never sees that clock: it runs on the
 // wall clock, as Asynq and the backends do.
 type maker struct {
@@ -278,7 +279,7 @@ func measureSlotwheel(ctx context.Context, env *Env, cfg Config, s spec, p *Prog
 		if err := checkOnTime(first); err != nil {
 			return nil, err
 		}
-		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+		if err := loop.Sleep(ctx, 50*time.Millisecond); err != nil {
 			return nil, err
 		}
 	}
@@ -321,7 +322,7 @@ func measureSlotwheel(ctx context.Context, env *Env, cfg Config, s spec, p *Prog
 				break
 			}
 			p.Set(len(f.halls) - len(left))
-			if err := sleepCtx(ctx, tailPoll); err != nil {
+			if err := loop.Sleep(ctx, tailPoll); err != nil {
 				return nil, err
 			}
 		}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/slotwheel/slotwheel/engine/loop"
 )
 
 // sqlWatcher reads a measurement's progress from its own database, the way a reader of the
@@ -71,7 +73,7 @@ func waitReleasedFrom(ctx context.Context, w *sqlWatcher, first, last time.Time,
 			break
 		}
 		p.Stage(fmt.Sprintf("%s until the first release_at", until.Round(time.Second)), 0)
-		if err := sleepCtx(ctx, min(until, time.Second)); err != nil {
+		if err := loop.Sleep(ctx, min(until, time.Second)); err != nil {
 			return time.Time{}, err
 		}
 	}
@@ -107,7 +109,7 @@ func waitReleasedFrom(ctx context.Context, w *sqlWatcher, first, last time.Time,
 		if until := time.Until(last); until > wait {
 			wait = min(until, time.Until(nextCount))
 		}
-		if err := sleepCtx(ctx, wait); err != nil {
+		if err := loop.Sleep(ctx, wait); err != nil {
 			return time.Time{}, err
 		}
 	}
@@ -149,18 +151,4 @@ func parallel(ctx context.Context, n, workers int, p *Progress, fn func(ctx cont
 		return first
 	}
 	return ctx.Err()
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

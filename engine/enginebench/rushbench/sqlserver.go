@@ -251,7 +251,7 @@ func (h *sqlHandler) accessLog(c *gin.Context) {
 		"path", c.Request.URL.Path, "route", c.FullPath(), "status", c.Writer.Status(), "latency", time.Since(start), "bytes", c.Writer.Size())
 }
 
-// errorBody is API.md's error answer.
+// errorBody is docs/API.md's error answer.
 func errorBody(code, message, requestID string) []byte {
 	b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": message, "request_id": requestID}})
 	return b
@@ -270,7 +270,7 @@ func (h *sqlHandler) healthz(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": "ok"})
 }
 
-// sqlClaims are API.md's token claims.
+// sqlClaims are docs/API.md's token claims.
 type sqlClaims struct {
 	Role string `json:"role"`
 	jwt.RegisteredClaims

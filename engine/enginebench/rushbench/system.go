@@ -153,8 +153,8 @@ func (s *system) calls(secret []byte, users string, picks []int) []call {
 	return out
 }
 
-// signToken is a Bearer token with API.md's claims (sub, role, exp), HS256, as the mini-program's
-// log-in would hand out.
+// signToken is a Bearer token with docs/API.md's claims (sub, role, exp), HS256, as the
+// mini-program's log-in would hand out.
 func signToken(secret []byte, user, role string, exp time.Time) string {
 	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": user, "role": role, "exp": exp.Unix()}).SignedString(secret)
 	if err != nil {

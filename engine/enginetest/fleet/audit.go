@@ -18,8 +18,8 @@ import (
 // it a leak: the wheel looks every 100 ms, and a dead wheel's lease passes on within a second.
 const wheelSlack = 2 * time.Second
 
-// Audit checks DESIGN.md's invariants on what MySQL and Redis hold now, and returns every violation
-// it finds (nil when there is none):
+// Audit checks docs/DESIGN.md's invariants on what MySQL and Redis hold now, and returns every
+// violation it finds (nil when there is none):
 //
 //   - every booking a 2xx answer confirmed (Confirmed) is in MySQL, for its hold;
 //   - no oversell: per slot, the units of occupying bookings (MySQL) and live holds (Redis) stay

@@ -47,7 +47,7 @@ func newHTTPClient() *httpClient {
 func (h *httpClient) close() { h.tr.CloseIdleConnections() }
 
 // Token is a Bearer token for user in role (venueID for staff), signed with the instances' secret as
-// API.md's claims say, without a round trip: a race of ten thousand users needs ten thousand.
+// docs/API.md's claims say, without a round trip: a race of ten thousand users needs ten thousand.
 func (f *Fleet) Token(user, role, venueID string) string {
 	now := time.Now()
 	claims := jwt.MapClaims{"sub": user, "role": role, "iat": now.Unix(), "exp": now.Add(2 * time.Hour).Unix()}

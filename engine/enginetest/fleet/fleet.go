@@ -6,7 +6,7 @@
 // one may reach MySQL through a faultproxy or another server. A Client speaks the REST API as the
 // mini-program, an admin, staff and the payment provider do, and remembers every booking the API
 // confirmed; a Receiver is a webhook endpoint that checks and records what it is sent; Audit
-// checks DESIGN.md's invariants from MySQL and Redis together.
+// checks docs/DESIGN.md's invariants from MySQL and Redis together.
 //
 // Tests that use it call Main from their TestMain, so that the binary is removed afterwards. Methods
 // that take a testing.TB fail the test and must be called from its goroutine; the others return

@@ -107,10 +107,10 @@ func (s *Server) StopForSwitchover() {
 	db := s.open("")
 	_, err := db.Exec("SHUTDOWN WAIT FOR ALL SLAVES")
 	_ = db.Close()
-	if err != nil && !p.wait(stopTimeout) {
+	if err != nil && !p.Wait(stopTimeout) {
 		s.t.Fatalf("mariadbtest: SHUTDOWN on %s: %v", s.Addr(), err)
 	}
-	if !p.wait(stopTimeout) {
+	if !p.Wait(stopTimeout) {
 		s.t.Fatalf("mariadbtest: the server on %s did not shut down within %v", s.Addr(), stopTimeout)
 	}
 }

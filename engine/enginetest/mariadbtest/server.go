@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/slotwheel/slotwheel/engine/enginetest/proc"
 )
 
 // Mariadbd is the server binary; without it the tests that need a private server skip.
@@ -50,7 +52,7 @@ type Server struct {
 	opts    Options
 
 	mu   sync.Mutex
-	proc *process // of the last start; nil before the first
+	proc *proc.Process // of the last start; nil before the first
 }
 
 // Options shape a server beyond the defaults every server has.
@@ -101,7 +103,7 @@ func StartWith(t testing.TB, o Options) *Server {
 	// The port is free when picked but may be taken before the server binds it, by another test
 	// binary doing the same: then pick another.
 	for attempt := 1; ; attempt++ {
-		s.port = freePort(t)
+		s.port = proc.FreePort(t)
 		err := s.start()
 		if err == nil {
 			break
@@ -143,7 +145,7 @@ func (s *Server) DSN(db string) string {
 func (s *Server) Running() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.proc != nil && s.proc.running()
+	return s.proc != nil && s.proc.Running()
 }
 
 // Start starts the server again on the same data directory and port, after Stop or Kill; after a
@@ -167,10 +169,10 @@ func (s *Server) Stop() {
 	if p == nil {
 		return
 	}
-	p.signal(syscall.SIGTERM)
-	if !p.wait(stopTimeout) {
-		p.signal(syscall.SIGKILL)
-		p.wait(killTimeout)
+	p.Signal(syscall.SIGTERM)
+	if !p.Wait(stopTimeout) {
+		p.Signal(syscall.SIGKILL)
+		p.Wait(killTimeout)
 		s.t.Errorf("mariadbtest: the server on %s did not stop within %v; killed it", s.Addr(), stopTimeout)
 	}
 }
@@ -185,17 +187,17 @@ func (s *Server) Kill() {
 	if p == nil {
 		return
 	}
-	p.signal(syscall.SIGKILL)
-	if !p.wait(killTimeout) {
+	p.Signal(syscall.SIGKILL)
+	if !p.Wait(killTimeout) {
 		s.t.Errorf("mariadbtest: the server on %s did not die within %v of SIGKILL", s.Addr(), killTimeout)
 	}
 }
 
 // current is the running process, or nil.
-func (s *Server) current() *process {
+func (s *Server) current() *proc.Process {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.proc == nil || !s.proc.running() {
+	if s.proc == nil || !s.proc.Running() {
 		return nil
 	}
 	return s.proc
@@ -203,8 +205,8 @@ func (s *Server) current() *process {
 
 func (s *Server) cleanup() {
 	if p := s.current(); p != nil {
-		p.signal(syscall.SIGKILL)
-		p.wait(killTimeout)
+		p.Signal(syscall.SIGKILL)
+		p.Wait(killTimeout)
 	}
 }
 
@@ -251,7 +253,7 @@ func (s *Server) install(installDB string) {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	if out, err := cmd.CombinedOutput(); err != nil {
-		s.t.Fatalf("mariadbtest: mariadb-install-db: %v\n%s", err, tail(string(out), 30))
+		s.t.Fatalf("mariadbtest: mariadb-install-db: %v\n%s", err, proc.Tail(string(out), 30))
 	}
 }
 
@@ -274,8 +276,8 @@ func (s *Server) start() error {
 	defer func() { _ = out.Close() }() // the child has its own copy
 	cmd := exec.Command(Mariadbd, args...)
 	cmd.Stdout, cmd.Stderr = out, out
-	logStart := fileSize(s.errorLog())
-	p, err := startProcess(cmd)
+	logStart := proc.FileSize(s.errorLog())
+	p, err := proc.Start(cmd)
 	if err != nil {
 		return fmt.Errorf("start %s: %w", Mariadbd, err)
 	}
@@ -284,14 +286,14 @@ func (s *Server) start() error {
 	s.mu.Unlock()
 
 	if err := s.waitReady(p); err != nil {
-		p.signal(syscall.SIGKILL)
-		p.wait(killTimeout)
-		return fmt.Errorf("server on %s: %w\nerror log:\n%s", s.Addr(), err, tail(readFrom(s.errorLog(), logStart), 30))
+		p.Signal(syscall.SIGKILL)
+		p.Wait(killTimeout)
+		return fmt.Errorf("server on %s: %w\nerror log:\n%s", s.Addr(), err, proc.Tail(proc.ReadFrom(s.errorLog(), logStart), 30))
 	}
 	return nil
 }
 
-func (s *Server) waitReady(p *process) error {
+func (s *Server) waitReady(p *proc.Process) error {
 	connector, err := mysql.NewConnector(s.config(""))
 	if err != nil {
 		return err
@@ -306,14 +308,14 @@ func (s *Server) waitReady(p *process) error {
 		if err == nil {
 			return nil
 		}
-		if !p.running() {
+		if !p.Running() {
 			return errors.New("exited while starting")
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("not answering after %v: %v", readyTimeout, err)
 		}
 		// Polling is the only signal there is: a server says nothing when it is ready.
-		if p.wait(50 * time.Millisecond) {
+		if p.Wait(50 * time.Millisecond) {
 			return errors.New("exited while starting")
 		}
 	}
@@ -340,42 +342,4 @@ func (s *Server) open(db string) *sql.DB {
 		s.t.Fatalf("mariadbtest: %v", err)
 	}
 	return sql.OpenDB(connector)
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("mariadbtest: find a free port: %v", err)
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-func fileSize(path string) int64 {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	return fi.Size()
-}
-
-// readFrom returns the file's contents from offset on: what one start wrote to the error log.
-func readFrom(path string, offset int64) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	if offset > int64(len(b)) {
-		offset = 0
-	}
-	return string(b[offset:])
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

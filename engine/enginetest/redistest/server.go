@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/slotwheel/slotwheel/engine/enginetest/proc"
 )
 
 const (
@@ -45,7 +47,7 @@ type Server struct {
 	args func(port int, dir string) ([]string, error)
 
 	mu   sync.Mutex
-	proc *process
+	proc *proc.Process
 }
 
 // StartServer starts a redis-server on a free loopback port and returns once it answers. It is
@@ -63,7 +65,7 @@ func startServer(t testing.TB, args func(port int, dir string) ([]string, error)
 	t.Cleanup(s.cleanup) // before the start, so that a failure or panic in it still kills the server
 	// The port is free when picked but may be taken before the server binds it: then pick another.
 	for attempt := 1; ; attempt++ {
-		s.port = freePort(t)
+		s.port = proc.FreePort(t)
 		err := s.start()
 		if err == nil {
 			return s
@@ -101,8 +103,8 @@ func (s *Server) Running() bool { return s.current() != nil }
 func (s *Server) Kill() {
 	s.t.Helper()
 	if p := s.current(); p != nil {
-		p.signal(syscall.SIGKILL)
-		if !p.wait(killTimeout) {
+		p.Signal(syscall.SIGKILL)
+		if !p.Wait(killTimeout) {
 			s.t.Errorf("redistest: the server on %s did not die within %v of SIGKILL", s.Addr(), killTimeout)
 		}
 	}
@@ -111,7 +113,7 @@ func (s *Server) Kill() {
 // signal sends sig to the server, if it runs.
 func (s *Server) signal(sig syscall.Signal) {
 	if p := s.current(); p != nil {
-		p.signal(sig)
+		p.Signal(sig)
 	}
 }
 
@@ -124,10 +126,10 @@ func (s *Server) Restart() {
 	}
 }
 
-func (s *Server) current() *process {
+func (s *Server) current() *proc.Process {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.proc == nil || !s.proc.running() {
+	if s.proc == nil || !s.proc.Running() {
 		return nil
 	}
 	return s.proc
@@ -135,8 +137,8 @@ func (s *Server) current() *process {
 
 func (s *Server) cleanup() {
 	if p := s.current(); p != nil {
-		p.signal(syscall.SIGKILL)
-		p.wait(killTimeout)
+		p.Signal(syscall.SIGKILL)
+		p.Wait(killTimeout)
 	}
 }
 
@@ -148,7 +150,7 @@ func (s *Server) start() error {
 		return err
 	}
 	defer func() { _ = log.Close() }() // the child has its own copy
-	logStart := fileSize(s.logPath())
+	logStart := proc.FileSize(s.logPath())
 	args := serverArgs(s.port, s.dir)
 	if s.args != nil {
 		if args, err = s.args(s.port, s.dir); err != nil {
@@ -157,7 +159,7 @@ func (s *Server) start() error {
 	}
 	cmd := exec.Command(s.bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	p, err := startProcess(cmd)
+	p, err := proc.Start(cmd)
 	if err != nil {
 		return fmt.Errorf("start %s: %w", s.bin, err)
 	}
@@ -165,9 +167,9 @@ func (s *Server) start() error {
 	s.proc = p
 	s.mu.Unlock()
 	if err := waitPing(s.Addr(), p); err != nil {
-		p.signal(syscall.SIGKILL)
-		p.wait(killTimeout)
-		return fmt.Errorf("server on %s: %w\nlog:\n%s", s.Addr(), err, tail(readFrom(s.logPath(), logStart), 20))
+		p.Signal(syscall.SIGKILL)
+		p.Wait(killTimeout)
+		return fmt.Errorf("server on %s: %w\nlog:\n%s", s.Addr(), err, proc.Tail(proc.ReadFrom(s.logPath(), logStart), 20))
 	}
 	return nil
 }
@@ -180,7 +182,7 @@ func serverArgs(port int, dir string, extra ...string) []string {
 }
 
 // waitPing polls addr until it answers PING; a server says nothing when it is ready.
-func waitPing(addr string, p *process) error {
+func waitPing(addr string, p *proc.Process) error {
 	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: -1})
 	defer func() { _ = c.Close() }()
 	deadline := time.Now().Add(readyTimeout)
@@ -194,46 +196,8 @@ func waitPing(addr string, p *process) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("not answering after %v: %v", readyTimeout, err)
 		}
-		if p.wait(20 * time.Millisecond) {
+		if p.Wait(20 * time.Millisecond) {
 			return errors.New("exited while starting")
 		}
 	}
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("redistest: find a free port: %v", err)
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-func fileSize(path string) int64 {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	return fi.Size()
-}
-
-// readFrom returns the file's contents from offset on: what one start wrote to the log.
-func readFrom(path string, offset int64) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	if offset > int64(len(b)) {
-		offset = 0
-	}
-	return string(b[offset:])
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

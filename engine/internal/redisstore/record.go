@@ -38,8 +38,8 @@ const (
 	unitsSep    = "|"
 )
 
-// Keep is how long ended hold records stay readable (API.md: 24 h after the hold ends); tombstones of
-// removed booking owners last twice as long.
+// Keep is how long ended hold records stay readable (docs/API.md: 24 h after the hold ends);
+// tombstones of removed booking owners last twice as long.
 const Keep = 24 * time.Hour
 
 // HoldRecord is a hold as stored in Redis.

@@ -271,9 +271,9 @@ type ConfirmStep struct {
 	Detail    string // gone: 'full' or 'closed'; cold: the resource-day to load
 }
 
-// MarkConfirming is step one of a confirm (DESIGN.md "Pay"): the hold leaves the wheel, or an expired
-// (or, with revive, cancelled) hold re-takes its units if they are free. A CONFIRMING older than
-// stale belongs to a dead process and is taken over.
+// MarkConfirming is step one of a confirm (docs/DESIGN.md "Pay"): the hold leaves the wheel, or an
+// expired (or, with revive, cancelled) hold re-takes its units if they are free. A CONFIRMING older
+// than stale belongs to a dead process and is taken over.
 func (s *Store) MarkConfirming(ctx context.Context, r *HoldRecord, now time.Time, revive bool, stale time.Duration) (ConfirmStep, error) {
 	vk := s.keys.Venue(r.VenueID)
 	flag := "0"

@@ -430,8 +430,7 @@ type ListQuery struct {
 	ResourceID uint64
 	Status     booking.Status
 	From, To   time.Time // bookings starting in [From, To), when set
-	BeforeID   uint64    // the cursor: the last booking of the previous page
-	Limit      int
+	Page
 }
 
 // ListBookings lists bookings matching q, newest first. It is a replica read (see staleRead), except
@@ -451,7 +450,7 @@ func (s *Store) ListBookings(ctx context.Context, q ListQuery) ([]Booking, error
 // listBookings runs ListBookings' queries, the roles' included, on db.
 func listBookings(db *gorm.DB, q ListQuery) ([]Booking, error) {
 	roles := db
-	db = newestFirst(db, "bookings", q.BeforeID).Limit(q.Limit)
+	db = newestFirst(db, "bookings", q.Page)
 	if q.UserID != "" {
 		db = db.Where("user_id = ?", q.UserID)
 	}

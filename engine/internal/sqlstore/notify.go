@@ -199,15 +199,14 @@ func (s *Store) ReopenDelivery(ctx context.Context, id, endpointID uint64, at ti
 type DeliveryQuery struct {
 	EndpointID uint64
 	Status     string
-	BeforeID   uint64
-	Limit      int
+	Page
 }
 
 // Deliveries lists deliveries matching q: an admin's list, a replica read (see staleRead).
 func (s *Store) Deliveries(ctx context.Context, q DeliveryQuery) ([]models.Delivery, error) {
 	var rows []models.Delivery
 	err := s.staleRead(ctx, false, func(db *gorm.DB) error {
-		db = newestFirst(db, "deliveries", q.BeforeID).Where("endpoint_id = ?", q.EndpointID).Limit(q.Limit)
+		db = newestFirst(db, "deliveries", q.Page).Where("endpoint_id = ?", q.EndpointID)
 		if q.Status != "" {
 			db = db.Where("status = ?", q.Status)
 		}

@@ -121,16 +121,15 @@ func (s *Store) insertRefunds(tx *gorm.DB, rows []models.Refund) error {
 
 // RefundQuery selects refunds, newest first.
 type RefundQuery struct {
-	Status   string
-	BeforeID uint64
-	Limit    int
+	Status string
+	Page
 }
 
 // Refunds lists refunds matching q: an admin's list, a replica read (see staleRead).
 func (s *Store) Refunds(ctx context.Context, q RefundQuery) ([]models.Refund, error) {
 	var rows []models.Refund
 	err := s.staleRead(ctx, false, func(db *gorm.DB) error {
-		db = newestFirst(db, "refunds", q.BeforeID).Limit(q.Limit)
+		db = newestFirst(db, "refunds", q.Page)
 		if q.Status != "" {
 			db = db.Where("status = ?", q.Status)
 		}

@@ -51,7 +51,7 @@ func TestListsFollowCreationTimeNotIds(t *testing.T) {
 	var got []uint64
 	var cursor uint64
 	for range 4 {
-		rows, err := s.ListBookings(ctx, ListQuery{UserID: "u", BeforeID: cursor, Limit: 1})
+		rows, err := s.ListBookings(ctx, ListQuery{UserID: "u", Page: Page{BeforeID: cursor, Limit: 1}})
 		require.NoError(t, err)
 		if len(rows) == 0 {
 			break
@@ -63,7 +63,7 @@ func TestListsFollowCreationTimeNotIds(t *testing.T) {
 
 	got, cursor = nil, 0
 	for range 4 {
-		rows, err := s.Refunds(ctx, RefundQuery{BeforeID: cursor, Limit: 1})
+		rows, err := s.Refunds(ctx, RefundQuery{Page: Page{BeforeID: cursor, Limit: 1}})
 		require.NoError(t, err)
 		if len(rows) == 0 {
 			break
@@ -73,10 +73,10 @@ func TestListsFollowCreationTimeNotIds(t *testing.T) {
 	}
 	require.Equal(t, newestFirst, got, "refunds newest first, page by page")
 
-	deliveries, err := s.Deliveries(ctx, DeliveryQuery{EndpointID: 1, Limit: 10})
+	deliveries, err := s.Deliveries(ctx, DeliveryQuery{EndpointID: 1, Page: Page{Limit: 10}})
 	require.NoError(t, err)
 	require.Equal(t, newestFirst, ids(deliveries, func(d models.Delivery) uint64 { return d.ID }))
-	deliveries, err = s.Deliveries(ctx, DeliveryQuery{EndpointID: 1, BeforeID: 10, Limit: 10})
+	deliveries, err = s.Deliveries(ctx, DeliveryQuery{EndpointID: 1, Page: Page{BeforeID: 10, Limit: 10}})
 	require.NoError(t, err)
 	require.Equal(t, []uint64{20, 30}, ids(deliveries, func(d models.Delivery) uint64 { return d.ID }))
 
@@ -84,7 +84,7 @@ func TestListsFollowCreationTimeNotIds(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []uint64{30, 20, 10}, ids(waiting, func(w models.WaitlistEntry) uint64 { return w.ID }), "first come, first served")
 
-	rows, err := s.ListBookings(ctx, ListQuery{UserID: "u", BeforeID: 999, Limit: 10})
+	rows, err := s.ListBookings(ctx, ListQuery{UserID: "u", Page: Page{BeforeID: 999, Limit: 10}})
 	require.NoError(t, err)
 	require.Empty(t, rows, "a cursor of no row ends the list")
 }

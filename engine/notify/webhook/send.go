@@ -15,7 +15,7 @@ import (
 )
 
 const (
-	// DefaultTimeout is how long a receiver has to answer one delivery (API.md).
+	// DefaultTimeout is how long a receiver has to answer one delivery (docs/API.md).
 	DefaultTimeout = 10 * time.Second
 	// DefaultUserAgent identifies our deliveries in receivers' logs.
 	DefaultUserAgent = "slotwheel-webhooks/1"

@@ -19,7 +19,7 @@ import (
 	"time"
 )
 
-// Header names of the Standard Webhooks contract (API.md).
+// Header names of the Standard Webhooks contract (docs/API.md).
 const (
 	HeaderID        = "webhook-id"
 	HeaderTimestamp = "webhook-timestamp"

@@ -85,3 +85,19 @@ local function days_missing(days, list)
   end
   return false
 end
+
+-- new_hold records a new hold that has taken its units: its HASH (held, the slot fields slots,
+-- then the field/value pairs of rec) kept until keep ms past its deadline, the deadline on
+-- the wheel, and the hold in the user's holds (the last keep ms of them) and live holds. The keys
+-- are holdSlotsCmd's: KEYS[4] the wheel, KEYS[7] the hold, KEYS[8] and KEYS[9] the user's holds and
+-- live holds.
+local function new_hold(id, now, deadline, keep, slots, rec)
+  redis.call('HSET', KEYS[7], F_STATUS, HOLD_HELD, F_SLOTS, slots, unpack(rec))
+  redis.call('PEXPIRE', KEYS[7], deadline - now + keep)
+  redis.call('ZADD', KEYS[4], deadline, id)
+  redis.call('ZADD', KEYS[8], now, id)
+  redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now - keep)
+  redis.call('PEXPIRE', KEYS[8], deadline - now + keep)
+  redis.call('ZADD', KEYS[9], deadline, id)
+  redis.call('PEXPIRE', KEYS[9], deadline - now + 1000)
+end

@@ -58,17 +58,12 @@ for r, role in ipairs(roles) do
   for _, d in ipairs(pick.days) do days[#days + 1] = d end
 end
 take(KEYS[3], KEYS[2], OWNER_HOLD .. id, qty, all, 0)
-local slots = table.concat(all, LIST_SEP)
-redis.call('HSET', KEYS[7], F_STATUS, HOLD_HELD, F_SLOTS, slots, unpack(rec))
-redis.call('HSET', KEYS[7], F_RESOURCE, chosen[1], F_ROLES, table.concat(picks, LIST_SEP),
-  F_DAYS, table.concat(days, LIST_SEP))
-redis.call('PEXPIRE', KEYS[7], deadline - now + keep)
-redis.call('ZADD', KEYS[4], deadline, id)
-redis.call('ZADD', KEYS[8], now, id)
-redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now - keep)
-redis.call('PEXPIRE', KEYS[8], deadline - now + keep)
-redis.call('ZADD', KEYS[9], deadline, id)
-redis.call('PEXPIRE', KEYS[9], deadline - now + 1000)
+-- What was chosen follows the record's own fields, so that it wins over a field of the same name.
+for _, fv in ipairs({F_RESOURCE, chosen[1], F_ROLES, table.concat(picks, LIST_SEP),
+    F_DAYS, table.concat(days, LIST_SEP)}) do
+  rec[#rec + 1] = fv
+end
+new_hold(id, now, deadline, keep, table.concat(all, LIST_SEP), rec)
 local out = {'ok'}
 for _, rid in ipairs(chosen) do out[#out + 1] = rid end
 return out

@@ -65,13 +65,6 @@ end
 take(KEYS[3], KEYS[2], OWNER_HOLD .. id, qty, fields, 0)
 local rec = {}
 for i = 16, #ARGV do rec[#rec + 1] = ARGV[i] end
-redis.call('HSET', KEYS[7], F_STATUS, HOLD_HELD, F_SLOTS, ARGV[7], unpack(rec))
-redis.call('PEXPIRE', KEYS[7], deadline - now + keep)
-redis.call('ZADD', KEYS[4], deadline, id)
-redis.call('ZADD', KEYS[8], now, id)
-redis.call('ZREMRANGEBYSCORE', KEYS[8], '-inf', now - keep)
-redis.call('PEXPIRE', KEYS[8], deadline - now + keep)
-redis.call('ZADD', KEYS[9], deadline, id)
-redis.call('PEXPIRE', KEYS[9], deadline - now + 1000)
+new_hold(id, now, deadline, keep, ARGV[7], rec)
 answer(ARGV[12], ARGV[13])
 return {'ok'}

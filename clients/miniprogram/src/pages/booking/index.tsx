@@ -11,7 +11,7 @@ import { api, hm, message, money, needLogin, pngDataUrl, ymd } from "../../lib/a
 import { t, type TextKey } from "../../lib/i18n";
 import "./index.css";
 
-/** The refund a user's cancel gets now under the resource's policy (API.md, booking rules). */
+/** The refund a user's cancel gets now under the resource's policy (docs/API.md, booking rules). */
 function refundOf(b: Booking, p: Policy | undefined): { percent: number; cents: number } {
   const cutoff = Date.parse(b.start) - (p?.cancel_cutoff_minutes ?? 0) * 60_000;
   const percent = Date.now() < cutoff ? (p?.cancel_refund_percent ?? 100) : (p?.late_cancel_refund_percent ?? 100);
