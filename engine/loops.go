@@ -122,16 +122,22 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 	// (Release).
 	var release *loop.Loop
 	rl := newReleaser()
+	kickAt := func(next time.Time) {
+		if wait := next.Sub(e.clock.Now()); wait < releaseRefresh {
+			release.KickAfter(max(wait, releaseGap))
+		}
+	}
 	release = mkLoop(releaseLoop, cfg.ReleaseInterval, releaseRunTimeout, releaseTakeover, true, func(ctx context.Context) error {
-		if !rl.shouldLook(e.clock.Now()) {
+		if now := e.clock.Now(); !rl.shouldLook(now) {
 			rl.running()
+			// A timer that fired a hair before the release_at it was set for (the clock reads
+			// milliseconds) sets itself again rather than leave the booking to the next tick.
+			if next := rl.nextKnown(); !next.IsZero() && next.After(now) {
+				kickAt(next)
+			}
 			return nil
 		}
-		return e.releaseLoopRun(ctx, rl, func(next time.Time) {
-			if wait := next.Sub(e.clock.Now()); wait < releaseRefresh {
-				release.KickAfter(max(wait, releaseGap))
-			}
-		})
+		return e.releaseLoopRun(ctx, rl, kickAt)
 	})
 	// This process's bookings due before the loops' next looks at SQL wake them (scheduleIfDue).
 	e.timersSoon.Store(func(b *sqlstore.Booking) {

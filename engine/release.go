@@ -443,6 +443,13 @@ func (r *releaser) shouldLook(now time.Time) bool {
 	return r.looked.IsZero() || now.Sub(r.looked) >= releaseRefresh || (!r.next.IsZero() && !now.Before(r.next))
 }
 
+// nextKnown is the earliest undecided release_at the loop's last look at SQL found; zero: none.
+func (r *releaser) nextKnown() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.next
+}
+
 // nothingDue reports whether, as far as the loop knows, no booking is due at now: its last look found
 // none due by then, no run failed or was taken over since (those are repaired first), and no run is
 // open beside this one. Then a look at SQL is only a refresh of the next release_at.
