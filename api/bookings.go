@@ -53,16 +53,24 @@ func (s *server) venueBookings(c *gin.Context) {
 }
 
 func (s *server) getBooking(c *gin.Context) {
+	if b, ok := s.pathBooking(c); ok {
+		c.JSON(http.StatusOK, toBookingResponse(b))
+	}
+}
+
+// pathBooking reads the booking the path names, as the caller may see it (the engine's read rule:
+// owner, the venue's staff, admin); false when it answered an error instead.
+func (s *server) pathBooking(c *gin.Context) (engine.Booking, bool) {
 	id, ok := s.pathID(c)
 	if !ok {
-		return
+		return engine.Booking{}, false
 	}
 	b, err := s.eng.GetBooking(c.Request.Context(), actorOf(c), id)
 	if err != nil {
 		s.fail(c, err)
-		return
+		return engine.Booking{}, false
 	}
-	c.JSON(http.StatusOK, toBookingResponse(b))
+	return b, true
 }
 
 func (s *server) bookingHistory(c *gin.Context) {

@@ -16,13 +16,8 @@ const qrModulePixels = 8
 // checkinQR renders a booking's check-in QR code as a PNG for the owner or the venue's staff (the
 // engine's read rule), for clients that do not draw QR codes themselves.
 func (s *server) checkinQR(c *gin.Context) {
-	id, ok := s.pathID(c)
+	b, ok := s.pathBooking(c)
 	if !ok {
-		return
-	}
-	b, err := s.eng.GetBooking(c.Request.Context(), actorOf(c), id)
-	if err != nil {
-		s.fail(c, err)
 		return
 	}
 	q, err := qrcode.New(booking.CheckinQRPayload(b.CheckinCode), qrcode.Medium)
