@@ -53,8 +53,8 @@ func (e *Engine) releaseDue(ctx context.Context, venueID uint64) ([]uint64, erro
 // to releaseBatch that mix venues, so that a second in which a hundred venues each have a few
 // no-shows costs one transaction, not a hundred. A burst's batches overlap: as soon as one batch has
 // locked a full releaseBatch of rows, the next one starts (SKIP LOCKED gives it the rows after
-// them), up to releaseOverlap transactions at once, and each batch gives its units back while the
-// next one writes. The run returns when every batch it started has finished. locked, when set, is
+// them), up to releaseOverlap transactions at once, and the next one writes while a batch gives its
+// units back and commits. The run returns when every batch it started has finished. locked, when set, is
 // told the earliest release_at of each batch whose rows are locked (on MySQL, before it commits);
 // open, when set, holds the tokens of open batch transactions that the run shares with others;
 // aside, when set, is handed each batch's follow-ups (see afterRelease) instead of the run waiting
