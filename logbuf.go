@@ -7,15 +7,19 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/slotwheel/slotwheel/api"
 )
 
-// logFlushEvery is how long an info line may wait in the buffer. One write to stderr per request
-// line was a tenth of a hold's CPU in the booking-opening rush; a line a tenth of a second late
-// costs an operator nothing.
+// logFlushEvery is how long an access log line may wait in the buffer. One write to stderr per
+// request line was a tenth of a hold's CPU in the booking-opening rush; a line a tenth of a second
+// late costs an operator nothing.
 const logFlushEvery = 100 * time.Millisecond
 
-// bufferedLog is the process's log: lines are gathered and written every logFlushEvery, and at
-// once from a warning up, so that what explains a failure is out before the process can die of it.
+// bufferedLog is the process's log: access log lines (api.AccessLogMessage) are gathered and
+// written every logFlushEvery; any other line is written at once, with those before it, so that
+// what the process says of its state (started, reconciled, a warning, a failure) is out when that
+// state can be seen from outside, and before the process can die of it.
 type bufferedLog struct {
 	mu   sync.Mutex
 	w    *bufio.Writer
@@ -63,7 +67,8 @@ func (b *bufferedLog) Close() {
 	<-b.done
 }
 
-// handler is a slog text handler on b that flushes after every record from level warn up.
+// handler is a slog text handler on b that flushes after every record but the access log's below
+// level warn.
 func (b *bufferedLog) handler(level slog.Level) slog.Handler {
 	return urgentFlush{slog.NewTextHandler(b, &slog.HandlerOptions{Level: level}), b}
 }
@@ -75,7 +80,7 @@ type urgentFlush struct {
 
 func (h urgentFlush) Handle(ctx context.Context, r slog.Record) error {
 	err := h.Handler.Handle(ctx, r)
-	if r.Level >= slog.LevelWarn {
+	if r.Level >= slog.LevelWarn || r.Message != api.AccessLogMessage {
 		h.b.Flush()
 	}
 	return err

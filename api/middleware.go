@@ -71,6 +71,10 @@ func saneToken(s string, max int) bool {
 
 func requestIDOf(c *gin.Context) string { return c.GetString(ctxRequestID) }
 
+// AccessLogMessage is the message of the access log's line per request: the one line a process
+// writes at the rate of its requests, which its log may batch (main's bufferedLog).
+const AccessLogMessage = "http request"
+
 // accessLog writes one line per request.
 func (s *server) accessLog() gin.HandlerFunc {
 	return func(c *gin.Context) {
@@ -81,7 +85,7 @@ func (s *server) accessLog() gin.HandlerFunc {
 		if status >= 500 {
 			level = slog.LevelError
 		}
-		s.log.LogAttrs(c.Request.Context(), level, "http request",
+		s.log.LogAttrs(c.Request.Context(), level, AccessLogMessage,
 			slog.String("request_id", requestIDOf(c)),
 			slog.String("method", c.Request.Method),
 			slog.String("path", c.Request.URL.Path),
