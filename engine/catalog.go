@@ -320,6 +320,24 @@ func (c *catalog) venuePolicies(ctx context.Context, venueID uint64) (map[uint64
 	})
 }
 
+// cachedReleaseRules answers, from the cache alone, what a release batch needs of venue v — its
+// zone (events are rendered in it) and its resources' booking rules — when both are fresh; a
+// batch holding rows must not wait for a load (see decideBatch).
+func (c *catalog) cachedReleaseRules(now time.Time, v uint64) (map[uint64]booking.Policy, bool) {
+	_, zoned := c.venues.fresh(now, v)
+	ps, ok := c.policies.fresh(now, v)
+	return ps, zoned && ok
+}
+
+// loadReleaseRules loads into the cache what cachedReleaseRules answers for venue v.
+func (c *catalog) loadReleaseRules(ctx context.Context, v uint64) error {
+	if _, err := c.venue(ctx, v); err != nil {
+		return err
+	}
+	_, err := c.venuePolicies(ctx, v)
+	return err
+}
+
 // noshowPolicy answers the no-show freeze rule (the zero value while it is off).
 func (c *catalog) noshowPolicy(ctx context.Context) (booking.NoshowPolicy, error) {
 	return c.noshow.get(ctx, c.clock.Now(), struct{}{}, func(ctx context.Context) (booking.NoshowPolicy, error) {

@@ -192,10 +192,7 @@ func (e *Engine) decideBatch(ctx context.Context, venues []uint64, size int, loc
 	}
 	ctx = sqlstore.OnReleasePath(ctx) // not behind the holds and confirms that may fill the main pool
 	for _, v := range missing {
-		if _, err := e.cat.venue(ctx, v); err != nil {
-			return nil, nil, false, err
-		}
-		if _, err := e.cat.venuePolicies(ctx, v); err != nil {
+		if err := e.cat.loadReleaseRules(ctx, v); err != nil {
 			return nil, nil, false, err
 		}
 	}
@@ -219,9 +216,8 @@ func (e *Engine) releaseRules(stored map[uint64]string) (modes map[uint64]bookin
 	policies = map[uint64]booking.Policy{}
 	now := e.clock.Now()
 	for v, m := range stored {
-		_, zoned := e.cat.venues.fresh(now, v)
-		ps, ok := e.cat.policies.fresh(now, v)
-		if !zoned || !ok {
+		ps, ok := e.cat.cachedReleaseRules(now, v)
+		if !ok {
 			missing = append(missing, v)
 			continue
 		}
