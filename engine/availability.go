@@ -11,7 +11,7 @@ import (
 
 // Availability answers one venue-local day of a resource, or of a service on each of its resources
 // (or the one named), from Redis; a cold day is loaded from SQL first.
-func (e *Engine) Availability(ctx context.Context, q AvailabilityQuery) ([]SlotAvailability, error) {
+func (e *Catalog) Availability(ctx context.Context, q AvailabilityQuery) ([]SlotAvailability, error) {
 	if q.ResourceID == 0 && q.ServiceID == 0 {
 		return nil, booking.Invalid("missing_resource_id", "resource_id or service_id is required").WithField("resource_id")
 	}
@@ -54,7 +54,7 @@ func (e *Engine) Availability(ctx context.Context, q AvailabilityQuery) ([]SlotA
 	return out, nil
 }
 
-func (e *Engine) dayOf(ctx context.Context, ri *resourceInfo, si *serviceInfo, date string) ([]SlotAvailability, error) {
+func (e *Catalog) dayOf(ctx context.Context, ri *resourceInfo, si *serviceInfo, date string) ([]SlotAvailability, error) {
 	loc := ri.venue.loc
 	day, err := time.ParseInLocation(booking.DayLayout, date, loc)
 	if err != nil || day.Year() < 2000 || day.Year() > 9998 {
@@ -112,7 +112,7 @@ func (e *Engine) dayOf(ctx context.Context, ri *resourceInfo, si *serviceInfo, d
 // when every role has a resource free for it, and its remaining count is how many more holds the
 // scarcest role can take (the free units of its resources, summed). An unavailable start tells why
 // its first role without room has none. The starts are those of the first role's first resource.
-func (e *Engine) dayOfRoles(ctx context.Context, si *serviceInfo, date string) ([]SlotAvailability, error) {
+func (e *Catalog) dayOfRoles(ctx context.Context, si *serviceInfo, date string) ([]SlotAvailability, error) {
 	per := map[uint64]map[int64]SlotAvailability{}
 	var base []SlotAvailability
 	for _, rid := range si.resources {
@@ -165,7 +165,7 @@ func (e *Engine) dayOfRoles(ctx context.Context, si *serviceInfo, date string) (
 }
 
 // readSlots reads capacity (-1 when closed) and units taken of fields, loading cold days first.
-func (e *Engine) readSlots(ctx context.Context, ri *resourceInfo, days, fields []string) (caps, used []int, err error) {
+func (e *Catalog) readSlots(ctx context.Context, ri *resourceInfo, days, fields []string) (caps, used []int, err error) {
 	for attempt := 0; attempt < 4; attempt++ {
 		caps, used, cold, err := e.rs.ReadSlots(ctx, ri.res.VenueID, e.clock.Now(), days, fields)
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 )
 
 // view is a booking as callers see it: in its venue's zone.
-func (e *Engine) view(ctx context.Context, b *Booking) (Booking, error) {
+func (e *Bookings) view(ctx context.Context, b *Booking) (Booking, error) {
 	vi, err := e.cat.venue(ctx, b.VenueID)
 	if err != nil {
 		return Booking{}, err
@@ -23,7 +23,7 @@ func (e *Engine) view(ctx context.Context, b *Booking) (Booking, error) {
 // who may), the store writes it onto the version it was decided on, and the engine carries out its
 // effects around the commit — units taken before it, units given back, tasks dropped or scheduled
 // after it.
-func (e *Engine) apply(ctx context.Context, id uint64, decide func(b *sqlstore.Booking) (booking.Change, error)) (sqlstore.Booking, booking.Change, error) {
+func (e *Bookings) apply(ctx context.Context, id uint64, decide func(b *sqlstore.Booking) (booking.Change, error)) (sqlstore.Booking, booking.Change, error) {
 	took := false
 	var old ReleaseRef
 	b, c, err := e.ss.UpdateBooking(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
@@ -65,7 +65,7 @@ func (e *Engine) apply(ctx context.Context, id uint64, decide func(b *sqlstore.B
 	metricTransitions.WithLabelValues(string(c.From), string(c.To)).Inc()
 	if c.FreesUnits() {
 		e.giveBack(ctx, &b)
-		e.promoteAfterFree(ctx, b.ResourceID)
+		e.holds.promoteAfterFree(ctx, b.ResourceID)
 	}
 	if c.DropTimers && e.sched != nil {
 		if err := e.sched.CancelRelease(ctx, old); err != nil {
@@ -77,7 +77,7 @@ func (e *Engine) apply(ctx context.Context, id uint64, decide func(b *sqlstore.B
 	}
 	if c.From.CountsAsNoShow() != c.To.CountsAsNoShow() {
 		// A restore or a late check-in took a no-show back.
-		if err := e.refreshFreezes(ctx, []string{b.UserID}); err != nil {
+		if err := e.holds.refreshFreezes(ctx, []string{b.UserID}); err != nil {
 			e.log.Warn("refresh no-show freeze failed; reconciliation will", "user_id", b.UserID, "err", err)
 		}
 	}
@@ -87,19 +87,19 @@ func (e *Engine) apply(ctx context.Context, id uint64, decide func(b *sqlstore.B
 // ledgerRefusal answers a change of a booking that the capacity ledger refused (err) as the slot
 // being full, and has the venue's Redis state rebuilt: Redis let the units be taken, so it is
 // behind MySQL. Any other error is answered as it is.
-func (e *Engine) ledgerRefusal(venueID uint64, err error) error {
+func (e *Bookings) ledgerRefusal(venueID uint64, err error) error {
 	if !errors.Is(err, sqlstore.ErrOverCapacity) {
 		return err
 	}
 	metricConfirms.WithLabelValues("refused").Inc()
 	e.log.Warn("the capacity ledger refused a booking change that Redis allowed; rebuilding the venue from MySQL",
 		"venue_id", venueID, "err", err)
-	e.rebuildVenueSoon(venueID)
+	e.payments.rebuildVenueSoon(venueID)
 	return ErrSlotFull
 }
 
 // mayRead answers a booking if actor may see it, else ErrNotFound (nobody learns what exists).
-func (e *Engine) mayRead(ctx context.Context, a Actor, id uint64) (sqlstore.Booking, error) {
+func (e *Bookings) mayRead(ctx context.Context, a Actor, id uint64) (sqlstore.Booking, error) {
 	b, err := e.ss.Booking(ctx, id)
 	if err != nil {
 		return b, err
@@ -111,7 +111,7 @@ func (e *Engine) mayRead(ctx context.Context, a Actor, id uint64) (sqlstore.Book
 }
 
 // GetBooking reads a booking. Owner, staff of its venue, or admin; others get ErrNotFound.
-func (e *Engine) GetBooking(ctx context.Context, a Actor, id uint64) (Booking, error) {
+func (e *Bookings) GetBooking(ctx context.Context, a Actor, id uint64) (Booking, error) {
 	b, err := e.mayRead(ctx, a, id)
 	if err != nil {
 		return Booking{}, err
@@ -120,7 +120,7 @@ func (e *Engine) GetBooking(ctx context.Context, a Actor, id uint64) (Booking, e
 }
 
 // History lists a booking's status changes, oldest first. Owner, staff of its venue, or admin.
-func (e *Engine) History(ctx context.Context, a Actor, id uint64) ([]HistoryEntry, error) {
+func (e *Bookings) History(ctx context.Context, a Actor, id uint64) ([]HistoryEntry, error) {
 	b, err := e.mayRead(ctx, a, id)
 	if err != nil {
 		return nil, err
@@ -143,7 +143,7 @@ func (e *Engine) History(ctx context.Context, a Actor, id uint64) ([]HistoryEntr
 // ListBookings lists bookings newest first: the caller's own (docs/API.md's "mine"; staff included,
 // so that a desk account does not see guests' check-in codes), or all for an admin. The cursor is
 // opaque to callers.
-func (e *Engine) ListBookings(ctx context.Context, a Actor, cursor string, limit int) ([]Booking, string, error) {
+func (e *Bookings) ListBookings(ctx context.Context, a Actor, cursor string, limit int) ([]Booking, string, error) {
 	q := sqlstore.ListQuery{UserID: a.UserID}
 	if a.Role == RoleAdmin {
 		q.UserID = ""
@@ -153,7 +153,7 @@ func (e *Engine) ListBookings(ctx context.Context, a Actor, cursor string, limit
 
 // VenueBookings lists a venue's bookings for the front desk, newest first, optionally of one
 // venue-local day, status or resource. Staff of the venue, or admin.
-func (e *Engine) VenueBookings(ctx context.Context, a Actor, bq BookingQuery) ([]Booking, string, error) {
+func (e *Bookings) VenueBookings(ctx context.Context, a Actor, bq BookingQuery) ([]Booking, string, error) {
 	if bq.VenueID == 0 {
 		return nil, "", booking.Invalid("missing_venue_id", "venue_id is required").WithField("venue_id")
 	}
@@ -182,7 +182,7 @@ func (e *Engine) VenueBookings(ctx context.Context, a Actor, bq BookingQuery) ([
 	return e.list(ctx, q, bq.Cursor, bq.Limit)
 }
 
-func (e *Engine) list(ctx context.Context, q sqlstore.ListQuery, cursor string, limit int) ([]Booking, string, error) {
+func (e *Bookings) list(ctx context.Context, q sqlstore.ListQuery, cursor string, limit int) ([]Booking, string, error) {
 	var err error
 	if q.Page, err = sqlstore.ParsePage(cursor, limit); err != nil {
 		return nil, "", err
@@ -205,7 +205,7 @@ func (e *Engine) list(ctx context.Context, q sqlstore.ListQuery, cursor string, 
 
 // CancelBooking cancels a booking and gives its units back. Owner (CANCELLED_BY_USER) or admin
 // (CANCELLED_BY_ADMIN).
-func (e *Engine) CancelBooking(ctx context.Context, a Actor, id uint64) (Booking, error) {
+func (e *Bookings) CancelBooking(ctx context.Context, a Actor, id uint64) (Booking, error) {
 	b, _, err := e.apply(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
 		if !a.MayChange(b.UserID) {
 			return booking.Change{}, ErrNotFound
@@ -225,7 +225,7 @@ func (e *Engine) CancelBooking(ctx context.Context, a Actor, id uint64) (Booking
 // CheckIn accepts a booking's check-in code. Staff of its venue or admin. A check-in received
 // before release_at always wins over the release: if the release got there first, the booking comes
 // back (if its units are still free).
-func (e *Engine) CheckIn(ctx context.Context, a Actor, code string) (Booking, error) {
+func (e *Bookings) CheckIn(ctx context.Context, a Actor, code string) (Booking, error) {
 	if a.Role != RoleStaff && a.Role != RoleAdmin {
 		return Booking{}, ErrForbidden
 	}
@@ -252,7 +252,7 @@ func (e *Engine) CheckIn(ctx context.Context, a Actor, code string) (Booking, er
 
 // Restore takes a released booking back within the restore window, if its units are still free:
 // RELEASED → CONFIRMED with release_at = now + grace and a new release task. Owner or admin.
-func (e *Engine) Restore(ctx context.Context, a Actor, id uint64) (Booking, error) {
+func (e *Bookings) Restore(ctx context.Context, a Actor, id uint64) (Booking, error) {
 	b, _, err := e.apply(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
 		if !a.MayChange(b.UserID) {
 			return booking.Change{}, ErrNotFound
@@ -261,7 +261,7 @@ func (e *Engine) Restore(ctx context.Context, a Actor, id uint64) (Booking, erro
 		if err != nil {
 			return booking.Change{}, err
 		}
-		grace, err := e.graceFor(ctx, ri, b.Start)
+		grace, err := e.catalog.graceFor(ctx, ri, b.Start)
 		if err != nil {
 			return booking.Change{}, err
 		}
@@ -275,7 +275,7 @@ func (e *Engine) Restore(ctx context.Context, a Actor, id uint64) (Booking, erro
 
 // NoShows is a user's no-show count: their released bookings (a restore or a late check-in takes
 // one back).
-func (e *Engine) NoShows(ctx context.Context, userID string) (int, error) {
+func (e *Bookings) NoShows(ctx context.Context, userID string) (int, error) {
 	return e.ss.NoShows(ctx, userID, time.Time{})
 }
 
@@ -283,7 +283,7 @@ func (e *Engine) NoShows(ctx context.Context, userID string) (int, error) {
 // release task (queued by the loader once within the horizon) and, unless it is too late for one,
 // a reminder, and its release is to be decided; any other status, or a booking whose release was
 // held back, needs none of them.
-func (e *Engine) setTimers(b *sqlstore.Booking, now time.Time) {
+func (e *Bookings) setTimers(b *sqlstore.Booking, now time.Time) {
 	b.QueueAt, b.DueAt, b.RemindAt = nil, nil, nil
 	if b.Status != booking.Confirmed || b.ReleaseHeldAt != nil {
 		return
@@ -298,7 +298,7 @@ func (e *Engine) setTimers(b *sqlstore.Booking, now time.Time) {
 // scheduleIfDue tells the loops of the booking's new release_at and reminder (they wake when those
 // are sooner than their next look at SQL), and queues the release task when release_at is already
 // within the horizon; later ones wait in SQL for the loader.
-func (e *Engine) scheduleIfDue(ctx context.Context, b *sqlstore.Booking) {
+func (e *Bookings) scheduleIfDue(ctx context.Context, b *sqlstore.Booking) {
 	if soon, ok := e.timersSoon.Load().(func(*sqlstore.Booking)); ok {
 		soon(b)
 	}
@@ -317,7 +317,7 @@ func (e *Engine) scheduleIfDue(ctx context.Context, b *sqlstore.Booking) {
 
 // DueReleases lists CONFIRMED bookings whose release_at is before until and whose task is not yet
 // queued, oldest first.
-func (e *Engine) DueReleases(ctx context.Context, until time.Time, limit int) ([]ReleaseRef, error) {
+func (e *Bookings) DueReleases(ctx context.Context, until time.Time, limit int) ([]ReleaseRef, error) {
 	rs, err := e.ss.DueForQueue(ctx, until, limit)
 	out := make([]ReleaseRef, len(rs))
 	for i, r := range rs {
@@ -328,7 +328,7 @@ func (e *Engine) DueReleases(ctx context.Context, until time.Time, limit int) ([
 
 // MarkReleaseQueued records that the release tasks of refs are in the queue, so the loader stops
 // offering them. A booking restored meanwhile (another release_at) stays to be queued.
-func (e *Engine) MarkReleaseQueued(ctx context.Context, refs []ReleaseRef) error {
+func (e *Bookings) MarkReleaseQueued(ctx context.Context, refs []ReleaseRef) error {
 	rs := make([]sqlstore.Ref, len(refs))
 	for i, r := range refs {
 		rs[i] = sqlstore.Ref{BookingID: r.BookingID, ReleaseAt: r.ReleaseAt}
@@ -343,7 +343,7 @@ func units(b *sqlstore.Booking) redisstore.BookingUnits {
 
 // takeUnits takes a booking's units again (restore, check-in after release) for its change at
 // version: they must be free.
-func (e *Engine) takeUnits(ctx context.Context, b *sqlstore.Booking, version int) error {
+func (e *Bookings) takeUnits(ctx context.Context, b *sqlstore.Booking, version int) error {
 	ri, err := e.cat.resource(ctx, b.ResourceID)
 	if err != nil {
 		return err
@@ -354,7 +354,7 @@ func (e *Engine) takeUnits(ctx context.Context, b *sqlstore.Booking, version int
 			return err
 		}
 		if !loaded {
-			if err := e.loadDay(ctx, ri, day); err != nil {
+			if err := e.catalog.loadDay(ctx, ri, day); err != nil {
 				return err
 			}
 		}
@@ -387,7 +387,7 @@ func bookingDays(b *Booking, loc *time.Location) []string {
 // giveBack returns a booking's units after SQL stopped counting them at b.Version (units a later
 // change took again stay). Idempotent; a failure is repaired by reconciliation, which frees units
 // whose booking no longer occupies.
-func (e *Engine) giveBack(ctx context.Context, b *sqlstore.Booking) {
+func (e *Bookings) giveBack(ctx context.Context, b *sqlstore.Booking) {
 	lctx, cancel := later(ctx)
 	defer cancel()
 	if _, err := e.rs.GiveBack(lctx, b.VenueID, []redisstore.Freed{freed(b)}, e.clock.Now()); err != nil {
@@ -396,7 +396,7 @@ func (e *Engine) giveBack(ctx context.Context, b *sqlstore.Booking) {
 }
 
 // freeIfNotOccupying gives a booking's units back unless SQL says it occupies them.
-func (e *Engine) freeIfNotOccupying(ctx context.Context, id uint64) {
+func (e *Bookings) freeIfNotOccupying(ctx context.Context, id uint64) {
 	lctx, cancel := later(ctx)
 	defer cancel()
 	b, err := e.ss.Booking(lctx, id)

@@ -380,7 +380,7 @@ func offer(ri *resourceInfo, si *serviceInfo) booking.Offer {
 func minutes(n int) time.Duration { return time.Duration(n) * time.Minute }
 
 // graceFor is the grace of a booking of ri starting at start.
-func (e *Engine) graceFor(ctx context.Context, ri *resourceInfo, start time.Time) (time.Duration, error) {
+func (e *Catalog) graceFor(ctx context.Context, ri *resourceInfo, start time.Time) (time.Duration, error) {
 	policies, err := e.cat.grace(ctx)
 	if err != nil {
 		return 0, err
@@ -404,7 +404,7 @@ func requireAdmin(a Actor) error {
 }
 
 // CreateVenue adds a venue. Admin only.
-func (e *Engine) CreateVenue(ctx context.Context, a Actor, in VenueInput) (Venue, error) {
+func (e *Catalog) CreateVenue(ctx context.Context, a Actor, in VenueInput) (Venue, error) {
 	if err := requireAdmin(a); err != nil {
 		return Venue{}, err
 	}
@@ -435,7 +435,7 @@ func loadLocation(tz string) (*time.Location, error) {
 }
 
 // toVenue converts a row; its times are answered in the venue's own offset, like everything else.
-func (e *Engine) toVenue(v models.Venue) Venue {
+func (e *Catalog) toVenue(v models.Venue) Venue {
 	created := v.CreatedAt
 	if loc, err := time.LoadLocation(v.Timezone); err == nil {
 		created = created.In(loc)
@@ -448,7 +448,7 @@ func (e *Engine) toVenue(v models.Venue) Venue {
 }
 
 // ListVenues lists every venue. Anyone.
-func (e *Engine) ListVenues(ctx context.Context) ([]Venue, error) {
+func (e *Catalog) ListVenues(ctx context.Context) ([]Venue, error) {
 	rows, err := e.ss.Venues(ctx)
 	if err != nil {
 		return nil, err
@@ -461,7 +461,7 @@ func (e *Engine) ListVenues(ctx context.Context) ([]Venue, error) {
 }
 
 // CreateResource adds a resource to a venue. Admin only.
-func (e *Engine) CreateResource(ctx context.Context, a Actor, in ResourceInput) (Resource, error) {
+func (e *Catalog) CreateResource(ctx context.Context, a Actor, in ResourceInput) (Resource, error) {
 	if err := requireAdmin(a); err != nil {
 		return Resource{}, err
 	}
@@ -505,7 +505,7 @@ func toResource(r models.Resource, slotMinutes int) Resource {
 }
 
 // ListResources lists resources, of one venue when venueID != 0. Anyone.
-func (e *Engine) ListResources(ctx context.Context, venueID uint64) ([]Resource, error) {
+func (e *Catalog) ListResources(ctx context.Context, venueID uint64) ([]Resource, error) {
 	rows, err := e.ss.Resources(ctx, venueID)
 	if err != nil {
 		return nil, err
@@ -530,7 +530,7 @@ func (e *Engine) ListResources(ctx context.Context, venueID uint64) ([]Resource,
 
 // CreateService adds a service deliverable on some resources of one venue — any one of ResourceIDs,
 // or, for a service that needs several resources at once, one of every role's. Admin only.
-func (e *Engine) CreateService(ctx context.Context, a Actor, in ServiceInput) (Service, error) {
+func (e *Catalog) CreateService(ctx context.Context, a Actor, in ServiceInput) (Service, error) {
 	if err := requireAdmin(a); err != nil {
 		return Service{}, err
 	}
@@ -623,7 +623,7 @@ func toService(si *serviceInfo) Service {
 }
 
 // ListServices lists services, of one venue when venueID != 0. Anyone.
-func (e *Engine) ListServices(ctx context.Context, venueID uint64) ([]Service, error) {
+func (e *Catalog) ListServices(ctx context.Context, venueID uint64) ([]Service, error) {
 	rows, by, err := e.ss.Services(ctx, venueID)
 	if err != nil {
 		return nil, err
@@ -639,7 +639,7 @@ func (e *Engine) ListServices(ctx context.Context, venueID uint64) ([]Service, e
 }
 
 // SetGracePolicy sets the grace of a resource category. Admin only.
-func (e *Engine) SetGracePolicy(ctx context.Context, a Actor, in GracePolicy) (GracePolicy, error) {
+func (e *Catalog) SetGracePolicy(ctx context.Context, a Actor, in GracePolicy) (GracePolicy, error) {
 	if err := requireAdmin(a); err != nil {
 		return GracePolicy{}, err
 	}

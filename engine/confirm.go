@@ -14,8 +14,8 @@ import (
 // Confirm turns a hold into a booking without a payment (dev payments). Owner or admin. A hold that
 // expired re-takes its units if they are still free; otherwise ErrHoldExpired. Confirming a hold
 // that is already a booking answers that booking.
-func (e *Engine) Confirm(ctx context.Context, a Actor, holdID string) (Booking, error) {
-	r, err := e.readHold(ctx, holdID)
+func (e *Payments) Confirm(ctx context.Context, a Actor, holdID string) (Booking, error) {
+	r, err := e.holds.readHold(ctx, holdID)
 	if errors.Is(err, ErrNotFound) {
 		b, ok, err := e.ss.BookingByHold(ctx, holdID)
 		if err != nil {
@@ -24,7 +24,7 @@ func (e *Engine) Confirm(ctx context.Context, a Actor, holdID string) (Booking, 
 		if !ok || !a.MayChange(b.UserID) {
 			return Booking{}, ErrNotFound
 		}
-		return e.view(ctx, &b.Booking)
+		return e.bookings.view(ctx, &b.Booking)
 	}
 	if err != nil {
 		return Booking{}, err
@@ -49,7 +49,7 @@ var errUnitsGone = errors.New("units gone")
 // one used before for another hold is ErrPaymentIDConflict. A payment for a hold whose units are gone
 // (or for a hold already paid by another payment) is recorded for refund and answered with the
 // refund outcome, since providers retry anything but 2xx.
-func (e *Engine) Pay(ctx context.Context, n PaymentNotice) (PaymentResult, error) {
+func (e *Payments) Pay(ctx context.Context, n PaymentNotice) (PaymentResult, error) {
 	if n.PaymentID == "" || len(n.PaymentID) > booking.MaxPaymentIDLen {
 		return PaymentResult{}, booking.Invalid("invalid_payment_id", "payment_id must be 1 to %d characters", booking.MaxPaymentIDLen).WithField("payment_id")
 	}
@@ -62,7 +62,7 @@ func (e *Engine) Pay(ctx context.Context, n PaymentNotice) (PaymentResult, error
 		}
 		return e.answerPayment(ctx, n, prev)
 	}
-	r, err := e.readHold(ctx, n.HoldID)
+	r, err := e.holds.readHold(ctx, n.HoldID)
 	if errors.Is(err, ErrNotFound) {
 		// No hold record (paid already, over a day old, or lost with Redis): nothing to book; the
 		// money is kept for refund unless this payment made the booking.
@@ -100,7 +100,7 @@ var errPaymentTaken = errors.New("payment id taken")
 
 // answerPayment answers a payment_id seen before as it was answered then. If it made a booking whose
 // hold is still waiting to be settled (the commit's acknowledgement was lost), it is settled now.
-func (e *Engine) answerPayment(ctx context.Context, n PaymentNotice, p sqlstore.Payment) (PaymentResult, error) {
+func (e *Payments) answerPayment(ctx context.Context, n PaymentNotice, p sqlstore.Payment) (PaymentResult, error) {
 	if p.HoldID != n.HoldID {
 		return PaymentResult{}, ErrPaymentIDConflict
 	}
@@ -116,14 +116,14 @@ func (e *Engine) answerPayment(ctx context.Context, n PaymentNotice, p sqlstore.
 		res.Outcome = OutcomeBooked
 		e.settlePending(ctx, &b)
 	}
-	out, err := e.view(ctx, &b.Booking)
+	out, err := e.bookings.view(ctx, &b.Booking)
 	res.Booking = &out
 	return res, err
 }
 
 // awaitPayment waits (bounded) for a concurrent confirm of the same hold to commit, then answers as
 // it did. There is no signal across instances, so it polls the payment row.
-func (e *Engine) awaitPayment(ctx context.Context, n PaymentNotice) (PaymentResult, error) {
+func (e *Payments) awaitPayment(ctx context.Context, n PaymentNotice) (PaymentResult, error) {
 	t := time.NewTicker(25 * time.Millisecond)
 	defer t.Stop()
 	for range 200 {
@@ -150,7 +150,7 @@ func (e *Engine) awaitPayment(ctx context.Context, n PaymentNotice) (PaymentResu
 
 // paymentForHold records a payment against whatever booking its hold became: booked if this payment
 // made it, refund otherwise (no booking, or one paid by another payment).
-func (e *Engine) paymentForHold(ctx context.Context, n PaymentNotice) (PaymentResult, error) {
+func (e *Payments) paymentForHold(ctx context.Context, n PaymentNotice) (PaymentResult, error) {
 	b, ok, err := e.ss.BookingByHold(ctx, n.HoldID)
 	if err != nil {
 		return PaymentResult{}, err
@@ -163,7 +163,7 @@ func (e *Engine) paymentForHold(ctx context.Context, n PaymentNotice) (PaymentRe
 
 // recordPayment stores a payment that did not make a booking of its own — refunded in full, for
 // reason — or one for a booking found afterwards; a concurrent duplicate keeps the first row.
-func (e *Engine) recordPayment(ctx context.Context, n PaymentNotice, b *sqlstore.Booking, reason string) (PaymentResult, error) {
+func (e *Payments) recordPayment(ctx context.Context, n PaymentNotice, b *sqlstore.Booking, reason string) (PaymentResult, error) {
 	p := sqlstore.Payment{PaymentID: n.PaymentID, HoldID: n.HoldID, AmountCents: n.AmountCents, PaidAt: n.PaidAt.UTC(),
 		At: e.clock.Now(), Provider: n.Provider, RefundReason: reason, UserID: n.user}
 	p.VenueID, _ = redisstore.HoldVenue(n.HoldID)
@@ -188,7 +188,7 @@ func (e *Engine) recordPayment(ctx context.Context, n PaymentNotice, b *sqlstore
 // expire it), commit the booking to SQL, then settle the hold. Units go back only when the booking
 // was certainly not committed; a commit whose outcome is unknown leaves the hold CONFIRMING, and
 // the sweep settles it once SQL can tell.
-func (e *Engine) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *PaymentNotice) (Booking, error) {
+func (e *Payments) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *PaymentNotice) (Booking, error) {
 	now := e.clock.Now()
 	if st := r.Effective(now); (st == HoldHeld || st == HoldExpired || st == HoldCancelled) && !r.End.After(now) {
 		// The slot is over: a booking of it is worth nothing, so the payment is refunded.
@@ -213,7 +213,7 @@ func (e *Engine) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *Pay
 			if err != nil {
 				return Booking{}, err
 			}
-			return e.view(ctx, &b.Booking)
+			return e.bookings.view(ctx, &b.Booking)
 		case "busy":
 			// Another request is committing this hold right now, or it committed and its
 			// acknowledgement was lost: the booking row answers which.
@@ -222,7 +222,7 @@ func (e *Engine) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *Pay
 					return Booking{}, err
 				}
 				e.settle(ctx, r, &b)
-				return e.view(ctx, &b.Booking)
+				return e.bookings.view(ctx, &b.Booking)
 			}
 			return Booking{}, ErrConfirmInProgress
 		case "missing":
@@ -245,7 +245,7 @@ func (e *Engine) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *Pay
 			if attempt >= 10 {
 				return Booking{}, backendFailure("confirm: day would not load")
 			}
-			if err := e.loadDayField(ctx, st.Detail); err != nil {
+			if err := e.holds.loadDayField(ctx, st.Detail); err != nil {
 				return Booking{}, err
 			}
 		default:
@@ -255,12 +255,12 @@ func (e *Engine) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *Pay
 }
 
 // booked answers the booking a hold became, if any.
-func (e *Engine) booked(ctx context.Context, holdID string) (Booking, bool, error) {
+func (e *Payments) booked(ctx context.Context, holdID string) (Booking, bool, error) {
 	b, ok, err := e.ss.BookingByHold(ctx, holdID)
 	if err != nil || !ok {
 		return Booking{}, false, err
 	}
-	out, err := e.view(ctx, &b.Booking)
+	out, err := e.bookings.view(ctx, &b.Booking)
 	return out, err == nil, err
 }
 
@@ -268,7 +268,7 @@ func (e *Engine) booked(ctx context.Context, holdID string) (Booking, bool, erro
 // ConfirmStaleAfter can only belong to a dead process (or a commit whose outcome was lost).
 const confirmTimeout = 5 * time.Second
 
-func (e *Engine) commitBooking(ctx context.Context, r *redisstore.HoldRecord, pay *PaymentNotice) (Booking, error) {
+func (e *Payments) commitBooking(ctx context.Context, r *redisstore.HoldRecord, pay *PaymentNotice) (Booking, error) {
 	if e.hooks.beforeCommit != nil {
 		if err := e.hooks.beforeCommit(r.ID); err != nil {
 			if !errors.Is(err, errSimulatedCrash) {
@@ -282,7 +282,7 @@ func (e *Engine) commitBooking(ctx context.Context, r *redisstore.HoldRecord, pa
 		e.unconfirm(ctx, r)
 		return Booking{}, err
 	}
-	grace, err := e.graceFor(ctx, ri, r.Start)
+	grace, err := e.catalog.graceFor(ctx, ri, r.Start)
 	if err != nil {
 		e.unconfirm(ctx, r)
 		return Booking{}, err
@@ -301,7 +301,7 @@ func (e *Engine) commitBooking(ctx context.Context, r *redisstore.HoldRecord, pa
 		nb.Payment = &sqlstore.Payment{PaymentID: pay.PaymentID, HoldID: r.ID, AmountCents: pay.AmountCents, PaidAt: pay.PaidAt.UTC(), At: now,
 			Provider: pay.Provider}
 	}
-	e.setTimers(b, now)
+	e.bookings.setTimers(b, now)
 	commitCtx, cancel := context.WithTimeout(ctx, confirmTimeout)
 	defer cancel()
 	err = e.ss.CreateBooking(commitCtx, nb)
@@ -339,13 +339,13 @@ func (e *Engine) commitBooking(ctx context.Context, r *redisstore.HoldRecord, pa
 	metricConfirms.WithLabelValues("booked").Inc()
 	countTransition(booking.Created)
 	e.settle(ctx, r, b)
-	e.scheduleIfDue(ctx, b)
-	return e.view(ctx, &b.Booking)
+	e.bookings.scheduleIfDue(ctx, b)
+	return e.bookings.view(ctx, &b.Booking)
 }
 
 // settleExisting answers the booking a hold already became, settling the hold; ErrNotFound when
 // SQL (answering) has none.
-func (e *Engine) settleExisting(ctx context.Context, r *redisstore.HoldRecord) (Booking, error) {
+func (e *Payments) settleExisting(ctx context.Context, r *redisstore.HoldRecord) (Booking, error) {
 	lctx, cancel := later(ctx)
 	defer cancel()
 	b, ok, err := e.ss.BookingByHold(lctx, r.ID)
@@ -356,13 +356,13 @@ func (e *Engine) settleExisting(ctx context.Context, r *redisstore.HoldRecord) (
 		return Booking{}, ErrNotFound
 	}
 	e.settle(lctx, r, &b)
-	return e.view(ctx, &b.Booking)
+	return e.bookings.view(ctx, &b.Booking)
 }
 
 // settle hands the hold's units to its booking (and back, when the booking no longer occupies: it
 // was released or cancelled before its hold was settled). A failure here leaves the hold CONFIRMING
 // with its booking committed, which the sweep and reconciliation settle; the booking itself is safe.
-func (e *Engine) settle(ctx context.Context, r *redisstore.HoldRecord, b *sqlstore.Booking) {
+func (e *Payments) settle(ctx context.Context, r *redisstore.HoldRecord, b *sqlstore.Booking) {
 	lctx, cancel := later(ctx)
 	defer cancel()
 	if _, err := e.rs.Settle(lctx, r, b.ID, b.Version); err != nil {
@@ -370,20 +370,20 @@ func (e *Engine) settle(ctx context.Context, r *redisstore.HoldRecord, b *sqlsto
 		return
 	}
 	if !b.Status.Occupies() {
-		e.giveBack(lctx, b)
+		e.bookings.giveBack(lctx, b)
 	}
 }
 
 // settlePending settles a booking's hold if its record is still waiting (its commit's
 // acknowledgement was lost, or the process died before settling).
-func (e *Engine) settlePending(ctx context.Context, b *sqlstore.Booking) {
+func (e *Payments) settlePending(ctx context.Context, b *sqlstore.Booking) {
 	if r, ok, err := e.rs.ReadHold(ctx, b.HoldID); err == nil && ok && r.Status == HoldConfirming {
 		e.settle(ctx, &r, b)
 	}
 }
 
 // unconfirm puts a hold whose commit certainly failed back on the wheel.
-func (e *Engine) unconfirm(ctx context.Context, r *redisstore.HoldRecord) {
+func (e *Payments) unconfirm(ctx context.Context, r *redisstore.HoldRecord) {
 	lctx, cancel := later(ctx)
 	defer cancel()
 	if err := e.rs.Unconfirm(lctx, r, e.clock.Now()); err != nil {

@@ -80,7 +80,7 @@ func newClaimToken() string {
 
 // webhookSender is the sender of the deployment's webhooks: many deliveries go to the same few
 // receivers at once, so it keeps connections to them open.
-func (e *Engine) webhookSender() *webhook.Sender {
+func (e *Notifications) webhookSender() *webhook.Sender {
 	if s := e.opts.Notify.Webhooks; s != nil {
 		return s
 	}
@@ -105,7 +105,7 @@ func (e *Engine) webhookSender() *webhook.Sender {
 // attempts. It answers how many events it published. A crash at any point repeats nothing that
 // finished and loses nothing: deliveries are unique per event and sink, and a delivery left
 // claimed is picked up by the requeue loop once its claim runs out.
-func (e *Engine) RelayOutbox(ctx context.Context) (int, error) {
+func (e *Notifications) RelayOutbox(ctx context.Context) (int, error) {
 	evs, err := e.ss.Unpublished(ctx, 500)
 	if err != nil || len(evs) == 0 {
 		return 0, err
@@ -177,7 +177,7 @@ func (e *Engine) RelayOutbox(ctx context.Context) (int, error) {
 
 // chainsToSend groups deliveries by subject and sink, in event order, and splits off the chains
 // that must wait: an earlier event of theirs is still pending for the same sink.
-func (e *Engine) chainsToSend(ctx context.Context, ds []models.Delivery) (chains [][]models.Delivery, blocked []uint64, err error) {
+func (e *Notifications) chainsToSend(ctx context.Context, ds []models.Delivery) (chains [][]models.Delivery, blocked []uint64, err error) {
 	type key struct{ sink, subject string }
 	index := map[key]int{}
 	var subjects []string
@@ -237,7 +237,7 @@ func (b *relayBatch) close() []attemptResult {
 
 // sendChains attempts the chains at once (each in event order), waits for them up to relayWait and
 // records their outcomes.
-func (e *Engine) sendChains(ctx context.Context, token string, chains [][]models.Delivery, evs map[uint64]models.OutboxEvent,
+func (e *Notifications) sendChains(ctx context.Context, token string, chains [][]models.Delivery, evs map[uint64]models.OutboxEvent,
 	eps map[uint64]models.WebhookEndpoint) {
 	batch := &relayBatch{}
 	sem := make(chan struct{}, relayConcurrency)
@@ -276,7 +276,7 @@ func (e *Engine) sendChains(ctx context.Context, token string, chains [][]models
 	e.finishBatch(ctx, token, batch.close())
 }
 
-func (e *Engine) unclaimRest(ctx context.Context, token string, rest []models.Delivery) {
+func (e *Notifications) unclaimRest(ctx context.Context, token string, rest []models.Delivery) {
 	if len(rest) == 0 {
 		return
 	}
@@ -291,7 +291,7 @@ func (e *Engine) unclaimRest(ctx context.Context, token string, rest []models.De
 
 // finishBatch records the relay's outcomes: the sent ones in one statement, the others one by one
 // (they are few, and each needs its retry queued).
-func (e *Engine) finishBatch(ctx context.Context, token string, rs []attemptResult) {
+func (e *Notifications) finishBatch(ctx context.Context, token string, rs []attemptResult) {
 	lctx, cancel := later(ctx)
 	defer cancel()
 	var sent []uint64
@@ -330,7 +330,7 @@ type attemptResult struct {
 
 // attempt sends d once and decides its outcome: succeeded, skipped (the sink will never take it),
 // pending (to be retried at Next) or failed (for good).
-func (e *Engine) attempt(ctx context.Context, d models.Delivery, ev models.OutboxEvent, eps map[uint64]models.WebhookEndpoint) attemptResult {
+func (e *Notifications) attempt(ctx context.Context, d models.Delivery, ev models.OutboxEvent, eps map[uint64]models.WebhookEndpoint) attemptResult {
 	r := attemptResult{d: d, ev: ev}
 	var sendErr error
 	final := false
@@ -362,7 +362,7 @@ func (e *Engine) attempt(ctx context.Context, d models.Delivery, ev models.Outbo
 
 // finishAttempt records one attempt, queues its retry (pending) or, when it finished the delivery and
 // asked to, the next delivery of its chain.
-func (e *Engine) finishAttempt(ctx context.Context, r attemptResult, queueNext bool) {
+func (e *Notifications) finishAttempt(ctx context.Context, r attemptResult, queueNext bool) {
 	now := e.clock.Now()
 	if err := e.ss.FinishDelivery(ctx, r.d.ID, r.token, r.Attempt, now); err != nil {
 		e.log.Warn("record delivery attempt failed; its claim runs out and it is tried again", "delivery_id", r.d.ID, "err", err)
@@ -386,7 +386,7 @@ func observeAttempt(r attemptResult, now time.Time) {
 }
 
 // queueNextInChain queues the next pending delivery of d's chain, now that d is finished.
-func (e *Engine) queueNextInChain(ctx context.Context, d models.Delivery) {
+func (e *Notifications) queueNextInChain(ctx context.Context, d models.Delivery) {
 	next, ok, err := e.ss.NextInChain(ctx, d.Sink, d.Subject)
 	if err != nil {
 		e.log.Warn("find the next delivery failed; the requeue loop will", "delivery_id", d.ID, "err", err)
@@ -399,7 +399,7 @@ func (e *Engine) queueNextInChain(ctx context.Context, d models.Delivery) {
 
 // queueDelivery hands an attempt to the queue. A failure is logged, not returned: the delivery is
 // in SQL, and the requeue loop queues it again.
-func (e *Engine) queueDelivery(ctx context.Context, id uint64, key string, at time.Time) {
+func (e *Notifications) queueDelivery(ctx context.Context, id uint64, key string, at time.Time) {
 	sched, ok := e.sched.(DeliveryScheduler)
 	if !ok {
 		return
@@ -414,7 +414,7 @@ func (e *Engine) queueDelivery(ctx context.Context, id uint64, key string, at ti
 // attempt is queued again along notify.NextAttempt, or failed for good once the schedule is over; a
 // finished delivery queues the next of its chain. An error means the attempt could not be made (a
 // backend is away), and the task should be run again.
-func (e *Engine) Deliver(ctx context.Context, deliveryID uint64) error {
+func (e *Notifications) Deliver(ctx context.Context, deliveryID uint64) error {
 	now := e.clock.Now()
 	token := newClaimToken()
 	// Asynq keeps scheduled times in whole seconds and may start a task up to a second early.
@@ -450,7 +450,7 @@ func eventBody(ev models.OutboxEvent) []byte {
 		Data: json.RawMessage(ev.Data)})
 }
 
-func (e *Engine) sendWebhook(ctx context.Context, d models.Delivery, ev models.OutboxEvent, eps map[uint64]models.WebhookEndpoint) (int, error) {
+func (e *Notifications) sendWebhook(ctx context.Context, d models.Delivery, ev models.OutboxEvent, eps map[uint64]models.WebhookEndpoint) (int, error) {
 	ep, ok := eps[d.EndpointID]
 	if !ok || ep.DeletedAt != nil {
 		return 0, errSinkGone
@@ -467,7 +467,7 @@ func (e *Engine) sendWebhook(ctx context.Context, d models.Delivery, ev models.O
 }
 
 // sendWechat sends the event's subscribe message; final reports an error retrying cannot help.
-func (e *Engine) sendWechat(ctx context.Context, ev models.OutboxEvent) (final bool, err error) {
+func (e *Notifications) sendWechat(ctx context.Context, ev models.OutboxEvent) (final bool, err error) {
 	client := e.opts.Notify.Wechat
 	if client == nil {
 		return true, errSinkGone
@@ -505,7 +505,7 @@ func (e *Engine) sendWechat(ctx context.Context, ev models.OutboxEvent) (final b
 
 // messageFields are the values a template can show, from the event's data (a booking, a hold or a
 // waitlist entry): names from the catalog, times venue-local as "2006-01-02 15:04".
-func (e *Engine) messageFields(ctx context.Context, ev models.OutboxEvent) (map[string]string, error) {
+func (e *Notifications) messageFields(ctx context.Context, ev models.OutboxEvent) (map[string]string, error) {
 	var raw map[string]any
 	if err := json.Unmarshal([]byte(ev.Data), &raw); err != nil {
 		return nil, fmt.Errorf("event %d data: %w", ev.ID, err)
@@ -546,7 +546,7 @@ func (e *Engine) messageFields(ctx context.Context, ev models.OutboxEvent) (map[
 // seconds: their task was lost (Redis lost its data, queuing failed, the process died between
 // publishing and queuing, or a task ran out of its own retries while SQL was away). A delivery still
 // queued or in flight is not sent twice: its attempt claims it first.
-func (e *Engine) requeueDeliveries(ctx context.Context) error {
+func (e *Notifications) requeueDeliveries(ctx context.Context) error {
 	if _, ok := e.sched.(DeliveryScheduler); !ok {
 		return nil
 	}
@@ -569,7 +569,7 @@ func (e *Engine) requeueDeliveries(ctx context.Context) error {
 const requeueAfter = 10 * time.Second
 
 // pruneNotifications drops published events and finished deliveries past the retention.
-func (e *Engine) pruneNotifications(ctx context.Context) error {
+func (e *Notifications) pruneNotifications(ctx context.Context) error {
 	keep := e.opts.Notify.Retention
 	now := e.clock.Now()
 	_, err := e.ss.Prune(ctx, now.Add(-keep), now.Add(-4*keep))

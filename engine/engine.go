@@ -10,12 +10,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/sync/singleflight"
 	"gorm.io/gorm"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
@@ -23,7 +20,6 @@ import (
 	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
 	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
 	"github.com/slotwheel/slotwheel/engine/loop"
-	"github.com/slotwheel/slotwheel/engine/notify/webhook"
 	"github.com/slotwheel/slotwheel/engine/replica"
 	"github.com/slotwheel/slotwheel/engine/wechatpay"
 )
@@ -78,8 +74,23 @@ type Options struct {
 	Logger    *slog.Logger
 }
 
-// Engine is slotwheel's booking engine. It is safe for concurrent use.
+// Engine is slotwheel's booking engine: the assembly of its capability services (services.go),
+// whose methods it offers as its own. It is safe for concurrent use.
 type Engine struct {
+	*core
+	*Catalog
+	*Holds
+	*Bookings
+	*Payments
+	*Notifications
+	*Releases
+	*Upkeep
+}
+
+// core is what every capability service shares: the options, the stores, the clock, this
+// instance's lease token and the test hooks. It holds no capability of its own beyond rendering the
+// events a booking change writes and the lease every loop takes.
+type core struct {
 	opts  Options
 	rules booking.Rules
 	clock Clock
@@ -90,23 +101,7 @@ type Engine struct {
 	cat   *catalog
 	hooks testHooks
 
-	senderOnce sync.Once
-	sender     *webhook.Sender // webhookSender's default
-	wheel      wheel
-	token      string // this instance's lease token
-	// releaseFlight lets one release run per venue key go on at a time in this process: release
-	// tasks of one venue fire together, and each starting a SELECT … FOR UPDATE SKIP LOCKED of its
-	// own starves the batch that holds the rows (and swells InnoDB's lock memory).
-	releaseFlight singleflight.Group
-	// rebuilds are the rebuilds of venues' Redis state that ledger refusals asked for.
-	rebuilds rebuilds
-	// primary is the identity of the Redis primaries last seen (watchPrimary).
-	primary atomic.Value
-	// holdIdem keeps the records of keyed holds that their script cannot write (HoldOnce).
-	holdIdem *idem.Redis
-	// timersSoon, set by NewLoops, tells the release and reminder loops of a booking of this process
-	// whose release or reminder is due before their next look at SQL.
-	timersSoon atomic.Value // func(b *sqlstore.Booking)
+	token string // this instance's lease token
 }
 
 // testHooks let tests inject failures at the steps docs/DESIGN.md orders; nil in production.
@@ -175,7 +170,7 @@ func New(opts Options) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	e := &Engine{
+	e := &core{
 		opts:  opts,
 		rules: booking.Rules{RestoreWindow: opts.RestoreWindow, CheckinOpens: opts.CheckinOpens},
 		clock: msClock{opts.Clock},
@@ -197,14 +192,15 @@ func New(opts Options) (*Engine, error) {
 		e.log.Warn("a booking change gave back units the capacity ledger did not count; reconciliation repairs the ledger", "slots", slots)
 	})
 	e.cat = newCatalog(e.ss, e.clock)
-	e.holdIdem = idem.NewRedis(opts.Redis, opts.Prefix, e.clock)
-	return e, nil
+	engine := assemble(e)
+	engine.holdIdem = idem.NewRedis(opts.Redis, opts.Prefix, e.clock)
+	return engine, nil
 }
 
 // SetScheduler wires the release queue after construction (the queue's handlers need the engine).
 // A scheduler that lists its queues (Queues() []string) has them watched for data loss. Call it
 // before the loops start.
-func (e *Engine) SetScheduler(s ReleaseScheduler) {
+func (e *core) SetScheduler(s ReleaseScheduler) {
 	e.sched = s
 	if q, ok := s.(interface{ Queues() []string }); ok {
 		e.opts.QueueTags = q.Queues()
@@ -212,10 +208,10 @@ func (e *Engine) SetScheduler(s ReleaseScheduler) {
 }
 
 // Clock returns the engine's clock.
-func (e *Engine) Clock() Clock { return e.clock }
+func (e *core) Clock() Clock { return e.clock }
 
 // Rules returns the rules the engine applies.
-func (e *Engine) Rules() booking.Rules { return e.rules }
+func (e *core) Rules() booking.Rules { return e.rules }
 
 // msClock truncates to milliseconds, the precision of DATETIME(3) and of Redis scores, so that a
 // time the engine computes compares equal to the same time read back from either store.
@@ -231,10 +227,10 @@ func setDefault(d *time.Duration, def time.Duration) {
 
 // Lease returns the lease of the background work named name for this instance (see engine/loop):
 // with it, one instance at a time runs that work, and another takes over when it dies.
-func (e *Engine) Lease(name string) loop.Lease { return e.rs.Lease(name, e.token) }
+func (e *core) Lease(name string) loop.Lease { return e.rs.Lease(name, e.token) }
 
 // Ready checks that both backends answer.
-func (e *Engine) Ready(ctx context.Context) error {
+func (e *core) Ready(ctx context.Context) error {
 	if err := e.ss.Ping(ctx); err != nil {
 		return err
 	}

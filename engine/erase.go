@@ -41,7 +41,7 @@ const eraseTimeout = time.Minute
 // The user id itself stays usable: a later request with it starts afresh, as a user with no holds,
 // bookings, no-shows or freeze. A request racing with the erasure (a hold or a confirm under way)
 // may still write the id after it; erasing again takes care of that.
-func (e *Engine) EraseUser(ctx context.Context, a Actor, userID string) (Erased, error) {
+func (e *Bookings) EraseUser(ctx context.Context, a Actor, userID string) (Erased, error) {
 	if err := requireAdmin(a); err != nil {
 		return Erased{}, err
 	}
@@ -80,7 +80,7 @@ func (e *Engine) EraseUser(ctx context.Context, a Actor, userID string) (Erased,
 
 // eraseHolds gives the user's holds at every venue to their pseudonym and counts the hold records
 // that name it.
-func (e *Engine) eraseHolds(ctx context.Context, x booking.Erasure) (int, error) {
+func (e *Bookings) eraseHolds(ctx context.Context, x booking.Erasure) (int, error) {
 	venues, err := e.ss.VenueIDs(ctx)
 	if err != nil {
 		return 0, err

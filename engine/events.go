@@ -15,7 +15,7 @@ import (
 // state a booking passed through, not whatever it is when the event is delivered.
 
 // renderChange is the event of a booking change (the store's Renderer).
-func (e *Engine) renderChange(b *sqlstore.Booking, c booking.Change) (sqlstore.Event, bool) {
+func (e *core) renderChange(b *sqlstore.Booking, c booking.Change) (sqlstore.Event, bool) {
 	typ := c.Event()
 	if typ == "" {
 		return sqlstore.Event{}, false
@@ -24,7 +24,7 @@ func (e *Engine) renderChange(b *sqlstore.Booking, c booking.Change) (sqlstore.E
 }
 
 // bookingEvent renders an event about a booking, with the status it had before when prev is set.
-func (e *Engine) bookingEvent(typ string, b *sqlstore.Booking, prev string, at time.Time) sqlstore.Event {
+func (e *core) bookingEvent(typ string, b *sqlstore.Booking, prev string, at time.Time) sqlstore.Event {
 	view := b.Booking
 	// The venue's zone comes from the catalog's cache, which the callers fill before a transaction
 	// starts: rendering runs inside it and must not wait for SQL.
@@ -39,13 +39,13 @@ func (e *Engine) bookingEvent(typ string, b *sqlstore.Booking, prev string, at t
 }
 
 // waitlistEvent renders an event about a waitlist entry (already in the venue's zone).
-func (e *Engine) waitlistEvent(typ string, w WaitlistEntry, at time.Time) sqlstore.Event {
+func (e *core) waitlistEvent(typ string, w WaitlistEntry, at time.Time) sqlstore.Event {
 	return sqlstore.Event{Type: typ, Subject: "waitlist:" + strconv.FormatUint(w.ID, 10), VenueID: w.VenueID,
 		UserID: w.UserID, Data: mustJSON(wire.FromWaitlist(w)), At: at}
 }
 
 // holdEvent renders an event about a hold (already in the venue's zone).
-func (e *Engine) holdEvent(typ string, h Hold, at time.Time) sqlstore.Event {
+func (e *core) holdEvent(typ string, h Hold, at time.Time) sqlstore.Event {
 	return sqlstore.Event{Type: typ, Subject: "hold:" + h.ID, VenueID: h.VenueID, UserID: h.UserID,
 		Data: mustJSON(wire.FromHold(h)), At: at}
 }

@@ -20,7 +20,7 @@ import (
 // watchPrimary is the failover watch's run (every SweepInterval, on every instance): it reads the
 // primaries' identity and, when it changed since the last run, rebuilds from MySQL. The new identity
 // is kept only once the rebuild succeeded, so that a failed one is tried again at the next run.
-func (e *Engine) watchPrimary(ctx context.Context) error {
+func (e *Upkeep) watchPrimary(ctx context.Context) error {
 	id, err := e.rs.Identity(ctx)
 	if err != nil || id == "" {
 		return err
@@ -39,7 +39,7 @@ func (e *Engine) watchPrimary(ctx context.Context) error {
 // instance that notices repairs the counters (the part that makes holds safe again, idempotent, and
 // what this instance must not serve without); one of them, under a lease, requeues the releases and
 // checks the ledger.
-func (e *Engine) repairAfterFailover(ctx context.Context, prev, now string) error {
+func (e *Upkeep) repairAfterFailover(ctx context.Context, prev, now string) error {
 	e.log.Warn("the Redis primary changed (a failover may have lost acknowledged writes); rebuilding Redis from MySQL now",
 		"was", prev, "now", now)
 	metricRepairs.WithLabelValues(repairRedisFailover).Inc()
@@ -70,7 +70,7 @@ const failoverRepairTimeout = time.Minute
 // are still open: their close task was lost (Redis lost it, or the process died before queuing it).
 // Orders whose deadline is long past are left alone: WeChat refuses to take payment past an order's
 // time_expire, which is the hold's deadline.
-func (e *Engine) sweepOrders(ctx context.Context) error {
+func (e *Upkeep) sweepOrders(ctx context.Context) error {
 	if _, ok := e.sched.(PaymentScheduler); !ok || e.opts.WechatPay == nil {
 		return nil
 	}
@@ -80,7 +80,7 @@ func (e *Engine) sweepOrders(ctx context.Context) error {
 		return err
 	}
 	for _, o := range orders {
-		e.closeOrderOf(ctx, o.HoldID, o.OutTradeNo)
+		e.payments.closeOrderOf(ctx, o.HoldID, o.OutTradeNo)
 	}
 	return nil
 }

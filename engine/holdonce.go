@@ -36,7 +36,7 @@ type holdOnce struct {
 // HoldOnce is Hold for a request with an Idempotency-Key: it answers what the API is to send — the
 // first answer again (replayed) for a repeat — and an error only when no answer is to be stored (a
 // backend failed, the key came with another body, the first request still runs).
-func (e *Engine) HoldOnce(ctx context.Context, req HoldRequest, k IdempotentHold) (a idem.Response, replayed bool, err error) {
+func (e *Holds) HoldOnce(ctx context.Context, req HoldRequest, k IdempotentHold) (a idem.Response, replayed bool, err error) {
 	if req.ServiceID != 0 || e.rs.Clustered() {
 		if prev, err := e.holdIdem.Begin(ctx, k.Scope, k.Hash); err != nil || prev != nil {
 			if prev != nil {
@@ -66,7 +66,7 @@ func (e *Engine) HoldOnce(ctx context.Context, req HoldRequest, k IdempotentHold
 // AnswerOnce answers a keyed hold refused before it reached the engine's hold (its request could
 // not be read) or its script (err): the record is taken now, so that a repeat — or a first request
 // that got through meanwhile — answers as one.
-func (e *Engine) AnswerOnce(ctx context.Context, k IdempotentHold, err error) (idem.Response, bool, error) {
+func (e *Holds) AnswerOnce(ctx context.Context, k IdempotentHold, err error) (idem.Response, bool, error) {
 	if prev, berr := e.holdIdem.Begin(ctx, k.Scope, k.Hash); berr != nil || prev != nil {
 		if prev != nil {
 			return *prev, true, nil
@@ -78,7 +78,7 @@ func (e *Engine) AnswerOnce(ctx context.Context, k IdempotentHold, err error) (i
 
 // finishOnce answers a keyed hold whose record is reserved, and stores the answer; one that failed
 // on the server's side (5xx) gives the reservation up, so that a retry runs again.
-func (e *Engine) finishOnce(ctx context.Context, k IdempotentHold, h Hold, err error) (idem.Response, bool, error) {
+func (e *Holds) finishOnce(ctx context.Context, k IdempotentHold, h Hold, err error) (idem.Response, bool, error) {
 	a := k.Answer(h, err)
 	lctx, cancel := later(ctx)
 	defer cancel()

@@ -14,7 +14,7 @@ import (
 
 // Hold takes units for a user, all or nothing. A service hold without a resource takes the first of
 // the service's resources that has room.
-func (e *Engine) Hold(ctx context.Context, req HoldRequest) (Hold, error) {
+func (e *Holds) Hold(ctx context.Context, req HoldRequest) (Hold, error) {
 	if req.UserID == "" {
 		return Hold{}, ErrForbidden
 	}
@@ -91,7 +91,7 @@ func containsID(ids []uint64, id uint64) bool {
 }
 
 // take places the request on ri's grid and runs the hold script, loading cold days from SQL first.
-func (e *Engine) take(ctx context.Context, req HoldRequest, ri *resourceInfo, si *serviceInfo) (Hold, error) {
+func (e *Holds) take(ctx context.Context, req HoldRequest, ri *resourceInfo, si *serviceInfo) (Hold, error) {
 	now := e.clock.Now()
 	p, err := offer(ri, si).Place(req.Start, req.End, req.Quantity, now)
 	if err != nil {
@@ -120,7 +120,7 @@ func (e *Engine) take(ctx context.Context, req HoldRequest, ri *resourceInfo, si
 
 // runHold runs a hold script (script) until it answers something other than a cold day, loading
 // each cold day it names, and turns its answer into the hold or the error the client gets.
-func (e *Engine) runHold(ctx context.Context, r *redisstore.HoldRecord, loc *time.Location, script func() (redisstore.HoldOutcome, string, error)) (Hold, error) {
+func (e *Holds) runHold(ctx context.Context, r *redisstore.HoldRecord, loc *time.Location, script func() (redisstore.HoldOutcome, string, error)) (Hold, error) {
 	// Each attempt loads one more day; a hold spans at most a few (a role service's resources'
 	// days), so more attempts than this mean the day does not stay loaded.
 	const maxAttempts = 10
@@ -158,7 +158,7 @@ func (e *Engine) runHold(ctx context.Context, r *redisstore.HoldRecord, loc *tim
 
 // holdRoles takes a hold of a service that needs several resources at once: one resource of every
 // role (the named one, or the first of the role's that has room), in one script, all or none.
-func (e *Engine) holdRoles(ctx context.Context, req HoldRequest, si *serviceInfo) (Hold, error) {
+func (e *Holds) holdRoles(ctx context.Context, req HoldRequest, si *serviceInfo) (Hold, error) {
 	if req.ResourceID != 0 {
 		return Hold{}, booking.Invalid("invalid_resources", "service %d needs one resource per role: name them in resources", si.svc.ID).WithField("resource_id")
 	}
@@ -216,12 +216,12 @@ func (e *Engine) holdRoles(ctx context.Context, req HoldRequest, si *serviceInfo
 }
 
 // loadDayField loads the resource-day a script found cold.
-func (e *Engine) loadDayField(ctx context.Context, dayField string) error {
+func (e *Holds) loadDayField(ctx context.Context, dayField string) error {
 	ri, err := e.cat.resource(ctx, redisstore.DayResource(dayField))
 	if err != nil {
 		return err
 	}
-	return e.loadDay(ctx, ri, redisstore.DayOf(dayField))
+	return e.catalog.loadDay(ctx, ri, redisstore.DayOf(dayField))
 }
 
 // backendFailure is a Redis answer that should not happen.
@@ -248,7 +248,7 @@ func slotFields(resourceID uint64, slots []booking.Slot) (fields []string, days 
 
 // readHold loads a live or recently ended hold record; ErrNotFound when Redis has none (a paid hold's
 // record goes when its booking takes over, and unpaid holds may be lost with Redis).
-func (e *Engine) readHold(ctx context.Context, id string) (*redisstore.HoldRecord, error) {
+func (e *Holds) readHold(ctx context.Context, id string) (*redisstore.HoldRecord, error) {
 	r, ok, err := e.rs.ReadHold(ctx, id)
 	if err != nil {
 		return nil, err
@@ -260,7 +260,7 @@ func (e *Engine) readHold(ctx context.Context, id string) (*redisstore.HoldRecor
 }
 
 // viewHold is what a caller is shown of a record: its effective status, in the venue's zone.
-func (e *Engine) viewHold(ctx context.Context, r *redisstore.HoldRecord) Hold {
+func (e *Holds) viewHold(ctx context.Context, r *redisstore.HoldRecord) Hold {
 	h := holdOf(r)
 	h.Status = r.Effective(e.clock.Now())
 	if vi, err := e.cat.venue(ctx, r.VenueID); err == nil {
@@ -270,7 +270,7 @@ func (e *Engine) viewHold(ctx context.Context, r *redisstore.HoldRecord) Hold {
 }
 
 // GetHold reads a hold (for 24 h after it ends). Owner or admin; others get ErrNotFound.
-func (e *Engine) GetHold(ctx context.Context, a Actor, id string) (Hold, error) {
+func (e *Holds) GetHold(ctx context.Context, a Actor, id string) (Hold, error) {
 	r, err := e.readHold(ctx, id)
 	if errors.Is(err, ErrNotFound) {
 		return e.paidHold(ctx, a, id)
@@ -285,7 +285,7 @@ func (e *Engine) GetHold(ctx context.Context, a Actor, id string) (Hold, error) 
 }
 
 // paidHold answers for a hold whose record is gone: the booking made from it says what it was.
-func (e *Engine) paidHold(ctx context.Context, a Actor, id string) (Hold, error) {
+func (e *Holds) paidHold(ctx context.Context, a Actor, id string) (Hold, error) {
 	if _, ok := redisstore.HoldVenue(id); !ok {
 		return Hold{}, ErrNotFound
 	}
@@ -299,7 +299,7 @@ func (e *Engine) paidHold(ctx context.Context, a Actor, id string) (Hold, error)
 	return e.holdFromBooking(ctx, &b.Booking), nil
 }
 
-func (e *Engine) holdFromBooking(ctx context.Context, b *Booking) Hold {
+func (e *Holds) holdFromBooking(ctx context.Context, b *Booking) Hold {
 	h := Hold{ID: b.HoldID, UserID: b.UserID, VenueID: b.VenueID, ResourceID: b.ResourceID, ServiceID: b.ServiceID,
 		Quantity: b.Quantity, Status: HoldConfirmed, Start: b.Start, End: b.End, OccupyStart: b.OccupyStart,
 		OccupyEnd: b.OccupyEnd, ExpiresAt: b.ConfirmedAt, CreatedAt: b.ConfirmedAt, AmountCents: b.AmountCents, BookingID: b.ID,
@@ -312,7 +312,7 @@ func (e *Engine) holdFromBooking(ctx context.Context, b *Booking) Hold {
 
 // ListHolds lists the actor's holds of the last 24 hours, newest first: unpaid ones from Redis at
 // every venue, paid ones from the bookings they became.
-func (e *Engine) ListHolds(ctx context.Context, a Actor) ([]Hold, error) {
+func (e *Holds) ListHolds(ctx context.Context, a Actor) ([]Hold, error) {
 	venues, err := e.cat.venueList(ctx)
 	if err != nil {
 		return nil, err
@@ -354,7 +354,7 @@ func (e *Engine) ListHolds(ctx context.Context, a Actor) ([]Hold, error) {
 }
 
 // CancelHold gives up an unpaid hold. Owner or admin.
-func (e *Engine) CancelHold(ctx context.Context, a Actor, id string) (Hold, error) {
+func (e *Holds) CancelHold(ctx context.Context, a Actor, id string) (Hold, error) {
 	r, err := e.readHold(ctx, id)
 	if err != nil {
 		return Hold{}, err
@@ -377,7 +377,7 @@ func (e *Engine) CancelHold(ctx context.Context, a Actor, id string) (Hold, erro
 		return Hold{}, ErrHoldNotActive
 	}
 	e.promoteAfterFree(ctx, r.ResourceID)
-	e.closeOrderOf(ctx, r.ID, r.OrderNo)
+	e.payments.closeOrderOf(ctx, r.ID, r.OrderNo)
 	r.Status = HoldCancelled // what the script just wrote
 	return e.viewHold(ctx, r), nil
 }

@@ -31,8 +31,8 @@ var ErrSoldOut = &booking.Error{Kind: booking.KindConflict, Code: booking.ErrSlo
 
 // refusal is what a confirm of r commits if the ledger refuses its booking: hold.refused, and a
 // payment (pay, when set) kept for refund in full.
-func (e *Engine) refusal(ctx context.Context, r *redisstore.HoldRecord, pay *PaymentNotice, now time.Time) sqlstore.Refusal {
-	h := e.viewHold(ctx, r)
+func (e *Payments) refusal(ctx context.Context, r *redisstore.HoldRecord, pay *PaymentNotice, now time.Time) sqlstore.Refusal {
+	h := e.holds.viewHold(ctx, r)
 	h.Status = HoldCancelled
 	out := sqlstore.Refusal{Event: e.holdEvent(booking.EventHoldRefused, h, now)}
 	if pay != nil {
@@ -45,7 +45,7 @@ func (e *Engine) refusal(ctx context.Context, r *redisstore.HoldRecord, pay *Pay
 // refuseConfirm ends a hold whose booking the ledger refused (cause; the refusal's transaction
 // recorded its event and the payment's refund): its units go back in Redis and its record says
 // CANCELLED, and the venue is rebuilt from MySQL.
-func (e *Engine) refuseConfirm(ctx context.Context, r *redisstore.HoldRecord, cause error) error {
+func (e *Payments) refuseConfirm(ctx context.Context, r *redisstore.HoldRecord, cause error) error {
 	metricConfirms.WithLabelValues("refused").Inc()
 	e.log.Warn("the capacity ledger refused a booking: Redis let its hold through on units MySQL counts as sold; "+
 		"ending the hold and rebuilding the venue from MySQL", "hold_id", r.ID, "venue_id", r.VenueID, "err", cause)
@@ -59,7 +59,7 @@ func (e *Engine) refuseConfirm(ctx context.Context, r *redisstore.HoldRecord, ca
 }
 
 // announceRefused writes hold.refused for holds that ended because their units were sold.
-func (e *Engine) announceRefused(ctx context.Context, rs []*redisstore.HoldRecord) {
+func (e *Payments) announceRefused(ctx context.Context, rs []*redisstore.HoldRecord) {
 	now := e.clock.Now()
 	evs := make([]sqlstore.Event, 0, len(rs))
 	for _, r := range rs {
@@ -74,7 +74,7 @@ func (e *Engine) announceRefused(ctx context.Context, rs []*redisstore.HoldRecor
 // after Redis lost writes its counters may have let holds through on units that bookings own, and
 // none of those holds could be paid for. The youngest holds go first, each only while one of its
 // slots is still over (the script checks, atomically), and each is announced.
-func (e *Engine) refuseOverfull(ctx context.Context, venueID uint64, fields []string) (int, error) {
+func (e *Payments) refuseOverfull(ctx context.Context, venueID uint64, fields []string) (int, error) {
 	if len(fields) == 0 {
 		return 0, nil
 	}
@@ -124,7 +124,7 @@ type rebuilds struct {
 
 // rebuildVenueSoon rebuilds a venue's Redis state from MySQL in the background, at once (see
 // rebuilds).
-func (e *Engine) rebuildVenueSoon(venueID uint64) {
+func (e *Payments) rebuildVenueSoon(venueID uint64) {
 	rb := &e.rebuilds
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
@@ -142,7 +142,7 @@ func (e *Engine) rebuildVenueSoon(venueID uint64) {
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), rebuildTimeout)
 			var rep ReconcileReport
-			err := e.repairVenue(ctx, venueID, &rep)
+			err := e.upkeep.repairVenue(ctx, venueID, &rep)
 			cancel()
 			countRepairs(rep)
 			if err != nil {
@@ -167,7 +167,7 @@ func (e *Engine) rebuildVenueSoon(venueID uint64) {
 const rebuildTimeout = 30 * time.Second
 
 // WaitRebuilds waits for the venue rebuilds under way (tests, and a graceful stop).
-func (e *Engine) WaitRebuilds() { e.rebuilds.wg.Wait() }
+func (e *Payments) WaitRebuilds() { e.rebuilds.wg.Wait() }
 
 // LedgerReport is what a check of the capacity ledger found (see CheckLedger).
 type LedgerReport = sqlstore.LedgerReport
@@ -185,7 +185,7 @@ func CheckLedger(ctx context.Context, db *gorm.DB) (LedgerReport, error) {
 // the slots from a day ago on: what is over can no longer be sold, and an oversell found once stays
 // in the logs and the alert's history rather than paging for ever (`slotwheel migrate` checks
 // every slot).
-func (e *Engine) checkLedger(ctx context.Context, rep *ReconcileReport) error {
+func (e *Payments) checkLedger(ctx context.Context, rep *ReconcileReport) error {
 	lr, err := e.ss.CheckLedger(ctx, nil, e.clock.Now().Add(-24*time.Hour))
 	if err != nil {
 		return err

@@ -227,7 +227,7 @@ type wheel struct {
 // runWheel is the wheel's tick: every venue marked for a second that has come is looked at once
 // (its due holds expire, expired ones are announced, abandoned confirms and moves resolved), and the
 // second's marks are dropped. Its cost follows what is due, not how many venues exist.
-func (e *Engine) runWheel(ctx context.Context, batch int) error {
+func (e *Holds) runWheel(ctx context.Context, batch int) error {
 	e.wheel.mu.Lock()
 	defer e.wheel.mu.Unlock()
 	now := e.clock.Now()
@@ -258,7 +258,7 @@ func (e *Engine) runWheel(ctx context.Context, batch int) error {
 }
 
 // sweepWheel looks at every venue as the wheel does: the safety net for timers never marked.
-func (e *Engine) sweepWheel(ctx context.Context, batch int) error {
+func (e *Holds) sweepWheel(ctx context.Context, batch int) error {
 	venues, err := e.cat.venueList(ctx)
 	if err != nil {
 		return err
@@ -274,7 +274,7 @@ func (e *Engine) sweepWheel(ctx context.Context, batch int) error {
 
 // tickVenue does a venue's due work: due holds give their units back (in batches), holds that
 // expired are announced, and confirms and moves a dead process left behind are resolved.
-func (e *Engine) tickVenue(ctx context.Context, v uint64, batch int) error {
+func (e *Holds) tickVenue(ctx context.Context, v uint64, batch int) error {
 	var errs []error
 	for {
 		n, _, err := e.rs.ExpireDue(ctx, v, e.clock.Now(), batch)
@@ -287,11 +287,11 @@ func (e *Engine) tickVenue(ctx context.Context, v uint64, batch int) error {
 			break
 		}
 	}
-	errs = append(errs, e.finishExpiredAt(ctx, v), e.sweepConfirmingAt(ctx, v), e.sweepMoves(ctx, v, e.clock.Now()))
+	errs = append(errs, e.finishExpiredAt(ctx, v), e.sweepConfirmingAt(ctx, v), e.bookings.sweepMoves(ctx, v, e.clock.Now()))
 	return errors.Join(errs...)
 }
 
-func (e *Engine) finishExpiredAt(ctx context.Context, v uint64) error {
+func (e *Holds) finishExpiredAt(ctx context.Context, v uint64) error {
 	now := e.clock.Now()
 	ended, err := e.rs.EndedHolds(ctx, v, now, 200)
 	if err != nil || len(ended) == 0 {
@@ -329,7 +329,7 @@ func (e *Engine) finishExpiredAt(ctx context.Context, v uint64) error {
 		return err
 	}
 	for i := range ended {
-		e.closeOrderOf(ctx, ended[i].ID, ended[i].OrderNo)
+		e.payments.closeOrderOf(ctx, ended[i].ID, ended[i].OrderNo)
 	}
 	for _, rid := range lapsed {
 		e.promoteAfterFree(ctx, rid)
@@ -340,7 +340,7 @@ func (e *Engine) finishExpiredAt(ctx context.Context, v uint64) error {
 // sweepConfirmingAt resolves a venue's holds left CONFIRMING for longer than ConfirmStaleAfter: a
 // process died between marking and settling, or a commit's outcome was lost. It is what
 // reconciliation does for them, but within seconds (the confirm marked the venue's timer).
-func (e *Engine) sweepConfirmingAt(ctx context.Context, v uint64) error {
+func (e *Holds) sweepConfirmingAt(ctx context.Context, v uint64) error {
 	now := e.clock.Now()
 	ids, err := e.rs.StaleConfirming(ctx, v, now.Add(-e.opts.ConfirmStaleAfter), 100)
 	if err != nil || len(ids) == 0 {
@@ -354,7 +354,7 @@ func (e *Engine) sweepConfirmingAt(ctx context.Context, v uint64) error {
 	var errs []error
 	for _, id := range ids {
 		r, ok := records[id]
-		gone, err := e.repairHold(ctx, v, id, r, ok, now, &rep)
+		gone, err := e.upkeep.repairHold(ctx, v, id, r, ok, now, &rep)
 		if err == nil && gone {
 			_, err = e.rs.GiveBack(ctx, v, []redisstore.Freed{{Owner: redisstore.HoldOwner(id)}}, now)
 		}
@@ -366,7 +366,7 @@ func (e *Engine) sweepConfirmingAt(ctx context.Context, v uint64) error {
 
 // reconcileIfRedisLost reconciles at once when Redis lost its data while the process runs: the
 // release tasks went with it, and the loader does not offer bookings it already queued.
-func (e *Engine) reconcileIfRedisLost(ctx context.Context) error {
+func (e *Upkeep) reconcileIfRedisLost(ctx context.Context) error {
 	alive, err := e.rs.Alive(ctx, e.opts.QueueTags)
 	if err != nil || alive {
 		return err
@@ -385,7 +385,7 @@ func (e *Engine) reconcileIfRedisLost(ctx context.Context) error {
 // come, and answers the next remind_at (zero: none). Only CONFIRMED bookings are reminded: every
 // other status cleared its reminder when it left CONFIRMED, and a booking that left it meanwhile is
 // skipped here too.
-func (e *Engine) sendReminders(ctx context.Context) (time.Time, error) {
+func (e *Notifications) sendReminders(ctx context.Context) (time.Time, error) {
 	now := e.clock.Now()
 	due, err := e.ss.DueReminders(ctx, now, 500)
 	if err != nil {
@@ -401,7 +401,7 @@ func (e *Engine) sendReminders(ctx context.Context) (time.Time, error) {
 }
 
 // remind sends the reminders of due bookings at now.
-func (e *Engine) remind(ctx context.Context, due []sqlstore.Booking, now time.Time) error {
+func (e *Notifications) remind(ctx context.Context, due []sqlstore.Booking, now time.Time) error {
 	if len(due) == 0 {
 		return nil
 	}

@@ -34,7 +34,7 @@ type Policy struct {
 }
 
 // ResourcePolicy reads a resource's booking rules (the defaults when it set none). Anyone.
-func (e *Engine) ResourcePolicy(ctx context.Context, resourceID uint64) (Policy, error) {
+func (e *Catalog) ResourcePolicy(ctx context.Context, resourceID uint64) (Policy, error) {
 	ri, err := e.cat.resource(ctx, resourceID)
 	if err != nil {
 		return Policy{}, err
@@ -43,7 +43,7 @@ func (e *Engine) ResourcePolicy(ctx context.Context, resourceID uint64) (Policy,
 }
 
 // SetResourcePolicy changes a resource's booking rules; fields left out keep their value. Admin only.
-func (e *Engine) SetResourcePolicy(ctx context.Context, a Actor, resourceID uint64, in booking.PolicyInput) (Policy, error) {
+func (e *Catalog) SetResourcePolicy(ctx context.Context, a Actor, resourceID uint64, in booking.PolicyInput) (Policy, error) {
 	if err := requireAdmin(a); err != nil {
 		return Policy{}, err
 	}
@@ -79,7 +79,7 @@ type NoshowPolicy struct {
 
 // SetNoshowPolicy sets the no-show freeze rule and applies it at once to every user's recent
 // no-shows. Admin only.
-func (e *Engine) SetNoshowPolicy(ctx context.Context, a Actor, in booking.NoshowPolicyInput) (NoshowPolicy, error) {
+func (e *Catalog) SetNoshowPolicy(ctx context.Context, a Actor, in booking.NoshowPolicyInput) (NoshowPolicy, error) {
 	if err := requireAdmin(a); err != nil {
 		return NoshowPolicy{}, err
 	}
@@ -97,14 +97,14 @@ func (e *Engine) SetNoshowPolicy(ctx context.Context, a Actor, in booking.Noshow
 	if err != nil {
 		return NoshowPolicy{}, err
 	}
-	if err := e.refreshFreezes(ctx, users); err != nil {
+	if err := e.holds.refreshFreezes(ctx, users); err != nil {
 		return NoshowPolicy{}, err
 	}
 	return NoshowPolicy{Enabled: in.MaxNoshows > 0, MaxNoshows: in.MaxNoshows, WithinDays: in.WithinDays, FreezeDays: in.FreezeDays}, nil
 }
 
 // NoshowPolicyView reads the no-show freeze rule. Admin only.
-func (e *Engine) NoshowPolicyView(ctx context.Context, a Actor) (NoshowPolicy, error) {
+func (e *Catalog) NoshowPolicyView(ctx context.Context, a Actor) (NoshowPolicy, error) {
 	if err := requireAdmin(a); err != nil {
 		return NoshowPolicy{}, err
 	}
@@ -117,7 +117,7 @@ func (e *Engine) NoshowPolicyView(ctx context.Context, a Actor) (NoshowPolicy, e
 
 // refreshFreezes decides again whether users are frozen, after their no-shows changed (a release, a
 // restore, a late check-in) or the rule did, and tells Redis, where every instance's holds read it.
-func (e *Engine) refreshFreezes(ctx context.Context, users []string) error {
+func (e *Holds) refreshFreezes(ctx context.Context, users []string) error {
 	p, err := e.cat.noshowPolicy(ctx)
 	if err != nil || p.MaxNoshows == 0 {
 		return err
@@ -136,7 +136,7 @@ func (e *Engine) refreshFreezes(ctx context.Context, users []string) error {
 
 // checkFrozen refuses a new hold of a user frozen for no-shows (the end of the freeze in loc, the
 // venue's zone). It costs a Redis read only while the rule is on.
-func (e *Engine) checkFrozen(ctx context.Context, userID string, loc *time.Location) error {
+func (e *Holds) checkFrozen(ctx context.Context, userID string, loc *time.Location) error {
 	p, err := e.cat.noshowPolicy(ctx)
 	if err != nil || p.MaxNoshows == 0 {
 		return err
@@ -154,7 +154,7 @@ func (e *Engine) checkFrozen(ctx context.Context, userID string, loc *time.Locat
 // AllowRequest counts one request of a client address against RateLimitPerIP. Over it, the answer
 // is ErrRateLimited with the seconds to wait (retry_after). Without a limit, or when Redis cannot
 // count, the request passes: a limit that fails open never turns a Redis hiccup into an outage.
-func (e *Engine) AllowRequest(ctx context.Context, addr string) error {
+func (e *Holds) AllowRequest(ctx context.Context, addr string) error {
 	if e.opts.RateLimitPerIP <= 0 {
 		return nil
 	}

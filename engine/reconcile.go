@@ -25,7 +25,7 @@ import (
 //   - the capacity ledger is checked against the bookings: a drifted count is repaired, and a slot
 //     whose bookings take more units than it has is reported (logged with the bookings, exported,
 //     alerted on), never hidden.
-func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
+func (e *Upkeep) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	rep, err := e.RepairCounters(ctx)
 	if err != nil {
 		return rep, err
@@ -36,7 +36,7 @@ func (e *Engine) Reconcile(ctx context.Context) (ReconcileReport, error) {
 // RepairCounters is the part of reconciliation a start waits for: every occupying booking's units
 // counted once, units of what no longer occupies given back, abandoned confirms resolved, counters
 // recomputed — then Redis is marked as holding what SQL says, and the instance may serve.
-func (e *Engine) RepairCounters(ctx context.Context) (ReconcileReport, error) {
+func (e *Upkeep) RepairCounters(ctx context.Context) (ReconcileReport, error) {
 	var rep ReconcileReport
 	// The markers name when the repair began: what it repaired is what happened before then.
 	began := e.clock.Now()
@@ -73,7 +73,7 @@ type StartupOutcome struct {
 // replaces included). The others wait for the lease meanwhile, so no instance serves before Redis
 // holds what SQL says; a holder that dies passes the repair to the next within startupLease. The
 // caller runs the rest of reconciliation (ReconcileRest) only when Ran.
-func (e *Engine) ReconcileAtStart(ctx context.Context, startedAt time.Time) (StartupOutcome, error) {
+func (e *Upkeep) ReconcileAtStart(ctx context.Context, startedAt time.Time) (StartupOutcome, error) {
 	lease := e.Lease("startup_reconcile")
 	// covered: a repair that began after this process started already saw all it would repair.
 	covered := func() (bool, error) {
@@ -132,30 +132,30 @@ func (e *Engine) ReconcileAtStart(ctx context.Context, startedAt time.Time) (Sta
 // ReconcileRest is the part of reconciliation that may run while the instance serves: inventory
 // kept generated, overdue bookings released, checked-in bookings moved along, release tasks
 // (re)queued. It adds to rep and counts the repairs in metrics.
-func (e *Engine) ReconcileRest(ctx context.Context, rep ReconcileReport) (ReconcileReport, error) {
+func (e *Upkeep) ReconcileRest(ctx context.Context, rep ReconcileReport) (ReconcileReport, error) {
 	var errs []error
-	n, err := e.extendInventory(ctx)
+	n, err := e.catalog.extendInventory(ctx)
 	rep.InventoryDays = n
 	errs = append(errs, err)
-	released, err := e.ReleaseDue(ctx, 0)
+	released, err := e.releases.ReleaseDue(ctx, 0)
 	rep.OverdueReleased = released
 	errs = append(errs, err)
 	errs = append(errs, e.completeFinished(ctx))
 	errs = append(errs, e.requeueReleases(ctx, &rep))
-	errs = append(errs, e.checkLedger(ctx, &rep))
+	errs = append(errs, e.payments.checkLedger(ctx, &rep))
 	countRepairs(rep)
 	return rep, errors.Join(errs...)
 }
 
 // completeFinished moves checked-in bookings along with the clock: ARRIVED becomes IN_PROGRESS at
 // its start, and COMPLETED — giving its units back — once its physical window is over.
-func (e *Engine) completeFinished(ctx context.Context) error {
+func (e *Upkeep) completeFinished(ctx context.Context) error {
 	ids, err := e.ss.Progressing(ctx, e.clock.Now(), 500)
 	if err != nil {
 		return err
 	}
 	for _, id := range ids {
-		if _, _, err := e.apply(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
+		if _, _, err := e.bookings.apply(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
 			return b.Progress(e.clock.Now())
 		}); err != nil && !errors.Is(err, ErrNotFound) {
 			return err
@@ -164,9 +164,9 @@ func (e *Engine) completeFinished(ctx context.Context) error {
 	return nil
 }
 
-func (e *Engine) repairVenue(ctx context.Context, v uint64, rep *ReconcileReport) error {
+func (e *Upkeep) repairVenue(ctx context.Context, v uint64, rep *ReconcileReport) error {
 	// Moves left behind first: a move's own units are neither a hold's nor a booking's.
-	if err := e.sweepMoves(ctx, v, e.clock.Now()); err != nil {
+	if err := e.bookings.sweepMoves(ctx, v, e.clock.Now()); err != nil {
 		return err
 	}
 	active, err := e.ss.Occupying(ctx, v)
@@ -238,7 +238,7 @@ func (e *Engine) repairVenue(ctx context.Context, v uint64, rep *ReconcileReport
 	}
 	for id, b := range booked {
 		r := records[id]
-		e.settle(ctx, &r, &b)
+		e.payments.settle(ctx, &r, &b)
 		rep.HoldsSettled++
 	}
 	for _, id := range holds {
@@ -265,7 +265,7 @@ func (e *Engine) repairVenue(ctx context.Context, v uint64, rep *ReconcileReport
 	}
 	// Holds let through on units that bookings own (Redis lost writes) cannot become bookings:
 	// they end now rather than at their payment.
-	refused, err := e.refuseOverfull(ctx, v, overfull)
+	refused, err := e.payments.refuseOverfull(ctx, v, overfull)
 	rep.HoldsRefused += refused
 	return err
 }
@@ -273,7 +273,7 @@ func (e *Engine) repairVenue(ctx context.Context, v uint64, rep *ReconcileReport
 // repairHold settles what a process that died mid-hold or mid-confirm left behind, and reports
 // whether the hold's units must come back (expired, cancelled, unknown, or confirmed into a booking
 // that no longer occupies).
-func (e *Engine) repairHold(ctx context.Context, v uint64, id string, r redisstore.HoldRecord, ok bool, now time.Time, rep *ReconcileReport) (bool, error) {
+func (e *Upkeep) repairHold(ctx context.Context, v uint64, id string, r redisstore.HoldRecord, ok bool, now time.Time, rep *ReconcileReport) (bool, error) {
 	if !ok {
 		return true, e.rs.ForgetConfirming(ctx, v, id)
 	}
@@ -298,10 +298,10 @@ func (e *Engine) repairHold(ctx context.Context, v uint64, id string, r redissto
 			return false, err
 		}
 		if ok {
-			e.settle(ctx, &r, &b)
+			e.payments.settle(ctx, &r, &b)
 			rep.HoldsSettled++
 		} else {
-			e.unconfirm(ctx, &r)
+			e.payments.unconfirm(ctx, &r)
 			rep.ConfirmingResumed++
 		}
 		return false, nil
@@ -311,7 +311,7 @@ func (e *Engine) repairHold(ctx context.Context, v uint64, id string, r redissto
 
 // requeueReleases puts every release due within the horizon back into the queue; the queue answers
 // "already there" for those it has (task ids are derived from the booking).
-func (e *Engine) requeueReleases(ctx context.Context, rep *ReconcileReport) error {
+func (e *Upkeep) requeueReleases(ctx context.Context, rep *ReconcileReport) error {
 	if e.sched == nil {
 		return nil
 	}
@@ -334,7 +334,7 @@ func (e *Engine) requeueReleases(ctx context.Context, rep *ReconcileReport) erro
 			lastID = r.BookingID
 		}
 		rep.TasksScheduled += len(refs)
-		if err := e.MarkReleaseQueued(ctx, refs); err != nil {
+		if err := e.bookings.MarkReleaseQueued(ctx, refs); err != nil {
 			return err
 		}
 	}

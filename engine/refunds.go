@@ -56,7 +56,7 @@ func refundEvent(r models.Refund, typ string) sqlstore.Event {
 }
 
 // ListRefunds lists refunds, newest first, optionally of one status. Admin only.
-func (e *Engine) ListRefunds(ctx context.Context, a Actor, status, cursor string, limit int) ([]wire.Refund, string, error) {
+func (e *Payments) ListRefunds(ctx context.Context, a Actor, status, cursor string, limit int) ([]wire.Refund, string, error) {
 	if err := requireAdmin(a); err != nil {
 		return nil, "", err
 	}
@@ -84,7 +84,7 @@ func (e *Engine) ListRefunds(ctx context.Context, a Actor, status, cursor string
 // SendRefund asks the provider of a requested refund for the money (a refund task's work). A refund
 // no provider can send — a payment that came through /payments/notify, or WeChat Pay not configured
 // — stays requested for manual handling. An error means: try again later.
-func (e *Engine) SendRefund(ctx context.Context, refundID uint64) error {
+func (e *Payments) SendRefund(ctx context.Context, refundID uint64) error {
 	r, err := e.ss.Refund(ctx, refundID)
 	if errors.Is(err, ErrNotFound) {
 		return nil
@@ -114,7 +114,7 @@ func (e *Engine) SendRefund(ctx context.Context, refundID uint64) error {
 // SettleRefund records how the provider says a refund (by out_refund_no) ended, once, with its
 // refund.succeeded or refund.failed event; a repeat changes nothing. It answers whether the refund
 // is known.
-func (e *Engine) SettleRefund(ctx context.Context, outRefundNo, providerID string, o RefundOutcome) (bool, error) {
+func (e *Payments) SettleRefund(ctx context.Context, outRefundNo, providerID string, o RefundOutcome) (bool, error) {
 	r, err := e.ss.RefundByOutNo(ctx, outRefundNo)
 	if errors.Is(err, ErrNotFound) {
 		return false, nil
@@ -133,7 +133,7 @@ func (e *Engine) SettleRefund(ctx context.Context, outRefundNo, providerID strin
 // queueRefunds hands requested refunds a provider can send to the queue: the new ones (decided in a
 // transaction, which queues nothing itself) once, and those stuck for a while again (their task ran
 // out of retries, or was lost with Redis). It runs as a loop, every couple of seconds.
-func (e *Engine) queueRefunds(ctx context.Context) error {
+func (e *Payments) queueRefunds(ctx context.Context) error {
 	p := e.opts.Refunds
 	sched, ok := e.sched.(RefundScheduler)
 	if p == nil || !ok {

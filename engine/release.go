@@ -27,14 +27,14 @@ const releaseBatch = 1000
 // It never releases early: a batch takes only bookings whose release_at is at or before now. Each
 // batch's units come back in one script per venue, and the freed resources' first waiters are
 // promoted.
-func (e *Engine) ReleaseDue(ctx context.Context, venueID uint64) (int, error) {
+func (e *Releases) ReleaseDue(ctx context.Context, venueID uint64) (int, error) {
 	ids, err := e.releaseDue(ctx, venueID)
 	return len(ids), err
 }
 
 // releaseDue is ReleaseDue answering the ids decided. One run per venue key goes on at a time in a
 // process; a caller that finds one under way shares its result (see releaseFlight).
-func (e *Engine) releaseDue(ctx context.Context, venueID uint64) ([]uint64, error) {
+func (e *Releases) releaseDue(ctx context.Context, venueID uint64) ([]uint64, error) {
 	ch := e.releaseFlight.DoChan(strconv.FormatUint(venueID, 10), func() (any, error) {
 		ids, err := e.releaseRun(context.WithoutCancel(ctx), venueID, nil, nil, nil)
 		countReleaseFailure(err)
@@ -59,7 +59,7 @@ func (e *Engine) releaseDue(ctx context.Context, venueID uint64) ([]uint64, erro
 // open, when set, holds the tokens of open batch transactions that the run shares with others;
 // aside, when set, is handed each batch's follow-ups (see afterRelease) instead of the run waiting
 // for them.
-func (e *Engine) releaseRun(ctx context.Context, venueID uint64, locked func(earliest time.Time), open chan struct{}, aside func(followUp func(context.Context))) ([]uint64, error) {
+func (e *Releases) releaseRun(ctx context.Context, venueID uint64, locked func(earliest time.Time), open chan struct{}, aside func(followUp func(context.Context))) ([]uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, releaseRunTimeout)
 	defer cancel()
 	var venues []uint64 // every venue's
@@ -139,7 +139,7 @@ const releaseOverlap = 3
 // bookable; back reports whether they all went back then. Should the commit fail after that, the
 // bookings are still CONFIRMED and due — the next run releases them — and the capacity ledger
 // refuses a confirm that their units would oversell meanwhile.
-func (e *Engine) decideBatch(ctx context.Context, venues []uint64, size int, locked func(n int, earliest time.Time)) (bs []sqlstore.Booking, chs []booking.Change, back bool, err error) {
+func (e *Releases) decideBatch(ctx context.Context, venues []uint64, size int, locked func(n int, earliest time.Time)) (bs []sqlstore.Booking, chs []booking.Change, back bool, err error) {
 	var (
 		at       time.Time
 		modes    map[uint64]booking.ReleaseMode
@@ -182,7 +182,7 @@ func (e *Engine) decideBatch(ctx context.Context, venues []uint64, size int, loc
 		}
 		c, err := b.Decide(at, modes[b.VenueID], p)
 		if err == nil && !c.None() {
-			e.setTimers(b, at)
+			e.bookings.setTimers(b, at)
 		}
 		return c, err
 	}
@@ -211,7 +211,7 @@ const releaseRunTimeout = time.Minute
 // releaseRules is what a batch decides by, given the stored release modes of its venues: each
 // venue's mode (the instance's default where none is stored), and the booking rules of their
 // resources that have some, from the catalog's cache; missing lists the venues it does not hold.
-func (e *Engine) releaseRules(stored map[uint64]string) (modes map[uint64]booking.ReleaseMode, policies map[uint64]booking.Policy, missing []uint64) {
+func (e *Releases) releaseRules(stored map[uint64]string) (modes map[uint64]booking.ReleaseMode, policies map[uint64]booking.Policy, missing []uint64) {
 	modes = make(map[uint64]booking.ReleaseMode, len(stored))
 	policies = map[uint64]booking.Policy{}
 	now := e.clock.Now()
@@ -241,7 +241,7 @@ func (e *Engine) releaseRules(stored map[uint64]string) (modes map[uint64]bookin
 // what a follow-up lost with its process would have; a freeze it would have set waits for the
 // owner's next no-show, as it did when the process died between a release's commit and its
 // follow-ups.
-func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []booking.Change, back bool) (followUp func(context.Context), err error) {
+func (e *Releases) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []booking.Change, back bool) (followUp func(context.Context), err error) {
 	byVenue, resources, users := releasedUnits(bs, chs)
 	for i := range bs {
 		if c := chs[i]; c.HeldBy != "" {
@@ -266,9 +266,9 @@ func (e *Engine) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []
 		lctx, cancel := later(ctx)
 		defer cancel()
 		for _, r := range resources {
-			e.promoteAfterFree(lctx, r)
+			e.holds.promoteAfterFree(lctx, r)
 		}
-		if err := e.refreshFreezes(lctx, users); err != nil {
+		if err := e.holds.refreshFreezes(lctx, users); err != nil {
 			e.log.Warn("refresh no-show freezes failed; the owners' next no-show decides again", "err", err)
 		}
 	}, err
@@ -296,7 +296,7 @@ func releasedUnits(bs []sqlstore.Booking, chs []booking.Change) (byVenue map[uin
 
 // giveBackVenues gives back the units of each venue's freed owners, one script per venue (per
 // thousand), and answers how many gave units back.
-func (e *Engine) giveBackVenues(ctx context.Context, byVenue map[uint64][]redisstore.Freed) (int, error) {
+func (e *Releases) giveBackVenues(ctx context.Context, byVenue map[uint64][]redisstore.Freed) (int, error) {
 	total := 0
 	var errs []error
 	for v, fs := range byVenue {
@@ -319,7 +319,7 @@ func (e *Engine) giveBackVenues(ctx context.Context, byVenue map[uint64][]rediss
 // booking has only just fallen due leaves it to the loop until releaserSlack past release_at, so
 // that tasks firing together do not each lock the venue's rows, and then acts itself on one the
 // loop has left undecided.
-func (e *Engine) Release(ctx context.Context, ref ReleaseRef) (ReleaseOutcome, error) {
+func (e *Releases) Release(ctx context.Context, ref ReleaseRef) (ReleaseOutcome, error) {
 	if !ref.ReleaseAt.IsZero() && !ref.Retried {
 		// A Redis error counts as no word from the loop: the task then reads SQL itself. So does a
 		// retried delivery: its first one failed, perhaps after a commit whose units did not come
@@ -353,7 +353,7 @@ func (e *Engine) Release(ctx context.Context, ref ReleaseRef) (ReleaseOutcome, e
 		case booking.Released:
 			if attempt == 0 {
 				// A delivery repeated after a crash between the commit and the units' return.
-				e.giveBack(ctx, &b)
+				e.bookings.giveBack(ctx, &b)
 			}
 			return AlreadyReleased, nil
 		case booking.Confirmed:
@@ -391,7 +391,7 @@ const releaserSlack = time.Second
 
 // settledByLoop reads what the release loop says: whether it runs (its lease is held), and whether
 // it has decided ref's booking (ref's release_at is before its mark). A Redis error says neither.
-func (e *Engine) settledByLoop(ctx context.Context, ref ReleaseRef) (held, done bool) {
+func (e *Releases) settledByLoop(ctx context.Context, ref ReleaseRef) (held, done bool) {
 	held, settled, err := e.rs.Looper(ctx, releaseLoop)
 	if err != nil {
 		return false, false
@@ -491,7 +491,7 @@ const releaseSettledTTL = 10 * time.Second
 // back at its next tick, and its lease is renewed meanwhile. kick is told when the next run is
 // wanted: at the earliest release_at still undecided (releaseGap after the last run at the
 // soonest) or, when a run is left at work, releaseGap from now.
-func (e *Engine) releaseLoopRun(ctx context.Context, r *releaser, kick func(next time.Time)) error {
+func (e *Releases) releaseLoopRun(ctx context.Context, r *releaser, kick func(next time.Time)) error {
 	r.running()
 	rd := r.begin()
 	if rd == nil {
@@ -550,7 +550,7 @@ func (e *Engine) releaseLoopRun(ctx context.Context, r *releaser, kick func(next
 // when the loop should look next: the earliest undecided release_at, or zero (at its tick) when
 // there is none, or when that booking was due as this run looked and it found nothing — another
 // run holds it, and a run every releaseGap would only find nothing again.
-func (e *Engine) releaseRound(ctx context.Context, r *releaser, rd *releaseRound, locked func()) (time.Time, error) {
+func (e *Releases) releaseRound(ctx context.Context, r *releaser, rd *releaseRound, locked func()) (time.Time, error) {
 	if r.nothingDue(e.clock.Now()) {
 		// Only a refresh: the index says when the next booking falls due, nothing is due before.
 		asOf := e.clock.Now()
@@ -602,7 +602,7 @@ func (e *Engine) releaseRound(ctx context.Context, r *releaser, rd *releaseRound
 // markSettled says, in Redis, up to when bookings are decided: next (the earliest undecided
 // release_at) or, without one, asOf (when SQL showed none) — never past a booking of a run still
 // open, and nothing while a failure awaits its repair (settledBefore).
-func (e *Engine) markSettled(ctx context.Context, r *releaser, next, asOf time.Time) {
+func (e *Releases) markSettled(ctx context.Context, r *releaser, next, asOf time.Time) {
 	settled := next
 	if settled.IsZero() {
 		settled = asOf
@@ -712,7 +712,7 @@ func (r *releaser) settledBefore(at time.Time) (time.Time, bool) {
 
 // giveBackRecentReleases gives back, once more, the units of the bookings released in the last
 // hour (see releaseRound): one read of SQL and one script per venue.
-func (e *Engine) giveBackRecentReleases(ctx context.Context) error {
+func (e *Releases) giveBackRecentReleases(ctx context.Context) error {
 	bs, err := e.ss.RecentlyReleased(ctx, e.clock.Now().Add(-time.Hour))
 	if err != nil {
 		return err
@@ -730,7 +730,7 @@ func (e *Engine) giveBackRecentReleases(ctx context.Context) error {
 
 // NeedsRelease reports whether ref's booking still waits for that release: it is CONFIRMED with
 // that release_at. A release task of a booking that does not is settled and may be dropped.
-func (e *Engine) NeedsRelease(ctx context.Context, ref ReleaseRef) (bool, error) {
+func (e *Releases) NeedsRelease(ctx context.Context, ref ReleaseRef) (bool, error) {
 	b, err := e.ss.Booking(ctx, ref.BookingID)
 	if errors.Is(err, ErrNotFound) {
 		return false, nil
@@ -755,7 +755,7 @@ func observeMode(venueID uint64, m booking.ReleaseMode) {
 
 // SetReleaseMode sets a venue's release mode; it takes effect at the venue's next release batch, on
 // every instance. Admin only.
-func (e *Engine) SetReleaseMode(ctx context.Context, a Actor, venueID uint64, mode string) (Venue, error) {
+func (e *Releases) SetReleaseMode(ctx context.Context, a Actor, venueID uint64, mode string) (Venue, error) {
 	if err := requireAdmin(a); err != nil {
 		return Venue{}, err
 	}
@@ -773,5 +773,5 @@ func (e *Engine) SetReleaseMode(ctx context.Context, a Actor, venueID uint64, mo
 	}
 	e.cat.venues.forget(venueID)
 	observeMode(venueID, m)
-	return e.toVenue(v), nil
+	return e.catalog.toVenue(v), nil
 }

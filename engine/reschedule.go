@@ -29,7 +29,7 @@ var errMoveRaced = errors.New("the booking changed while it was being moved")
 // window; when the commit's outcome is unknown the move stays reserved and the sweep resolves it
 // from MySQL. Either way the booking ends with exactly one window, and no slot is ever counted over
 // its capacity.
-func (e *Engine) Reschedule(ctx context.Context, a Actor, req RescheduleRequest) (Booking, error) {
+func (e *Bookings) Reschedule(ctx context.Context, a Actor, req RescheduleRequest) (Booking, error) {
 	b, err := e.mayRead(ctx, a, req.BookingID)
 	if err != nil {
 		return Booking{}, err
@@ -71,7 +71,7 @@ func (e *Engine) Reschedule(ctx context.Context, a Actor, req RescheduleRequest)
 	if err != nil {
 		return Booking{}, err
 	}
-	grace, err := e.graceFor(ctx, ri, p.Start)
+	grace, err := e.catalog.graceFor(ctx, ri, p.Start)
 	if err != nil {
 		return Booking{}, err
 	}
@@ -153,12 +153,12 @@ func (e *Engine) Reschedule(ctx context.Context, a Actor, req RescheduleRequest)
 		}
 	}
 	e.scheduleIfDue(lctx, &moved)
-	e.promoteAfterFree(lctx, cur.res.ID)
+	e.holds.promoteAfterFree(lctx, cur.res.ID)
 	return e.view(ctx, &moved.Booking)
 }
 
 // reserveMove runs the move's reservation, loading the new window's cold days from SQL first.
-func (e *Engine) reserveMove(ctx context.Context, ri *resourceInfo, u redisstore.BookingUnits, days []string) error {
+func (e *Bookings) reserveMove(ctx context.Context, ri *resourceInfo, u redisstore.BookingUnits, days []string) error {
 	for attempt := 0; ; attempt++ {
 		out, cold, err := e.rs.ReserveMove(ctx, ri.res.VenueID, u, days, e.clock.Now(), e.opts.ConfirmStaleAfter)
 		if err != nil {
@@ -178,14 +178,14 @@ func (e *Engine) reserveMove(ctx context.Context, ri *resourceInfo, u redisstore
 			if attempt > 0 {
 				return backendFailure("reschedule: the booking's units are not counted")
 			}
-			if err := e.repairVenue(ctx, ri.res.VenueID, &ReconcileReport{}); err != nil {
+			if err := e.upkeep.repairVenue(ctx, ri.res.VenueID, &ReconcileReport{}); err != nil {
 				return err
 			}
 		case redisstore.MoveCold:
 			if attempt >= 10 {
 				return backendFailure("reschedule: day would not load")
 			}
-			if err := e.loadDayField(ctx, cold); err != nil {
+			if err := e.holds.loadDayField(ctx, cold); err != nil {
 				return err
 			}
 		default:
@@ -197,7 +197,7 @@ func (e *Engine) reserveMove(ctx context.Context, ri *resourceInfo, u redisstore
 // sweepMoves ends the moves a process left behind (it died, or its commit's outcome was lost): a
 // move MySQL committed is finished, any other aborted. A move younger than ConfirmStaleAfter may
 // still be under way and is left alone.
-func (e *Engine) sweepMoves(ctx context.Context, venueID uint64, now time.Time) error {
+func (e *Bookings) sweepMoves(ctx context.Context, venueID uint64, now time.Time) error {
 	moves, err := e.rs.PendingMoves(ctx, venueID)
 	if err != nil || len(moves) == 0 {
 		return err

@@ -16,7 +16,7 @@ import (
 
 // SetSchedule replaces a resource's opening rules, refusing a change that would close hours under
 // confirmed bookings (see ChangeSchedule). Admin only.
-func (e *Engine) SetSchedule(ctx context.Context, a Actor, resourceID uint64, in ScheduleInput) (Schedule, error) {
+func (e *Catalog) SetSchedule(ctx context.Context, a Actor, resourceID uint64, in ScheduleInput) (Schedule, error) {
 	return e.ChangeSchedule(ctx, a, resourceID, ScheduleChange{ScheduleInput: in})
 }
 
@@ -26,7 +26,7 @@ func (e *Engine) SetSchedule(ctx context.Context, a Actor, resourceID uint64, in
 // ErrScheduleConflict listing the bookings (details "booking_ids"), unless CancelAffected asks for
 // the closed-out bookings to be cancelled as an admin cancels them. Live holds on closed hours are
 // given up. Admin only.
-func (e *Engine) ChangeSchedule(ctx context.Context, a Actor, resourceID uint64, ch ScheduleChange) (Schedule, error) {
+func (e *Catalog) ChangeSchedule(ctx context.Context, a Actor, resourceID uint64, ch ScheduleChange) (Schedule, error) {
 	if err := requireAdmin(a); err != nil {
 		return Schedule{}, err
 	}
@@ -54,7 +54,7 @@ func (e *Engine) ChangeSchedule(ctx context.Context, a Actor, resourceID uint64,
 			return Schedule{}, scheduleConflict(plan.closed)
 		}
 		for _, id := range plan.closed {
-			if _, err := e.CancelBooking(ctx, a, id); err != nil && !errorsIsInvalidTransition(err) {
+			if _, err := e.bookings.CancelBooking(ctx, a, id); err != nil && !errorsIsInvalidTransition(err) {
 				return Schedule{}, fmt.Errorf("cancel booking %d under closed hours: %w", id, err)
 			}
 		}
@@ -96,7 +96,7 @@ func (e *Engine) ChangeSchedule(ctx context.Context, a Actor, resourceID uint64,
 		return Schedule{}, err
 	}
 	for _, id := range plan.lapsed {
-		if r, err := e.readHold(ctx, id); err == nil {
+		if r, err := e.holds.readHold(ctx, id); err == nil {
 			if _, err := e.rs.CancelHold(ctx, r, now); err != nil {
 				e.log.Warn("give up a hold under closed hours", "hold_id", id, "err", err)
 			}
@@ -129,7 +129,7 @@ type regridPlan struct {
 // regrid computes the slots every future occupying booking and every live hold of a resource takes
 // on the new plan. Slot counters are kept per slot, so units must move onto the new grid with the
 // schedule, or the new slots would look free under them (an oversell).
-func (e *Engine) regrid(ctx context.Context, ri *resourceInfo, p *booking.Plan) (regridPlan, error) {
+func (e *Catalog) regrid(ctx context.Context, ri *resourceInfo, p *booking.Plan) (regridPlan, error) {
 	now := e.clock.Now()
 	loc := ri.venue.loc
 	rows, err := e.ss.OccupyingBetween(ctx, ri.res.ID, now, now.AddDate(2, 0, 0))
@@ -213,7 +213,7 @@ func otherResources(fields []string, resourceID uint64) []string {
 
 // applyRegrid forgets the resource's old days in Redis and moves every occupant onto the new grid in
 // one script, so that no hold sees the new slots without the units under them.
-func (e *Engine) applyRegrid(ctx context.Context, ri *resourceInfo, oldDays []string, moves []redisstore.Move) error {
+func (e *Catalog) applyRegrid(ctx context.Context, ri *resourceInfo, oldDays []string, moves []redisstore.Move) error {
 	v := ri.res.VenueID
 	var fields, dayFields []string
 	for _, day := range oldDays {
@@ -244,7 +244,7 @@ func inventoryRows(r models.Resource, p *booking.Plan, loc *time.Location, from 
 
 // extendInventory keeps every schedule's inventory generated horizon_days ahead (run by
 // reconciliation, so a day comes into sale without anyone touching the schedule).
-func (e *Engine) extendInventory(ctx context.Context) (int, error) {
+func (e *Catalog) extendInventory(ctx context.Context) (int, error) {
 	scheds, err := e.ss.Schedules(ctx)
 	if err != nil {
 		return 0, err
@@ -280,7 +280,7 @@ func (e *Engine) extendInventory(ctx context.Context) (int, error) {
 // loadDay fills one cold resource-day of Redis from SQL: its capacity and the bookings that occupy
 // it. A day inside the horizon whose inventory was not generated yet (the daily extension has not
 // run) is generated first.
-func (e *Engine) loadDay(ctx context.Context, ri *resourceInfo, day string) error {
+func (e *Catalog) loadDay(ctx context.Context, ri *resourceInfo, day string) error {
 	loc := ri.venue.loc
 	dayStart, err := time.ParseInLocation(booking.DayLayout, day, loc)
 	if err != nil {
@@ -325,7 +325,7 @@ const DemoDeskName = "Hot desk"
 // EnsureDemo creates the seeds' court venue if it is missing — four courts open 08:30–22:00 every
 // day in 90-minute slots, released 15 minutes after start when nobody turns up — and its 24-hour
 // desk (added to a demo venue made before the desk existed).
-func (e *Engine) EnsureDemo(ctx context.Context) (Venue, bool, error) {
+func (e *Catalog) EnsureDemo(ctx context.Context) (Venue, bool, error) {
 	existing, ok, err := e.ss.VenueByName(ctx, DemoVenueName)
 	if err != nil {
 		return Venue{}, false, err
@@ -348,7 +348,7 @@ func (e *Engine) EnsureDemo(ctx context.Context) (Venue, bool, error) {
 	return v, true, e.ensureDemoDesk(ctx, v.ID)
 }
 
-func (e *Engine) ensureDemoDesk(ctx context.Context, venueID uint64) error {
+func (e *Catalog) ensureDemoDesk(ctx context.Context, venueID uint64) error {
 	rs, err := e.ListResources(ctx, venueID)
 	if err != nil {
 		return err
@@ -364,7 +364,7 @@ func (e *Engine) ensureDemoDesk(ctx context.Context, venueID uint64) error {
 	return e.demoResource(ctx, venueID, DemoDeskName, "desk", 4, 1500, 15, "00:00", "24:00")
 }
 
-func (e *Engine) demoResource(ctx context.Context, venueID uint64, name, kind string, capacity int, price int64, slot int, open, close string) error {
+func (e *Catalog) demoResource(ctx context.Context, venueID uint64, name, kind string, capacity int, price int64, slot int, open, close string) error {
 	r, err := e.CreateResource(ctx, System, ResourceInput{VenueID: venueID, Name: name, Kind: kind, Capacity: capacity,
 		Category: kind, PriceCents: price})
 	if err != nil {

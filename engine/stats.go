@@ -22,16 +22,16 @@ var (
 // StatsCollector exports the gauges of the engine that cost a SQL query to read (overdue bookings)
 // as a snapshot: a scrape reads SQL at most every 10 s and never waits on it more than a second.
 // Each call builds a collector with its own snapshot; a process registers one.
-func (e *Engine) StatsCollector() prometheus.Collector {
+func (e *Upkeep) StatsCollector() prometheus.Collector {
 	return e.statsCollector()
 }
 
-func (e *Engine) statsCollector() *snapshot.Collector {
+func (e *Upkeep) statsCollector() *snapshot.Collector {
 	return snapshot.New(snapshot.Config{Name: "bookings", Descs: []*prometheus.Desc{descOverdue, descOverdueAge}, Logger: e.log},
 		e.readOverdue)
 }
 
-func (e *Engine) readOverdue(ctx context.Context) ([]snapshot.Value, error) {
+func (e *Upkeep) readOverdue(ctx context.Context) ([]snapshot.Value, error) {
 	now := e.clock.Now()
 	n, oldest, err := e.ss.OverdueStats(ctx, now)
 	if err != nil {

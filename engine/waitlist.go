@@ -14,7 +14,7 @@ import (
 // time). The window is checked like a hold's (on the grid, not past, within the horizon). If its
 // units are free right now the entry is promoted at once, so the answer already carries the hold to
 // pay.
-func (e *Engine) JoinWaitlist(ctx context.Context, req WaitlistRequest) (WaitlistEntry, error) {
+func (e *Holds) JoinWaitlist(ctx context.Context, req WaitlistRequest) (WaitlistEntry, error) {
 	if req.UserID == "" {
 		return WaitlistEntry{}, ErrForbidden
 	}
@@ -58,7 +58,7 @@ func waitingKey(user string, resource uint64, startMs, endMs int64) string {
 
 // LeaveWaitlist takes a waiting entry out of line. Owner or admin; a promoted entry keeps its hold
 // (give that up with CancelHold).
-func (e *Engine) LeaveWaitlist(ctx context.Context, a Actor, id uint64) (WaitlistEntry, error) {
+func (e *Holds) LeaveWaitlist(ctx context.Context, a Actor, id uint64) (WaitlistEntry, error) {
 	row, err := e.ss.WaitlistEntry(ctx, id)
 	if err != nil {
 		return WaitlistEntry{}, err
@@ -76,7 +76,7 @@ func (e *Engine) LeaveWaitlist(ctx context.Context, a Actor, id uint64) (Waitlis
 }
 
 // ListWaitlist lists the actor's entries, newest first.
-func (e *Engine) ListWaitlist(ctx context.Context, a Actor) ([]WaitlistEntry, error) {
+func (e *Holds) ListWaitlist(ctx context.Context, a Actor) ([]WaitlistEntry, error) {
 	rows, err := e.ss.UserWaitlist(ctx, a.UserID, 100)
 	if err != nil {
 		return nil, err
@@ -88,7 +88,7 @@ func (e *Engine) ListWaitlist(ctx context.Context, a Actor) ([]WaitlistEntry, er
 	return out, nil
 }
 
-func (e *Engine) waitlistEntry(ctx context.Context, id uint64) (WaitlistEntry, error) {
+func (e *Holds) waitlistEntry(ctx context.Context, id uint64) (WaitlistEntry, error) {
 	row, err := e.ss.WaitlistEntry(ctx, id)
 	if err != nil {
 		return WaitlistEntry{}, err
@@ -96,7 +96,7 @@ func (e *Engine) waitlistEntry(ctx context.Context, id uint64) (WaitlistEntry, e
 	return e.toWaitlistEntry(ctx, row), nil
 }
 
-func (e *Engine) toWaitlistEntry(ctx context.Context, r models.WaitlistEntry) WaitlistEntry {
+func (e *Holds) toWaitlistEntry(ctx context.Context, r models.WaitlistEntry) WaitlistEntry {
 	out := WaitlistEntry{ID: r.ID, UserID: r.UserID, VenueID: r.VenueID, ResourceID: r.ResourceID, Status: booking.WaitStatus(r.Status),
 		Start: r.Start.UTC(), End: r.End.UTC(), Quantity: r.Quantity, HoldID: r.HoldID, CreatedAt: r.CreatedAt.UTC()}
 	if vi, err := e.cat.venue(ctx, r.VenueID); err == nil {
@@ -107,7 +107,7 @@ func (e *Engine) toWaitlistEntry(ctx context.Context, r models.WaitlistEntry) Wa
 
 // promoteAfterFree offers freed units to the resource's first waiters at once. A failure is only
 // logged: the waitlist loop promotes every second anyway.
-func (e *Engine) promoteAfterFree(ctx context.Context, resourceID uint64) {
+func (e *Holds) promoteAfterFree(ctx context.Context, resourceID uint64) {
 	if err := e.promote(ctx, resourceID); err != nil {
 		e.log.Warn("waitlist promotion failed; the loop retries", "resource_id", resourceID, "err", err)
 	}
@@ -117,7 +117,7 @@ func (e *Engine) promoteAfterFree(ctx context.Context, resourceID uint64) {
 // A waiter whose window is full is skipped (a later, smaller window may fit); one whose window has
 // ended expires. Racing instances cannot promote an entry twice: WAITING → PROMOTED is conditional,
 // and a hold that lost that race is given back.
-func (e *Engine) promote(ctx context.Context, resourceID uint64) error {
+func (e *Holds) promote(ctx context.Context, resourceID uint64) error {
 	rows, err := e.ss.Waiting(ctx, resourceID, 200)
 	if err != nil {
 		return err
@@ -159,7 +159,7 @@ func (e *Engine) promote(ctx context.Context, resourceID uint64) error {
 
 // promoteWaiting runs promotion for every resource that has waiters (the waitlist loop calls it every
 // second, which covers units freed by expired holds; releases and cancels promote at once).
-func (e *Engine) promoteWaiting(ctx context.Context) error {
+func (e *Holds) promoteWaiting(ctx context.Context) error {
 	ids, err := e.ss.ResourcesWithWaiters(ctx, 500)
 	if err != nil {
 		return err

@@ -35,12 +35,12 @@ func outTradeNo(holdID string) string {
 
 // WechatPayParams answers what wx.requestPayment takes to pay a live hold, from the hold's JSAPI
 // order (made on the first request, reused after). Owner only: the order's payer is their openid.
-func (e *Engine) WechatPayParams(ctx context.Context, a Actor, holdID string) (wechatpay.RequestPayment, error) {
+func (e *Payments) WechatPayParams(ctx context.Context, a Actor, holdID string) (wechatpay.RequestPayment, error) {
 	c := e.opts.WechatPay
 	if c == nil {
 		return wechatpay.RequestPayment{}, ErrWechatPayOff
 	}
-	r, err := e.readHold(ctx, holdID)
+	r, err := e.holds.readHold(ctx, holdID)
 	if errors.Is(err, ErrNotFound) {
 		// A paid hold's record is gone: its booking answers for it.
 		if b, ok, berr := e.ss.BookingByHold(ctx, holdID); berr == nil && ok && a.Owns(b.UserID) {
@@ -79,7 +79,7 @@ func (e *Engine) WechatPayParams(ctx context.Context, a Actor, holdID string) (w
 
 // openOrder places the hold's JSAPI order at WeChat Pay and records it. WeChat answers a repeat of
 // the same order with the same prepay_id, so two requests racing make one order.
-func (e *Engine) openOrder(ctx context.Context, c *wechatpay.Client, openid, holdID string, amount int64, deadline time.Time, desc string) (models.WechatOrder, error) {
+func (e *Payments) openOrder(ctx context.Context, c *wechatpay.Client, openid, holdID string, amount int64, deadline time.Time, desc string) (models.WechatOrder, error) {
 	no := outTradeNo(holdID)
 	prepay, err := c.CreateJSAPIOrder(ctx, wechatpay.JSAPIOrder{OutTradeNo: no, Description: desc, AmountCents: amount,
 		PayerOpenID: openid, TimeExpire: deadline, Attach: holdID})
@@ -91,7 +91,7 @@ func (e *Engine) openOrder(ctx context.Context, c *wechatpay.Client, openid, hol
 }
 
 // orderDescription is what the payer sees: the resource's name, within WeChat's 127 characters.
-func (e *Engine) orderDescription(ctx context.Context, resourceID uint64) string {
+func (e *Payments) orderDescription(ctx context.Context, resourceID uint64) string {
 	desc := "Booking"
 	if ri, err := e.cat.resource(ctx, resourceID); err == nil {
 		desc = ri.venue.venue.Name + " " + ri.res.Name
@@ -111,7 +111,7 @@ func (e *Engine) orderDescription(ctx context.Context, resourceID uint64) string
 // resends one until it hears success, byte for byte when its first delivery's answer was lost — is
 // acknowledged and changes nothing: payments are deduplicated by transaction_id and refunds settle
 // once. A captured notification cannot be replayed to any effect, and not at all past the 5 minutes.
-func (e *Engine) WechatPayNotify(ctx context.Context, h http.Header, body []byte) error {
+func (e *Payments) WechatPayNotify(ctx context.Context, h http.Header, body []byte) error {
 	c := e.opts.WechatPay
 	if c == nil {
 		return ErrWechatPayOff
@@ -141,7 +141,7 @@ func (e *Engine) WechatPayNotify(ctx context.Context, h http.Header, body []byte
 }
 
 // wechatPaid books a paid transaction's hold.
-func (e *Engine) wechatPaid(ctx context.Context, tx wechatpay.Transaction) error {
+func (e *Payments) wechatPaid(ctx context.Context, tx wechatpay.Transaction) error {
 	if tx.TradeState != wechatpay.TradeSuccess || tx.TransactionID == "" {
 		return nil
 	}
@@ -170,7 +170,7 @@ func (e *Engine) wechatPaid(ctx context.Context, tx wechatpay.Transaction) error
 
 // CloseWechatOrder closes the order of a hold that ended unpaid (a close-order task's work). An order
 // the payer paid meanwhile is not closed: its notification books the hold or refunds it.
-func (e *Engine) CloseWechatOrder(ctx context.Context, holdID string) error {
+func (e *Payments) CloseWechatOrder(ctx context.Context, holdID string) error {
 	c := e.opts.WechatPay
 	if c == nil {
 		return nil
@@ -201,7 +201,7 @@ func (e *Engine) CloseWechatOrder(ctx context.Context, holdID string) error {
 }
 
 // closeOrderOf queues the closing of an ended hold's order, when it has one.
-func (e *Engine) closeOrderOf(ctx context.Context, holdID, orderNo string) {
+func (e *Payments) closeOrderOf(ctx context.Context, holdID, orderNo string) {
 	s, ok := e.sched.(PaymentScheduler)
 	if orderNo == "" || e.opts.WechatPay == nil || !ok {
 		return
