@@ -15,6 +15,14 @@ import (
 	"github.com/slotwheel/slotwheel/models"
 )
 
+// Bookings is the bookings table and what a booking's change writes with it: a booking's creation
+// with its payment, first history row, event and units on the capacity ledger (CreateBooking), its
+// version-checked changes (UpdateBooking: the engine's Decide chooses, the store writes), the reads
+// and lists of bookings and their history, the no-show counts, the reminders' index, and the
+// occupancy reads of reconciliation and schedule changes. Releases decided in batches are
+// Releases'.
+type Bookings struct{ *shared }
+
 // Booking is a booking row: the domain value plus what only storage and Redis need.
 type Booking struct {
 	booking.Booking
@@ -152,7 +160,7 @@ type Refusal struct {
 // booking's units (a slot would pass its capacity: Redis let the hold through, but MySQL decides),
 // nothing of it is written; nb.Refusal is committed instead and a *CapacityError (ErrOverCapacity)
 // answered.
-func (s *Store) CreateBooking(ctx context.Context, nb NewBooking) error {
+func (s *Bookings) CreateBooking(ctx context.Context, nb NewBooking) error {
 	err := s.tx(ctx, "create booking", func(tx *gorm.DB) error {
 		if err := s.insertBooking(tx, nb); err != nil {
 			return err
@@ -184,7 +192,7 @@ func (s *Store) CreateBooking(ctx context.Context, nb NewBooking) error {
 // insertBooking writes a new booking with what goes with it (CreateBooking), inside tx. The unique
 // keys on hold_id and payment_id answer a second confirm of the hold (ErrHoldBooked) or a payment
 // recorded already (ErrPaymentTaken).
-func (s *Store) insertBooking(tx *gorm.DB, nb NewBooking) error {
+func (s *Bookings) insertBooking(tx *gorm.DB, nb NewBooking) error {
 	b := nb.Booking
 	var row models.Booking
 	for i := 0; ; i++ {
@@ -247,7 +255,7 @@ func (s *Store) insertBooking(tx *gorm.DB, nb NewBooking) error {
 func BookingSubject(id uint64) string { return "booking:" + strconv.FormatUint(id, 10) }
 
 // Booking reads one booking; booking.ErrNotFound when there is none.
-func (s *Store) Booking(ctx context.Context, id uint64) (Booking, error) {
+func (s *Bookings) Booking(ctx context.Context, id uint64) (Booking, error) {
 	var r models.Booking
 	if err := s.db.WithContext(ctx).First(&r, id).Error; err != nil {
 		return Booking{}, mapErr("read booking", err)
@@ -258,7 +266,7 @@ func (s *Store) Booking(ctx context.Context, id uint64) (Booking, error) {
 }
 
 // BookingByHold reads the booking a hold became, if any.
-func (s *Store) BookingByHold(ctx context.Context, holdID string) (Booking, bool, error) {
+func (s *Bookings) BookingByHold(ctx context.Context, holdID string) (Booking, bool, error) {
 	var r models.Booking
 	err := s.db.WithContext(ctx).First(&r, "hold_id = ?", holdID).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -275,7 +283,7 @@ func (s *Store) BookingByHold(ctx context.Context, holdID string) (Booking, bool
 }
 
 // BookingsByHolds reads the bookings that holds became, by hold id (holds without one are left out).
-func (s *Store) BookingsByHolds(ctx context.Context, holdIDs []string) (map[string]Booking, error) {
+func (s *Bookings) BookingsByHolds(ctx context.Context, holdIDs []string) (map[string]Booking, error) {
 	out := map[string]Booking{}
 	for chunk := range slices.Chunk(holdIDs, 1000) {
 		var rows []models.Booking
@@ -297,7 +305,7 @@ func (s *Store) BookingsByHolds(ctx context.Context, holdIDs []string) (map[stri
 }
 
 // BookingIDByCode finds a booking by its check-in code.
-func (s *Store) BookingIDByCode(ctx context.Context, code string) (uint64, error) {
+func (s *Bookings) BookingIDByCode(ctx context.Context, code string) (uint64, error) {
 	var r models.Booking
 	if err := s.db.WithContext(ctx).Select("id").First(&r, "checkin_code = ?", code).Error; err != nil {
 		return 0, mapErr("find check-in code", err)
@@ -312,7 +320,7 @@ type Decide func(b *Booking) (booking.Change, error)
 // UpdateBooking loads booking id, lets decide choose a change, and writes it onto the version it was
 // decided on, with its history row and its event, in one transaction. When the booking changed
 // meanwhile it loads it again and asks decide again; a zero change writes nothing.
-func (s *Store) UpdateBooking(ctx context.Context, id uint64, decide Decide) (Booking, booking.Change, error) {
+func (s *Bookings) UpdateBooking(ctx context.Context, id uint64, decide Decide) (Booking, booking.Change, error) {
 	for attempt := 0; ; attempt++ {
 		b, err := s.Booking(ctx, id)
 		if err != nil {
@@ -344,8 +352,9 @@ type changed struct {
 }
 
 // writeChanges writes changes with their history rows, events and units on the capacity ledger.
-// Each row update is checked against the version it was decided on.
-func (s *Store) writeChanges(tx *gorm.DB, cs []changed) error {
+// Each row update is checked against the version it was decided on. It is shared: UpdateBooking
+// writes through it, and so does a release batch that cannot be one UPDATE (writeReleases).
+func (s *shared) writeChanges(tx *gorm.DB, cs []changed) error {
 	hist := make([]models.BookingHistory, 0, len(cs))
 	var events []Event
 	var l ledgerMoves
@@ -401,28 +410,6 @@ func storedActor(name string) string {
 	return name
 }
 
-func insertEvents(tx *gorm.DB, evs []Event) error {
-	if len(evs) == 0 {
-		return nil
-	}
-	markEvents(tx)
-	rows := make([]models.OutboxEvent, len(evs))
-	for i, e := range evs {
-		rows[i] = models.OutboxEvent{Type: e.Type, Subject: e.Subject, VenueID: e.VenueID, UserID: e.UserID,
-			Data: string(e.Data), CreatedAt: e.At}
-	}
-	return tx.CreateInBatches(rows, 500).Error
-}
-
-// InsertEvents writes events that belong to no booking change (a hold expired, a waiter promoted).
-func (s *Store) InsertEvents(ctx context.Context, evs []Event) error {
-	err := insertEvents(s.db.WithContext(ctx), evs)
-	if err == nil && len(evs) > 0 {
-		s.eventsWritten()
-	}
-	return mapErr("insert events", err)
-}
-
 // ListQuery selects bookings, newest first.
 type ListQuery struct {
 	UserID     string // "" for every user
@@ -436,7 +423,7 @@ type ListQuery struct {
 // ListBookings lists bookings matching q, newest first. It is a replica read (see staleRead), except
 // for a user who changed a booking within the freshness window: they read their own list from the
 // primary.
-func (s *Store) ListBookings(ctx context.Context, q ListQuery) ([]Booking, error) {
+func (s *Bookings) ListBookings(ctx context.Context, q ListQuery) ([]Booking, error) {
 	fresh := q.UserID != "" && s.replicas != nil && s.replicas.UserWroteRecently(q.UserID)
 	var out []Booking
 	err := s.staleRead(ctx, fresh, func(db *gorm.DB) error {
@@ -478,7 +465,7 @@ func listBookings(db *gorm.DB, q ListQuery) ([]Booking, error) {
 }
 
 // PaidHolds lists the bookings a user confirmed since, newest first: the paid half of their holds.
-func (s *Store) PaidHolds(ctx context.Context, userID string, since time.Time, limit int) ([]Booking, error) {
+func (s *Bookings) PaidHolds(ctx context.Context, userID string, since time.Time, limit int) ([]Booking, error) {
 	var rows []models.Booking
 	if err := s.db.WithContext(ctx).Where("user_id = ? AND confirmed_at >= ?", userID, since.UTC()).
 		Order("confirmed_at DESC").Limit(limit).Find(&rows).Error; err != nil {
@@ -501,7 +488,7 @@ type HistoryEntry struct {
 
 // History lists a booking's status changes, oldest first. It is a replica read (see staleRead),
 // except for a booking changed within the freshness window.
-func (s *Store) History(ctx context.Context, bookingID uint64) ([]HistoryEntry, error) {
+func (s *Bookings) History(ctx context.Context, bookingID uint64) ([]HistoryEntry, error) {
 	var rows []models.BookingHistory
 	fresh := s.replicas != nil && s.replicas.BookingWroteRecently(bookingID)
 	if err := s.staleRead(ctx, fresh, func(db *gorm.DB) error {
@@ -518,7 +505,7 @@ func (s *Store) History(ctx context.Context, bookingID uint64) ([]HistoryEntry, 
 }
 
 // NoShows counts a user's bookings in a status that counts as a no-show, released since (zero: ever).
-func (s *Store) NoShows(ctx context.Context, userID string, since time.Time) (int, error) {
+func (s *Bookings) NoShows(ctx context.Context, userID string, since time.Time) (int, error) {
 	var n int64
 	db := s.db.WithContext(ctx).Model(&models.Booking{}).
 		Where("user_id = ? AND status IN ?", userID, statusStrings(booking.NoShowStatuses()))
@@ -532,7 +519,7 @@ func (s *Store) NoShows(ctx context.Context, userID string, since time.Time) (in
 // NoshowTimes lists, for each of users, when their no-shows (bookings still released) were released,
 // since since: one query per thousand users, so that a burst's batch refreshes its users' freezes
 // at once.
-func (s *Store) NoshowTimes(ctx context.Context, users []string, since time.Time) (map[string][]time.Time, error) {
+func (s *Bookings) NoshowTimes(ctx context.Context, users []string, since time.Time) (map[string][]time.Time, error) {
 	out := make(map[string][]time.Time, len(users))
 	for len(users) > 0 {
 		n := min(len(users), 1000)
@@ -555,7 +542,7 @@ func (s *Store) NoshowTimes(ctx context.Context, users []string, since time.Time
 }
 
 // UsersWithNoshows lists the users with a no-show released since since.
-func (s *Store) UsersWithNoshows(ctx context.Context, since time.Time) ([]string, error) {
+func (s *Bookings) UsersWithNoshows(ctx context.Context, since time.Time) ([]string, error) {
 	var users []string
 	err := s.db.WithContext(ctx).Model(&models.Booking{}).Distinct().
 		Where("status IN ? AND released_at >= ?", statusStrings(booking.NoShowStatuses()), since.UTC()).
@@ -563,79 +550,8 @@ func (s *Store) UsersWithNoshows(ctx context.Context, since time.Time) ([]string
 	return users, mapErr("users with no-shows", err)
 }
 
-// Ref names a booking and the release_at a task was (or is to be) scheduled for.
-type Ref struct {
-	BookingID uint64
-	VenueID   uint64
-	ReleaseAt time.Time
-}
-
-// refRow is what a ref query reads: scanning three columns into a small struct costs a fraction of
-// scanning them into a whole booking row, which matters for queries the loops run every second.
-type refRow struct {
-	ID        uint64
-	VenueID   uint64
-	ReleaseAt time.Time
-}
-
-func (s *Store) refQuery(ctx context.Context, op string, q func(db *gorm.DB) *gorm.DB, limit int) ([]Ref, error) {
-	var rows []refRow
-	if err := q(s.db.WithContext(ctx).Table("bookings").Select("id, venue_id, release_at")).Limit(limit).Scan(&rows).Error; err != nil {
-		return nil, mapErr(op, err)
-	}
-	out := make([]Ref, len(rows))
-	for i, r := range rows {
-		out[i] = Ref{BookingID: r.ID, VenueID: r.VenueID, ReleaseAt: r.ReleaseAt.UTC()}
-	}
-	return out, nil
-}
-
-// DueForQueue lists bookings whose release task is to be queued and whose release_at is before
-// until, oldest first. It reads only the index of bookings not queued yet, so its cost does not grow
-// with the bookings already in the queue.
-func (s *Store) DueForQueue(ctx context.Context, until time.Time, limit int) ([]Ref, error) {
-	return s.refQuery(ctx, "due for queue", func(db *gorm.DB) *gorm.DB {
-		return db.Where("queue_at <= ?", until.UTC()).Order("queue_at")
-	}, limit)
-}
-
-// MarkQueued records that the release tasks of rs are in the queue. A booking whose release_at has
-// changed meanwhile (a restore) stays to be queued for its new one.
-func (s *Store) MarkQueued(ctx context.Context, rs []Ref) error {
-	if len(rs) == 0 {
-		return nil
-	}
-	pairs := make([][]any, len(rs))
-	// "id IN" first: MariaDB reads a row-constructor IN of one pair as a scan of the whole primary
-	// key (locking every row), where the ids alone give it a range.
-	ids := make([]uint64, len(rs))
-	for i, r := range rs {
-		ids[i] = r.BookingID
-		pairs[i] = []any{r.BookingID, r.ReleaseAt.UTC()}
-	}
-	err := s.db.WithContext(ctx).Model(&models.Booking{}).Where("id IN ? AND (id, release_at) IN ?", ids, pairs).
-		Update("queue_at", nil).Error
-	return mapErr("mark queued", err)
-}
-
-// Overdue lists CONFIRMED bookings whose release is undecided past their release_at, oldest first,
-// from the due_at index.
-func (s *Store) Overdue(ctx context.Context, now time.Time, limit int) ([]Ref, error) {
-	return s.refQuery(ctx, "overdue", func(db *gorm.DB) *gorm.DB {
-		return db.Where("due_at <= ?", now.UTC()).Order("due_at")
-	}, limit)
-}
-
-// Unreleased lists CONFIRMED bookings with an undecided release due before until, by id after
-// afterID (reconciliation re-queues their tasks).
-func (s *Store) Unreleased(ctx context.Context, until time.Time, afterID uint64, limit int) ([]Ref, error) {
-	return s.refQuery(ctx, "unreleased", func(db *gorm.DB) *gorm.DB {
-		return db.Where("due_at <= ? AND id > ?", until.UTC(), afterID).Order("id")
-	}, limit)
-}
-
 // Progressing lists checked-in bookings that have started, oldest start first.
-func (s *Store) Progressing(ctx context.Context, now time.Time, limit int) ([]uint64, error) {
+func (s *Bookings) Progressing(ctx context.Context, now time.Time, limit int) ([]uint64, error) {
 	var ids []uint64
 	err := s.db.WithContext(ctx).Model(&models.Booking{}).
 		Where("status IN ? AND start <= ?", []string{string(booking.Arrived), string(booking.InProgress)}, now.UTC()).
@@ -644,7 +560,7 @@ func (s *Store) Progressing(ctx context.Context, now time.Time, limit int) ([]ui
 }
 
 // DueReminders lists CONFIRMED bookings whose reminder time has come.
-func (s *Store) DueReminders(ctx context.Context, now time.Time, limit int) ([]Booking, error) {
+func (s *Bookings) DueReminders(ctx context.Context, now time.Time, limit int) ([]Booking, error) {
 	var rows []models.Booking
 	if err := s.db.WithContext(ctx).Where("remind_at <= ?", now.UTC()).Order("remind_at").Limit(limit).
 		Find(&rows).Error; err != nil {
@@ -658,7 +574,7 @@ func (s *Store) DueReminders(ctx context.Context, now time.Time, limit int) ([]B
 }
 
 // NextReminder is the earliest remind_at still to come (zero when none is): one probe of its index.
-func (s *Store) NextReminder(ctx context.Context) (time.Time, error) {
+func (s *Bookings) NextReminder(ctx context.Context) (time.Time, error) {
 	var at []time.Time
 	err := s.db.WithContext(ctx).Model(&models.Booking{}).Where("remind_at IS NOT NULL").
 		Order("remind_at").Limit(1).Pluck("remind_at", &at).Error
@@ -671,7 +587,7 @@ func (s *Store) NextReminder(ctx context.Context) (time.Time, error) {
 // MarkReminded sends the reminders of due bookings: each one still CONFIRMED at the version it was
 // read at has its reminder cleared and its event (from events, by booking id) written, in one
 // transaction. It answers how many were sent.
-func (s *Store) MarkReminded(ctx context.Context, due []Booking, events map[uint64]Event) (int, error) {
+func (s *Bookings) MarkReminded(ctx context.Context, due []Booking, events map[uint64]Event) (int, error) {
 	sent := 0
 	err := s.tx(ctx, "send reminders", func(tx *gorm.DB) error {
 		sent = 0
@@ -693,7 +609,7 @@ func (s *Store) MarkReminded(ctx context.Context, due []Booking, events map[uint
 }
 
 // Occupying lists the occupying bookings of a venue (reconciliation).
-func (s *Store) Occupying(ctx context.Context, venueID uint64) ([]Booking, error) {
+func (s *Bookings) Occupying(ctx context.Context, venueID uint64) ([]Booking, error) {
 	var rows []models.Booking
 	if err := s.db.WithContext(ctx).Select("id, hold_id, venue_id, quantity, slots, status, version").
 		Where("venue_id = ? AND status IN ?", venueID, statusStrings(booking.OccupyingStatuses())).
@@ -709,7 +625,7 @@ func (s *Store) Occupying(ctx context.Context, venueID uint64) ([]Booking, error
 
 // OccupyingBetween lists the occupying bookings of a resource whose physical window overlaps
 // [from, to): those made on it, and those of multi-resource services that took it for a role.
-func (s *Store) OccupyingBetween(ctx context.Context, resourceID uint64, from, to time.Time) ([]Booking, error) {
+func (s *Bookings) OccupyingBetween(ctx context.Context, resourceID uint64, from, to time.Time) ([]Booking, error) {
 	occupying := func(db *gorm.DB) *gorm.DB {
 		return db.Where("status IN ? AND occupy_start < ? AND occupy_end > ?",
 			statusStrings(booking.OccupyingStatuses()), to.UTC(), from.UTC())
@@ -733,7 +649,7 @@ func (s *Store) OccupyingBetween(ctx context.Context, resourceID uint64, from, t
 }
 
 // withRoles fills the roles of the multi-resource bookings among bs.
-func (s *Store) withRoles(ctx context.Context, bs []Booking) error {
+func (s *Bookings) withRoles(ctx context.Context, bs []Booking) error {
 	return mapErr("booking resources", rolesOn(s.db.WithContext(ctx), bs))
 }
 
@@ -772,7 +688,7 @@ type State struct {
 }
 
 // States reads the states of bookings by id (missing ids are left out).
-func (s *Store) States(ctx context.Context, ids []uint64) (map[uint64]State, error) {
+func (s *Bookings) States(ctx context.Context, ids []uint64) (map[uint64]State, error) {
 	out := make(map[uint64]State, len(ids))
 	for len(ids) > 0 {
 		n := min(len(ids), 1000)
@@ -788,9 +704,86 @@ func (s *Store) States(ctx context.Context, ids []uint64) (map[uint64]State, err
 	return out, nil
 }
 
+// Releases is the release path: the due index (queue_at and due_at, which hold only the bookings
+// whose release task is to be queued or whose release is undecided) that the queue loader,
+// reconciliation and the overdue checks read, and the release batches (ReleaseDue), which take
+// their rows with SKIP LOCKED and run on the release path's own connections (UseForReleases).
+type Releases struct{ *shared }
+
+// Ref names a booking and the release_at a task was (or is to be) scheduled for.
+type Ref struct {
+	BookingID uint64
+	VenueID   uint64
+	ReleaseAt time.Time
+}
+
+// refRow is what a ref query reads: scanning three columns into a small struct costs a fraction of
+// scanning them into a whole booking row, which matters for queries the loops run every second.
+type refRow struct {
+	ID        uint64
+	VenueID   uint64
+	ReleaseAt time.Time
+}
+
+func (s *Releases) refQuery(ctx context.Context, op string, q func(db *gorm.DB) *gorm.DB, limit int) ([]Ref, error) {
+	var rows []refRow
+	if err := q(s.db.WithContext(ctx).Table("bookings").Select("id, venue_id, release_at")).Limit(limit).Scan(&rows).Error; err != nil {
+		return nil, mapErr(op, err)
+	}
+	out := make([]Ref, len(rows))
+	for i, r := range rows {
+		out[i] = Ref{BookingID: r.ID, VenueID: r.VenueID, ReleaseAt: r.ReleaseAt.UTC()}
+	}
+	return out, nil
+}
+
+// DueForQueue lists bookings whose release task is to be queued and whose release_at is before
+// until, oldest first. It reads only the index of bookings not queued yet, so its cost does not grow
+// with the bookings already in the queue.
+func (s *Releases) DueForQueue(ctx context.Context, until time.Time, limit int) ([]Ref, error) {
+	return s.refQuery(ctx, "due for queue", func(db *gorm.DB) *gorm.DB {
+		return db.Where("queue_at <= ?", until.UTC()).Order("queue_at")
+	}, limit)
+}
+
+// MarkQueued records that the release tasks of rs are in the queue. A booking whose release_at has
+// changed meanwhile (a restore) stays to be queued for its new one.
+func (s *Releases) MarkQueued(ctx context.Context, rs []Ref) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	pairs := make([][]any, len(rs))
+	// "id IN" first: MariaDB reads a row-constructor IN of one pair as a scan of the whole primary
+	// key (locking every row), where the ids alone give it a range.
+	ids := make([]uint64, len(rs))
+	for i, r := range rs {
+		ids[i] = r.BookingID
+		pairs[i] = []any{r.BookingID, r.ReleaseAt.UTC()}
+	}
+	err := s.db.WithContext(ctx).Model(&models.Booking{}).Where("id IN ? AND (id, release_at) IN ?", ids, pairs).
+		Update("queue_at", nil).Error
+	return mapErr("mark queued", err)
+}
+
+// Overdue lists CONFIRMED bookings whose release is undecided past their release_at, oldest first,
+// from the due_at index.
+func (s *Releases) Overdue(ctx context.Context, now time.Time, limit int) ([]Ref, error) {
+	return s.refQuery(ctx, "overdue", func(db *gorm.DB) *gorm.DB {
+		return db.Where("due_at <= ?", now.UTC()).Order("due_at")
+	}, limit)
+}
+
+// Unreleased lists CONFIRMED bookings with an undecided release due before until, by id after
+// afterID (reconciliation re-queues their tasks).
+func (s *Releases) Unreleased(ctx context.Context, until time.Time, afterID uint64, limit int) ([]Ref, error) {
+	return s.refQuery(ctx, "unreleased", func(db *gorm.DB) *gorm.DB {
+		return db.Where("due_at <= ? AND id > ?", until.UTC(), afterID).Order("id")
+	}, limit)
+}
+
 // RecentlyReleased lists the bookings RELEASED since since that fell due since then too (which
 // bounds the (status, release_at) index range read): their ids, venues and versions.
-func (s *Store) RecentlyReleased(ctx context.Context, since time.Time) ([]Booking, error) {
+func (s *Releases) RecentlyReleased(ctx context.Context, since time.Time) ([]Booking, error) {
 	var rows []models.Booking
 	err := s.release.WithContext(ctx).Select("id, venue_id, version").
 		Where("status = ? AND release_at >= ? AND released_at >= ?", string(booking.Released), since.UTC(), since.UTC()).
@@ -807,7 +800,7 @@ func (s *Store) RecentlyReleased(ctx context.Context, since time.Time) ([]Bookin
 
 // NextDue is the earliest release_at of a CONFIRMED booking whose release is undecided (zero when
 // there is none): one probe of the due_at index.
-func (s *Store) NextDue(ctx context.Context) (time.Time, error) {
+func (s *Releases) NextDue(ctx context.Context) (time.Time, error) {
 	var at []time.Time
 	err := s.release.WithContext(ctx).Model(&models.Booking{}).Where("due_at IS NOT NULL").
 		Order("due_at").Limit(1).Pluck("due_at", &at).Error
@@ -843,7 +836,7 @@ type DueQuery struct {
 // skipped (SKIP LOCKED), so several releasers of one venue share a burst instead of queueing behind
 // each other; a check-in that locked its booking first wins, and one that comes after finds the
 // booking RELEASED and decides again. It answers the bookings released, with their changes.
-func (s *Store) ReleaseDue(ctx context.Context, q DueQuery, decide Decide) ([]Booking, []booking.Change, error) {
+func (s *Releases) ReleaseDue(ctx context.Context, q DueQuery, decide Decide) ([]Booking, []booking.Change, error) {
 	var out []Booking
 	var chs []booking.Change
 	rulesRead := false
@@ -925,7 +918,7 @@ func (s *Store) ReleaseDue(ctx context.Context, q DueQuery, decide Decide) ([]Bo
 }
 
 // dueRows narrows db to the bookings q selects.
-func (s *Store) dueRows(db *gorm.DB, q DueQuery) *gorm.DB {
+func (s *Releases) dueRows(db *gorm.DB, q DueQuery) *gorm.DB {
 	db = db.Model(&models.Booking{}).Where("due_at <= ?", q.Now.UTC())
 	if q.Venues != nil {
 		db = db.Where("venue_id IN ?", q.Venues)
@@ -935,7 +928,7 @@ func (s *Store) dueRows(db *gorm.DB, q DueQuery) *gorm.DB {
 
 // releaseModes reads, through db, the release modes of the venues of rows ("" for a venue that has
 // none) and gives them to rules.
-func (s *Store) releaseModes(db *gorm.DB, rows []models.Booking, rules func(map[uint64]string) error) error {
+func (s *Releases) releaseModes(db *gorm.DB, rows []models.Booking, rules func(map[uint64]string) error) error {
 	var venues []uint64
 	for i := range rows {
 		if !slices.Contains(venues, rows[i].VenueID) {
@@ -958,7 +951,7 @@ func (s *Store) releaseModes(db *gorm.DB, rows []models.Booking, rules func(map[
 
 // writeReleases writes changes that set the same columns to the same values (a batch released at
 // one moment) with one UPDATE; anything else goes row by row.
-func (s *Store) writeReleases(tx *gorm.DB, cs []changed) error {
+func (s *Releases) writeReleases(tx *gorm.DB, cs []changed) error {
 	first := cs[0]
 	ids := make([]uint64, 0, len(cs))
 	for _, x := range cs {

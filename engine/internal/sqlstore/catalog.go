@@ -12,13 +12,18 @@ import (
 	"github.com/slotwheel/slotwheel/models"
 )
 
+// Catalog is what can be booked: venues, resources with their schedules and slot inventory,
+// services, and the policies that govern bookings (grace, a resource's booking rules, the no-show
+// freeze). Reads made under OnReleasePath use the release path's connections (see catalogDB).
+type Catalog struct{ *shared }
+
 // CreateVenue inserts a venue and fills in its id.
-func (s *Store) CreateVenue(ctx context.Context, v *models.Venue) error {
+func (s *Catalog) CreateVenue(ctx context.Context, v *models.Venue) error {
 	return mapErr("create venue", s.db.WithContext(ctx).Create(v).Error)
 }
 
 // UpdateVenue writes the columns of v named by cols.
-func (s *Store) UpdateVenue(ctx context.Context, v *models.Venue, cols ...string) error {
+func (s *Catalog) UpdateVenue(ctx context.Context, v *models.Venue, cols ...string) error {
 	res := s.db.WithContext(ctx).Model(v).Select(cols).Updates(v)
 	if res.Error == nil && res.RowsAffected == 0 {
 		return errNotFound
@@ -27,19 +32,19 @@ func (s *Store) UpdateVenue(ctx context.Context, v *models.Venue, cols ...string
 }
 
 // Venues lists every venue by id.
-func (s *Store) Venues(ctx context.Context) ([]models.Venue, error) {
+func (s *Catalog) Venues(ctx context.Context) ([]models.Venue, error) {
 	var rows []models.Venue
 	return rows, mapErr("list venues", s.db.WithContext(ctx).Order("id").Find(&rows).Error)
 }
 
 // Venue reads one venue.
-func (s *Store) Venue(ctx context.Context, id uint64) (models.Venue, error) {
+func (s *Catalog) Venue(ctx context.Context, id uint64) (models.Venue, error) {
 	var v models.Venue
 	return v, mapErr("read venue", s.catalogDB(ctx).First(&v, id).Error)
 }
 
 // VenueByName finds a venue by name; false when there is none.
-func (s *Store) VenueByName(ctx context.Context, name string) (models.Venue, bool, error) {
+func (s *Catalog) VenueByName(ctx context.Context, name string) (models.Venue, bool, error) {
 	var v models.Venue
 	err := s.db.WithContext(ctx).Where("name = ?", name).First(&v).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -49,18 +54,18 @@ func (s *Store) VenueByName(ctx context.Context, name string) (models.Venue, boo
 }
 
 // VenueIDs lists every venue id.
-func (s *Store) VenueIDs(ctx context.Context) ([]uint64, error) {
+func (s *Catalog) VenueIDs(ctx context.Context) ([]uint64, error) {
 	ids := []uint64{}
 	return ids, mapErr("list venues", s.db.WithContext(ctx).Model(&models.Venue{}).Order("id").Pluck("id", &ids).Error)
 }
 
 // CreateResource inserts a resource and fills in its id.
-func (s *Store) CreateResource(ctx context.Context, r *models.Resource) error {
+func (s *Catalog) CreateResource(ctx context.Context, r *models.Resource) error {
 	return mapErr("create resource", s.db.WithContext(ctx).Create(r).Error)
 }
 
 // UpdateResource writes the columns of r named by cols.
-func (s *Store) UpdateResource(ctx context.Context, r *models.Resource, cols ...string) error {
+func (s *Catalog) UpdateResource(ctx context.Context, r *models.Resource, cols ...string) error {
 	res := s.db.WithContext(ctx).Model(r).Select(cols).Updates(r)
 	if res.Error == nil && res.RowsAffected == 0 {
 		return errNotFound
@@ -69,7 +74,7 @@ func (s *Store) UpdateResource(ctx context.Context, r *models.Resource, cols ...
 }
 
 // Resources lists resources by id, of one venue when venueID != 0.
-func (s *Store) Resources(ctx context.Context, venueID uint64) ([]models.Resource, error) {
+func (s *Catalog) Resources(ctx context.Context, venueID uint64) ([]models.Resource, error) {
 	q := s.catalogDB(ctx).Order("id")
 	if venueID != 0 {
 		q = q.Where("venue_id = ?", venueID)
@@ -79,7 +84,7 @@ func (s *Store) Resources(ctx context.Context, venueID uint64) ([]models.Resourc
 }
 
 // Resource reads one resource and its schedule (nil when it has none).
-func (s *Store) Resource(ctx context.Context, id uint64) (models.Resource, *models.Schedule, error) {
+func (s *Catalog) Resource(ctx context.Context, id uint64) (models.Resource, *models.Schedule, error) {
 	var r models.Resource
 	if err := s.db.WithContext(ctx).First(&r, id).Error; err != nil {
 		return r, nil, mapErr("read resource", err)
@@ -96,7 +101,7 @@ func (s *Store) Resource(ctx context.Context, id uint64) (models.Resource, *mode
 }
 
 // Schedules lists every schedule.
-func (s *Store) Schedules(ctx context.Context) ([]models.Schedule, error) {
+func (s *Catalog) Schedules(ctx context.Context) ([]models.Schedule, error) {
 	var rows []models.Schedule
 	return rows, mapErr("list schedules", s.db.WithContext(ctx).Find(&rows).Error)
 }
@@ -116,7 +121,7 @@ type ScheduleChange struct {
 // fields onto the new grid and counts their units on the new slots' ledger, refusing the change
 // (*CapacityError) when a slot that has not started would hold more than its capacity. It answers
 // the days whose inventory was replaced.
-func (s *Store) SetSchedule(ctx context.Context, ch ScheduleChange) ([]string, error) {
+func (s *Catalog) SetSchedule(ctx context.Context, ch ScheduleChange) ([]string, error) {
 	var oldDays []string
 	rid := ch.Schedule.ResourceID
 	err := s.tx(ctx, "set schedule", func(tx *gorm.DB) error {
@@ -166,7 +171,7 @@ func insertInventory(tx *gorm.DB, rows []models.SlotInventory) error {
 }
 
 // ExtendInventory adds inventory rows and moves the schedule's generated_until, in one transaction.
-func (s *Store) ExtendInventory(ctx context.Context, resourceID uint64, rows []models.SlotInventory, until string) error {
+func (s *Catalog) ExtendInventory(ctx context.Context, resourceID uint64, rows []models.SlotInventory, until string) error {
 	return s.tx(ctx, "extend inventory", func(tx *gorm.DB) error {
 		if err := insertInventory(tx, rows); err != nil {
 			return err
@@ -176,12 +181,12 @@ func (s *Store) ExtendInventory(ctx context.Context, resourceID uint64, rows []m
 }
 
 // InsertInventory adds inventory rows (existing ones are kept).
-func (s *Store) InsertInventory(ctx context.Context, rows []models.SlotInventory) error {
+func (s *Catalog) InsertInventory(ctx context.Context, rows []models.SlotInventory) error {
 	return mapErr("insert inventory", insertInventory(s.db.WithContext(ctx), rows))
 }
 
 // Inventory reads one resource-day's slots, by start.
-func (s *Store) Inventory(ctx context.Context, resourceID uint64, day string) ([]models.SlotInventory, error) {
+func (s *Catalog) Inventory(ctx context.Context, resourceID uint64, day string) ([]models.SlotInventory, error) {
 	var rows []models.SlotInventory
 	return rows, mapErr("read inventory", s.db.WithContext(ctx).Where("resource_id = ? AND day = ?", resourceID, day).
 		Order("start").Find(&rows).Error)
@@ -189,7 +194,7 @@ func (s *Store) Inventory(ctx context.Context, resourceID uint64, day string) ([
 
 // CreateService inserts a service with the resources that can deliver it (with their roles, for a
 // service that needs several at once).
-func (s *Store) CreateService(ctx context.Context, svc *models.Service, links []models.ServiceResource) error {
+func (s *Catalog) CreateService(ctx context.Context, svc *models.Service, links []models.ServiceResource) error {
 	return s.tx(ctx, "create service", func(tx *gorm.DB) error {
 		if err := tx.Create(svc).Error; err != nil {
 			return err
@@ -202,7 +207,7 @@ func (s *Store) CreateService(ctx context.Context, svc *models.Service, links []
 }
 
 // Services lists services by id, of one venue when venueID != 0, with their resources in order.
-func (s *Store) Services(ctx context.Context, venueID uint64) ([]models.Service, map[uint64][]models.ServiceResource, error) {
+func (s *Catalog) Services(ctx context.Context, venueID uint64) ([]models.Service, map[uint64][]models.ServiceResource, error) {
 	q := s.catalogDB(ctx).Order("id")
 	if venueID != 0 {
 		q = q.Where("venue_id = ?", venueID)
@@ -223,7 +228,7 @@ func (s *Store) Services(ctx context.Context, venueID uint64) ([]models.Service,
 }
 
 // Service reads one service and its resources in order.
-func (s *Store) Service(ctx context.Context, id uint64) (models.Service, []models.ServiceResource, error) {
+func (s *Catalog) Service(ctx context.Context, id uint64) (models.Service, []models.ServiceResource, error) {
 	var svc models.Service
 	if err := s.db.WithContext(ctx).First(&svc, id).Error; err != nil {
 		return svc, nil, mapErr("read service", err)
@@ -234,18 +239,18 @@ func (s *Store) Service(ctx context.Context, id uint64) (models.Service, []model
 }
 
 // SetGrace inserts or replaces a category's grace policy.
-func (s *Store) SetGrace(ctx context.Context, g models.GracePolicy) error {
+func (s *Catalog) SetGrace(ctx context.Context, g models.GracePolicy) error {
 	return mapErr("set grace policy", s.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&g).Error)
 }
 
 // Graces lists every grace policy.
-func (s *Store) Graces(ctx context.Context) ([]models.GracePolicy, error) {
+func (s *Catalog) Graces(ctx context.Context) ([]models.GracePolicy, error) {
 	var rows []models.GracePolicy
 	return rows, mapErr("list grace policies", s.db.WithContext(ctx).Find(&rows).Error)
 }
 
 // Policy reads a resource's booking rules; false when it has none (the defaults apply).
-func (s *Store) Policy(ctx context.Context, resourceID uint64) (models.ResourcePolicy, bool, error) {
+func (s *Catalog) Policy(ctx context.Context, resourceID uint64) (models.ResourcePolicy, bool, error) {
 	var rows []models.ResourcePolicy
 	err := s.db.WithContext(ctx).Where("resource_id = ?", resourceID).Limit(1).Find(&rows).Error
 	if err != nil || len(rows) == 0 {
@@ -255,18 +260,18 @@ func (s *Store) Policy(ctx context.Context, resourceID uint64) (models.ResourceP
 }
 
 // Policies reads the booking rules of resources that have some.
-func (s *Store) Policies(ctx context.Context, resourceIDs []uint64) ([]models.ResourcePolicy, error) {
+func (s *Catalog) Policies(ctx context.Context, resourceIDs []uint64) ([]models.ResourcePolicy, error) {
 	var rows []models.ResourcePolicy
 	return rows, mapErr("read policies", s.catalogDB(ctx).Where("resource_id IN ?", resourceIDs).Find(&rows).Error)
 }
 
 // SetPolicy stores a resource's booking rules.
-func (s *Store) SetPolicy(ctx context.Context, p models.ResourcePolicy) error {
+func (s *Catalog) SetPolicy(ctx context.Context, p models.ResourcePolicy) error {
 	return mapErr("set policy", s.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&p).Error)
 }
 
 // NoshowPolicy reads the no-show freeze rule; false while it is off.
-func (s *Store) NoshowPolicy(ctx context.Context) (models.NoshowPolicy, bool, error) {
+func (s *Catalog) NoshowPolicy(ctx context.Context) (models.NoshowPolicy, bool, error) {
 	var rows []models.NoshowPolicy
 	err := s.db.WithContext(ctx).Where("id = 1").Limit(1).Find(&rows).Error
 	if err != nil || len(rows) == 0 {
@@ -276,7 +281,7 @@ func (s *Store) NoshowPolicy(ctx context.Context) (models.NoshowPolicy, bool, er
 }
 
 // SetNoshowPolicy stores the no-show freeze rule.
-func (s *Store) SetNoshowPolicy(ctx context.Context, p models.NoshowPolicy) error {
+func (s *Catalog) SetNoshowPolicy(ctx context.Context, p models.NoshowPolicy) error {
 	p.ID = 1
 	return mapErr("set no-show policy", s.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&p).Error)
 }

@@ -12,6 +12,10 @@ import (
 	"github.com/slotwheel/slotwheel/models"
 )
 
+// Erasure is a user's erasure (EraseUser): the one operation that writes into the tables of every
+// other capability, in one transaction, so that a user is erased everywhere or nowhere.
+type Erasure struct{ *shared }
+
 // ErasedRows counts, per table, the rows that carry an erased user's pseudonym.
 type ErasedRows struct {
 	Bookings      int // bookings.user_id
@@ -31,7 +35,7 @@ type ErasedRows struct {
 //
 // The user id is not indexed in histories (actor), refunds, WeChat orders and stored answers: those
 // tables are scanned once to erase and once to count.
-func (s *Store) EraseUser(ctx context.Context, x booking.Erasure, at time.Time) (ErasedRows, error) {
+func (s *Erasure) EraseUser(ctx context.Context, x booking.Erasure, at time.Time) (ErasedRows, error) {
 	owner, member, text := x.Owner(), x.DocumentMember(), x.FreeText()
 	var from, to []string // history actor names, as the column keeps them
 	var actorCase strings.Builder

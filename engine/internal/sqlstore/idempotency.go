@@ -11,6 +11,10 @@ import (
 	"github.com/slotwheel/slotwheel/models"
 )
 
+// Idempotency is the record of API requests made with an idempotency key: the reservation of a
+// key, the answer stored for its repeats, and the purge of expired records.
+type Idempotency struct{ *shared }
+
 // IdemRecord is an idempotency record.
 type IdemRecord struct {
 	RequestHash string
@@ -23,7 +27,7 @@ type IdemRecord struct {
 
 // ReserveIdem inserts a reservation for scope unless one exists; it answers whether it did, and the
 // existing record otherwise.
-func (s *Store) ReserveIdem(ctx context.Context, scope string, r IdemRecord) (bool, IdemRecord, error) {
+func (s *Idempotency) ReserveIdem(ctx context.Context, scope string, r IdemRecord) (bool, IdemRecord, error) {
 	row := models.IdempotencyKey{Scope: scope, RequestHash: r.RequestHash, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
 	res := s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
 	if res.Error != nil {
@@ -45,24 +49,24 @@ func (s *Store) ReserveIdem(ctx context.Context, scope string, r IdemRecord) (bo
 }
 
 // ForgetIdem deletes scope's record if it is the one created at createdAt.
-func (s *Store) ForgetIdem(ctx context.Context, scope string, createdAt time.Time) error {
+func (s *Idempotency) ForgetIdem(ctx context.Context, scope string, createdAt time.Time) error {
 	return mapErr("idempotency", s.db.WithContext(ctx).Where("scope = ? AND created_at = ?", scope, createdAt.UTC()).
 		Delete(&models.IdempotencyKey{}).Error)
 }
 
 // FinishIdem stores the answer of a reserved request.
-func (s *Store) FinishIdem(ctx context.Context, scope string, status int, body []byte) error {
+func (s *Idempotency) FinishIdem(ctx context.Context, scope string, status int, body []byte) error {
 	return mapErr("idempotency", s.db.WithContext(ctx).Model(&models.IdempotencyKey{}).Where("scope = ?", scope).
 		Updates(map[string]any{"done": true, "status_code": status, "body": body}).Error)
 }
 
 // AbandonIdem forgets a reservation whose request failed on the server's side.
-func (s *Store) AbandonIdem(ctx context.Context, scope string) error {
+func (s *Idempotency) AbandonIdem(ctx context.Context, scope string) error {
 	return mapErr("idempotency", s.db.WithContext(ctx).Where("scope = ? AND done = ?", scope, false).
 		Delete(&models.IdempotencyKey{}).Error)
 }
 
 // PurgeIdem drops expired records.
-func (s *Store) PurgeIdem(ctx context.Context, now time.Time) error {
+func (s *Idempotency) PurgeIdem(ctx context.Context, now time.Time) error {
 	return mapErr("idempotency", s.db.WithContext(ctx).Where("expires_at < ?", now.UTC()).Delete(&models.IdempotencyKey{}).Error)
 }

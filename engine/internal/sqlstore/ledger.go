@@ -203,6 +203,11 @@ type SlotLedger struct {
 // Over reports whether the slot's bookings take more units than it has: an oversell.
 func (s SlotLedger) Over() bool { return s.Booked > s.Capacity }
 
+// Ledger is the check and repair of the capacity ledger against the bookings (CheckLedger). The
+// ledger's moves themselves are written by the transactions of booking changes (applyLedger), and
+// its inventory rows by the catalog.
+type Ledger struct{ *shared }
+
 // LedgerReport is what a check of the ledger found.
 type LedgerReport struct {
 	Slots    int          // slots looked at (with units on the ledger or under bookings)
@@ -218,7 +223,7 @@ type LedgerReport struct {
 // before it commits). Slots whose bookings take more units than the slot has are reported, never
 // hidden: the ledger counts them as they are, so that nothing more is sold there. Each resource is
 // checked in a transaction of its own.
-func (s *Store) CheckLedger(ctx context.Context, resourceIDs []uint64, from time.Time) (LedgerReport, error) {
+func (s *Ledger) CheckLedger(ctx context.Context, resourceIDs []uint64, from time.Time) (LedgerReport, error) {
 	var rep LedgerReport
 	if resourceIDs == nil {
 		var err error
@@ -244,8 +249,9 @@ func (s *Store) CheckLedger(ctx context.Context, resourceIDs []uint64, from time
 	return rep, nil
 }
 
-// checkResource is CheckLedger for one resource, inside tx.
-func (s *Store) checkResource(tx *gorm.DB, rid uint64, from time.Time) (LedgerReport, error) {
+// checkResource is CheckLedger for one resource, inside tx. It is shared: SetSchedule counts the
+// ledger of the resource's new slots again through it, in the schedule change's transaction.
+func (s *shared) checkResource(tx *gorm.DB, rid uint64, from time.Time) (LedgerReport, error) {
 	var rep LedgerReport
 	// The rows with units on the ledger are locked before the bookings are read, so that a change
 	// committing meanwhile (it locks its rows) is either seen below or waits for this transaction.

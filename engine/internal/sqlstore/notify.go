@@ -12,8 +12,38 @@ import (
 	"github.com/slotwheel/slotwheel/models"
 )
 
+// Outbox is the delivery of events: the outbox events that commits wrote, their deliveries to each
+// sink (claims, attempts, and the chain of a subject's deliveries to a sink, delivered in event
+// order), the webhook endpoints and WeChat templates they go out through, and the pruning of what
+// the retention no longer needs.
+type Outbox struct{ *shared }
+
+// insertEvents writes outbox events through tx; in a transaction of the store (see txOn), its commit
+// wakes the relay (markEvents).
+func insertEvents(tx *gorm.DB, evs []Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	markEvents(tx)
+	rows := make([]models.OutboxEvent, len(evs))
+	for i, e := range evs {
+		rows[i] = models.OutboxEvent{Type: e.Type, Subject: e.Subject, VenueID: e.VenueID, UserID: e.UserID,
+			Data: string(e.Data), CreatedAt: e.At}
+	}
+	return tx.CreateInBatches(rows, 500).Error
+}
+
+// InsertEvents writes events that belong to no booking change (a hold expired, a waiter promoted).
+func (s *Outbox) InsertEvents(ctx context.Context, evs []Event) error {
+	err := insertEvents(s.db.WithContext(ctx), evs)
+	if err == nil && len(evs) > 0 {
+		s.eventsWritten()
+	}
+	return mapErr("insert events", err)
+}
+
 // Unpublished lists outbox events not yet handed to their sinks, oldest first.
-func (s *Store) Unpublished(ctx context.Context, limit int) ([]models.OutboxEvent, error) {
+func (s *Outbox) Unpublished(ctx context.Context, limit int) ([]models.OutboxEvent, error) {
 	var rows []models.OutboxEvent
 	return rows, mapErr("unpublished events", s.db.WithContext(ctx).Where("published_at IS NULL").Order("id").Limit(limit).Find(&rows).Error)
 }
@@ -21,7 +51,7 @@ func (s *Store) Unpublished(ctx context.Context, limit int) ([]models.OutboxEven
 // Publish records the deliveries of events (a repeat of one already there is left as it is) and
 // marks the events published, in one transaction. It answers, in event order, the deliveries it
 // created: those carrying token (another relay's, or one recorded before, are not its to send).
-func (s *Store) Publish(ctx context.Context, eventIDs []uint64, ds []models.Delivery, at time.Time, token string) ([]models.Delivery, error) {
+func (s *Outbox) Publish(ctx context.Context, eventIDs []uint64, ds []models.Delivery, at time.Time, token string) ([]models.Delivery, error) {
 	var ours []models.Delivery
 	err := s.tx(ctx, "publish events", func(tx *gorm.DB) error {
 		ours = ours[:0]
@@ -44,7 +74,7 @@ type Chain struct{ Sink, Subject string }
 
 // FirstPending answers, for every chain of subjects with a pending delivery, the event id of its
 // earliest one.
-func (s *Store) FirstPending(ctx context.Context, subjects []string) (map[Chain]uint64, error) {
+func (s *Outbox) FirstPending(ctx context.Context, subjects []string) (map[Chain]uint64, error) {
 	var rows []struct {
 		Sink, Subject string
 		First         uint64
@@ -65,13 +95,13 @@ func (s *Store) FirstPending(ctx context.Context, subjects []string) (map[Chain]
 }
 
 // Event reads one outbox event.
-func (s *Store) Event(ctx context.Context, id uint64) (models.OutboxEvent, error) {
+func (s *Outbox) Event(ctx context.Context, id uint64) (models.OutboxEvent, error) {
 	var e models.OutboxEvent
 	return e, mapErr("read event", s.db.WithContext(ctx).First(&e, id).Error)
 }
 
 // EventTypes maps event ids to their types.
-func (s *Store) EventTypes(ctx context.Context, ids []uint64) (map[uint64]string, error) {
+func (s *Outbox) EventTypes(ctx context.Context, ids []uint64) (map[uint64]string, error) {
 	var rows []models.OutboxEvent
 	if err := s.db.WithContext(ctx).Select("id, type").Where("id IN ?", ids).Find(&rows).Error; err != nil {
 		return nil, mapErr("read event types", err)
@@ -84,7 +114,7 @@ func (s *Store) EventTypes(ctx context.Context, ids []uint64) (map[uint64]string
 }
 
 // Delivery reads one delivery.
-func (s *Store) Delivery(ctx context.Context, id uint64) (models.Delivery, error) {
+func (s *Outbox) Delivery(ctx context.Context, id uint64) (models.Delivery, error) {
 	var d models.Delivery
 	return d, mapErr("read delivery", s.db.WithContext(ctx).First(&d, id).Error)
 }
@@ -93,7 +123,7 @@ func (s *Store) Delivery(ctx context.Context, id uint64) (models.Delivery, error
 // claims nothing, when the delivery is finished, not due yet, in flight elsewhere (claimed), or not
 // the head of its chain: an earlier event of the same subject still waits for the same sink, and
 // finishing that one starts this one.
-func (s *Store) ClaimDelivery(ctx context.Context, id uint64, token string, now, until time.Time) (models.Delivery, bool, error) {
+func (s *Outbox) ClaimDelivery(ctx context.Context, id uint64, token string, now, until time.Time) (models.Delivery, bool, error) {
 	d, err := s.Delivery(ctx, id)
 	if errors.Is(err, errNotFound) {
 		return d, false, nil
@@ -119,7 +149,7 @@ func (s *Store) ClaimDelivery(ctx context.Context, id uint64, token string, now,
 }
 
 // Unclaim gives up token's claims on deliveries without recording an attempt.
-func (s *Store) Unclaim(ctx context.Context, token string, ids []uint64) error {
+func (s *Outbox) Unclaim(ctx context.Context, token string, ids []uint64) error {
 	return mapErr("unclaim deliveries", s.db.WithContext(ctx).Model(&models.Delivery{}).
 		Where("id IN ? AND claim_token = ?", ids, token).
 		Updates(map[string]any{"claimed_until": nil, "claim_token": ""}).Error)
@@ -136,7 +166,7 @@ type Attempt struct {
 
 // FinishDelivery records an attempt made under token's claim and ends the claim. A claim that ran
 // out and was taken by another worker is not overwritten (errStale).
-func (s *Store) FinishDelivery(ctx context.Context, id uint64, token string, a Attempt, at time.Time) error {
+func (s *Outbox) FinishDelivery(ctx context.Context, id uint64, token string, a Attempt, at time.Time) error {
 	if len(a.Err) > 500 {
 		a.Err = a.Err[:500]
 	}
@@ -155,7 +185,7 @@ func (s *Store) FinishDelivery(ctx context.Context, id uint64, token string, a A
 }
 
 // FinishSent records the first, successful attempt of deliveries claimed by token, in one statement.
-func (s *Store) FinishSent(ctx context.Context, token string, ids []uint64, at time.Time) error {
+func (s *Outbox) FinishSent(ctx context.Context, token string, ids []uint64, at time.Time) error {
 	return mapErr("finish deliveries", s.db.WithContext(ctx).Model(&models.Delivery{}).
 		Where("id IN ? AND claim_token = ?", ids, token).
 		Updates(map[string]any{"status": models.DeliverySucceeded, "attempts": gorm.Expr("attempts + 1"), "last_status": 200,
@@ -163,7 +193,7 @@ func (s *Store) FinishSent(ctx context.Context, token string, ids []uint64, at t
 }
 
 // NextInChain answers the head of a subject's deliveries to a sink: its earliest pending one.
-func (s *Store) NextInChain(ctx context.Context, sink, subject string) (models.Delivery, bool, error) {
+func (s *Outbox) NextInChain(ctx context.Context, sink, subject string) (models.Delivery, bool, error) {
 	var rows []models.Delivery
 	err := s.db.WithContext(ctx).Where("subject = ? AND sink = ? AND status = ?", subject, sink, models.DeliveryPending).
 		Order("event_id").Limit(1).Find(&rows).Error
@@ -175,7 +205,7 @@ func (s *Store) NextInChain(ctx context.Context, sink, subject string) (models.D
 
 // ReopenDelivery puts a failed (or skipped) delivery back to pending, due at once, with a new
 // series of retries: a retry by hand.
-func (s *Store) ReopenDelivery(ctx context.Context, id, endpointID uint64, at time.Time) (models.Delivery, error) {
+func (s *Outbox) ReopenDelivery(ctx context.Context, id, endpointID uint64, at time.Time) (models.Delivery, error) {
 	d, err := s.Delivery(ctx, id)
 	if err != nil {
 		return d, err
@@ -203,7 +233,7 @@ type DeliveryQuery struct {
 }
 
 // Deliveries lists deliveries matching q: an admin's list, a replica read (see staleRead).
-func (s *Store) Deliveries(ctx context.Context, q DeliveryQuery) ([]models.Delivery, error) {
+func (s *Outbox) Deliveries(ctx context.Context, q DeliveryQuery) ([]models.Delivery, error) {
 	var rows []models.Delivery
 	err := s.staleRead(ctx, false, func(db *gorm.DB) error {
 		db = newestFirst(db, "deliveries", q.Page).Where("endpoint_id = ?", q.EndpointID)
@@ -217,24 +247,24 @@ func (s *Store) Deliveries(ctx context.Context, q DeliveryQuery) ([]models.Deliv
 }
 
 // CreateEndpoint stores a webhook endpoint.
-func (s *Store) CreateEndpoint(ctx context.Context, e *models.WebhookEndpoint) error {
+func (s *Outbox) CreateEndpoint(ctx context.Context, e *models.WebhookEndpoint) error {
 	return mapErr("create webhook", s.db.WithContext(ctx).Create(e).Error)
 }
 
 // Endpoints lists the endpoints not deleted.
-func (s *Store) Endpoints(ctx context.Context) ([]models.WebhookEndpoint, error) {
+func (s *Outbox) Endpoints(ctx context.Context) ([]models.WebhookEndpoint, error) {
 	var rows []models.WebhookEndpoint
 	return rows, mapErr("list webhooks", s.db.WithContext(ctx).Where("deleted_at IS NULL").Order("id").Find(&rows).Error)
 }
 
 // Endpoint reads one endpoint, deleted or not.
-func (s *Store) Endpoint(ctx context.Context, id uint64) (models.WebhookEndpoint, error) {
+func (s *Outbox) Endpoint(ctx context.Context, id uint64) (models.WebhookEndpoint, error) {
 	var e models.WebhookEndpoint
 	return e, mapErr("read webhook", s.db.WithContext(ctx).First(&e, id).Error)
 }
 
 // DeleteEndpoint marks an endpoint deleted and skips what still waited for it.
-func (s *Store) DeleteEndpoint(ctx context.Context, id uint64, at time.Time) error {
+func (s *Outbox) DeleteEndpoint(ctx context.Context, id uint64, at time.Time) error {
 	return s.tx(ctx, "delete webhook", func(tx *gorm.DB) error {
 		res := tx.Model(&models.WebhookEndpoint{}).Where("id = ? AND deleted_at IS NULL", id).Update("deleted_at", at)
 		if res.Error != nil {
@@ -249,12 +279,12 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id uint64, at time.Time) err
 }
 
 // SetTemplate stores the WeChat template of an event type.
-func (s *Store) SetTemplate(ctx context.Context, t models.WechatTemplate) error {
+func (s *Outbox) SetTemplate(ctx context.Context, t models.WechatTemplate) error {
 	return mapErr("set template", s.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&t).Error)
 }
 
 // Templates lists the WeChat templates by event type.
-func (s *Store) Templates(ctx context.Context) (map[string]models.WechatTemplate, error) {
+func (s *Outbox) Templates(ctx context.Context) (map[string]models.WechatTemplate, error) {
 	var rows []models.WechatTemplate
 	if err := s.db.WithContext(ctx).Find(&rows).Error; err != nil {
 		return nil, mapErr("list templates", err)
@@ -268,7 +298,7 @@ func (s *Store) Templates(ctx context.Context) (map[string]models.WechatTemplate
 
 // Prune deletes what the retention no longer needs: deliveries finished before done (failed ones
 // before failed), and published events before done that no delivery waits for.
-func (s *Store) Prune(ctx context.Context, done, failed time.Time) (int64, error) {
+func (s *Outbox) Prune(ctx context.Context, done, failed time.Time) (int64, error) {
 	var total int64
 	res := s.db.WithContext(ctx).Where("(status IN ? AND done_at < ?) OR (status = ? AND done_at < ?)",
 		[]string{models.DeliverySucceeded, models.DeliverySkipped}, done.UTC(), models.DeliveryFailed, failed.UTC()).
@@ -289,7 +319,7 @@ func IsNotFound(err error) bool { return errors.Is(err, errNotFound) }
 // StaleHeads lists pending deliveries that are the head of their subject and sink, due before
 // before and not in flight at now: their task was lost (Redis lost its data, queuing failed, the
 // process died between publishing and queuing).
-func (s *Store) StaleHeads(ctx context.Context, before, now time.Time, limit int) ([]uint64, error) {
+func (s *Outbox) StaleHeads(ctx context.Context, before, now time.Time, limit int) ([]uint64, error) {
 	var ids []uint64
 	err := s.db.WithContext(ctx).Model(&models.Delivery{}).
 		Where("status = ? AND next_attempt_at < ? AND (claimed_until IS NULL OR claimed_until < ?)",

@@ -11,7 +11,7 @@ import (
 
 // CreateOrder stores a hold's WeChat Pay order; when the hold has one already (a concurrent request
 // made it), that one is answered.
-func (s *Store) CreateOrder(ctx context.Context, o models.WechatOrder) (models.WechatOrder, error) {
+func (s *Payments) CreateOrder(ctx context.Context, o models.WechatOrder) (models.WechatOrder, error) {
 	if err := s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&o).Error; err != nil {
 		return models.WechatOrder{}, mapErr("create order", err)
 	}
@@ -19,20 +19,20 @@ func (s *Store) CreateOrder(ctx context.Context, o models.WechatOrder) (models.W
 }
 
 // OrderByHold reads a hold's WeChat Pay order.
-func (s *Store) OrderByHold(ctx context.Context, holdID string) (models.WechatOrder, error) {
+func (s *Payments) OrderByHold(ctx context.Context, holdID string) (models.WechatOrder, error) {
 	var o models.WechatOrder
 	return o, mapErr("read order", s.db.WithContext(ctx).First(&o, "hold_id = ?", holdID).Error)
 }
 
 // OrderByTradeNo reads the order of an out_trade_no.
-func (s *Store) OrderByTradeNo(ctx context.Context, outTradeNo string) (models.WechatOrder, error) {
+func (s *Payments) OrderByTradeNo(ctx context.Context, outTradeNo string) (models.WechatOrder, error) {
 	var o models.WechatOrder
 	return o, mapErr("read order", s.db.WithContext(ctx).First(&o, "out_trade_no = ?", outTradeNo).Error)
 }
 
 // OpenOrders lists orders still open whose deadline lies in [from, to] and for whose hold no payment
 // was recorded, by deadline.
-func (s *Store) OpenOrders(ctx context.Context, from, to time.Time, limit int) ([]models.WechatOrder, error) {
+func (s *Payments) OpenOrders(ctx context.Context, from, to time.Time, limit int) ([]models.WechatOrder, error) {
 	var rows []models.WechatOrder
 	paid := s.db.Model(&models.Payment{}).Select("hold_id")
 	err := s.db.WithContext(ctx).Where("closed_at IS NULL AND expires_at >= ? AND expires_at <= ? AND hold_id NOT IN (?)",
@@ -41,7 +41,7 @@ func (s *Store) OpenOrders(ctx context.Context, from, to time.Time, limit int) (
 }
 
 // OrderClosed records that a hold's order was closed.
-func (s *Store) OrderClosed(ctx context.Context, holdID string, at time.Time) error {
+func (s *Payments) OrderClosed(ctx context.Context, holdID string, at time.Time) error {
 	return mapErr("close order", s.db.WithContext(ctx).Model(&models.WechatOrder{}).
 		Where("hold_id = ? AND closed_at IS NULL", holdID).Update("closed_at", at.UTC()).Error)
 }

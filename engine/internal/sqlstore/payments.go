@@ -11,6 +11,11 @@ import (
 	"github.com/slotwheel/slotwheel/models"
 )
 
+// Payments is the money of bookings: payment notifications, WeChat Pay orders, and refunds, from
+// their request (written in the transaction that decides them, see refunds.go) to their
+// settlement by the provider.
+type Payments struct{ *shared }
+
 func paymentRow(p *Payment) *models.Payment {
 	r := &models.Payment{PaymentID: p.PaymentID, HoldID: p.HoldID, AmountCents: p.AmountCents, PaidAt: p.PaidAt.UTC(),
 		Outcome: models.PaymentRefund, Provider: p.Provider, CreatedAt: p.At}
@@ -34,7 +39,7 @@ func toPayment(r *models.Payment) Payment {
 }
 
 // PaymentByID reads a payment notification seen before.
-func (s *Store) PaymentByID(ctx context.Context, paymentID string) (Payment, bool, error) {
+func (s *Payments) PaymentByID(ctx context.Context, paymentID string) (Payment, bool, error) {
 	var r models.Payment
 	err := s.db.WithContext(ctx).First(&r, "payment_id = ?", paymentID).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -49,7 +54,7 @@ func (s *Store) PaymentByID(ctx context.Context, paymentID string) (Payment, boo
 // RecordPayment stores a payment that made no booking of its own — with its refund of the whole
 // amount, in the same transaction — or one for a booking found afterwards; a concurrent duplicate
 // keeps the first row (and its refund), which it answers.
-func (s *Store) RecordPayment(ctx context.Context, p Payment) (Payment, error) {
+func (s *Payments) RecordPayment(ctx context.Context, p Payment) (Payment, error) {
 	err := s.tx(ctx, "record payment", func(tx *gorm.DB) error {
 		return s.recordPayment(tx, p)
 	})
@@ -60,8 +65,9 @@ func (s *Store) RecordPayment(ctx context.Context, p Payment) (Payment, error) {
 	return got, err
 }
 
-// recordPayment is RecordPayment inside tx.
-func (s *Store) recordPayment(tx *gorm.DB, p Payment) error {
+// recordPayment is RecordPayment inside tx. It is shared: CreateBooking records a refused booking's
+// payment (and its refund) through it, in its own transaction.
+func (s *shared) recordPayment(tx *gorm.DB, p Payment) error {
 	row := paymentRow(&p)
 	res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(row)
 	if res.Error != nil || res.RowsAffected == 0 || p.Booked || p.AmountCents <= 0 {

@@ -44,8 +44,9 @@ func paymentRefundNo(paymentID string) string {
 	return "rfp" + hex.EncodeToString(sum[:12])
 }
 
-// writeRefunds records the refunds the changes decided, for bookings that were paid.
-func (s *Store) writeRefunds(tx *gorm.DB, cs []changed) error {
+// writeRefunds records the refunds the changes decided, for bookings that were paid. It is shared:
+// the transactions of booking changes (writeChanges, writeReleases) write their refunds through it.
+func (s *shared) writeRefunds(tx *gorm.DB, cs []changed) error {
 	var ids []string
 	for _, x := range cs {
 		if x.c.Refund != nil && x.b.PaymentID != "" {
@@ -82,7 +83,9 @@ func (s *Store) writeRefunds(tx *gorm.DB, cs []changed) error {
 	return s.insertRefunds(tx, rows)
 }
 
-func (s *Store) insertRefunds(tx *gorm.DB, rows []models.Refund) error {
+// insertRefunds writes refund rows with their refund.requested events inside tx, and has the commit
+// wake the refund loop (see OnRefunds).
+func (s *shared) insertRefunds(tx *gorm.DB, rows []models.Refund) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -126,7 +129,7 @@ type RefundQuery struct {
 }
 
 // Refunds lists refunds matching q: an admin's list, a replica read (see staleRead).
-func (s *Store) Refunds(ctx context.Context, q RefundQuery) ([]models.Refund, error) {
+func (s *Payments) Refunds(ctx context.Context, q RefundQuery) ([]models.Refund, error) {
 	var rows []models.Refund
 	err := s.staleRead(ctx, false, func(db *gorm.DB) error {
 		db = newestFirst(db, "refunds", q.Page)
@@ -140,20 +143,20 @@ func (s *Store) Refunds(ctx context.Context, q RefundQuery) ([]models.Refund, er
 }
 
 // Refund reads one refund.
-func (s *Store) Refund(ctx context.Context, id uint64) (models.Refund, error) {
+func (s *Payments) Refund(ctx context.Context, id uint64) (models.Refund, error) {
 	var r models.Refund
 	return r, mapErr("read refund", s.db.WithContext(ctx).First(&r, id).Error)
 }
 
 // RefundByOutNo reads the refund of an out_refund_no.
-func (s *Store) RefundByOutNo(ctx context.Context, outNo string) (models.Refund, error) {
+func (s *Payments) RefundByOutNo(ctx context.Context, outNo string) (models.Refund, error) {
 	var r models.Refund
 	return r, mapErr("read refund", s.db.WithContext(ctx).First(&r, "out_refund_no = ?", outNo).Error)
 }
 
 // RequestedRefunds lists refunds of a provider still requested, oldest first: those never sent yet
 // (unsent), or those last touched before before.
-func (s *Store) RequestedRefunds(ctx context.Context, provider string, unsent bool, before time.Time, limit int) ([]models.Refund, error) {
+func (s *Payments) RequestedRefunds(ctx context.Context, provider string, unsent bool, before time.Time, limit int) ([]models.Refund, error) {
 	db := s.db.WithContext(ctx).Where("status = ? AND provider = ?", models.RefundRequested, provider)
 	if unsent {
 		db = db.Where("provider_refund_id = '' AND last_error = ''")
@@ -166,7 +169,7 @@ func (s *Store) RequestedRefunds(ctx context.Context, provider string, unsent bo
 
 // RefundSent records what the provider answered a refund request: its refund id, and the error of a
 // request it refused (the refund stays requested).
-func (s *Store) RefundSent(ctx context.Context, id uint64, providerID, lastErr string, at time.Time) error {
+func (s *Payments) RefundSent(ctx context.Context, id uint64, providerID, lastErr string, at time.Time) error {
 	if len(lastErr) > 500 {
 		lastErr = lastErr[:500]
 	}
@@ -179,7 +182,7 @@ func (s *Store) RefundSent(ctx context.Context, id uint64, providerID, lastErr s
 
 // SettleRefund moves a requested refund to succeeded or failed with its event, once; a refund
 // already settled is answered as it is (a provider repeats its notifications).
-func (s *Store) SettleRefund(ctx context.Context, id uint64, status, providerID, lastErr string, at time.Time) (models.Refund, bool, error) {
+func (s *Payments) SettleRefund(ctx context.Context, id uint64, status, providerID, lastErr string, at time.Time) (models.Refund, bool, error) {
 	var r models.Refund
 	changed := false
 	err := s.tx(ctx, "settle refund", func(tx *gorm.DB) error {

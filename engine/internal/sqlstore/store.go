@@ -19,8 +19,32 @@ import (
 	"github.com/slotwheel/slotwheel/engine/replica"
 )
 
-// Store is the SQL store of one database.
+// Store is the SQL store of one database: the assembly of its capabilities, each a type of its own
+// that owns its tables' reads and writes (Bookings, Releases, Catalog, Payments, Outbox, Waitlist,
+// Idempotency, Erasure, Ledger), over the plumbing they share. Their methods are Store's through
+// embedding; what Store declares itself configures the plumbing (UseForReleases, UseReplicas, the
+// renderers and hooks) or checks the database (Ping, DB). A new operation goes to the capability
+// whose tables it owns, or makes a new one, never to Store. A method name is unique across the
+// capabilities: two promoted from the same depth would be ambiguous, and every caller of it on Store
+// would stop compiling.
 type Store struct {
+	*shared
+	*Bookings
+	*Releases
+	*Catalog
+	*Payments
+	*Outbox
+	*Waitlist
+	*Idempotency
+	*Erasure
+	*Ledger
+}
+
+// shared is the plumbing every capability of a Store holds a pointer to: the database handles, the
+// release path's pool and the replicas, the transaction helper, the renderers and the hooks a
+// commit runs. Its methods are the helpers that run inside more than one capability's transactions
+// (a booking change writes its refunds and ledger moves; a schedule change counts the ledger again).
+type shared struct {
 	db           *gorm.DB
 	release      *gorm.DB     // the release path's own connections (UseForReleases); db without them
 	replicas     *replica.Set // nil: every read on the primary (UseReplicas)
@@ -47,7 +71,7 @@ func (s *Store) OnLedgerDrift(f func(slots int)) { s.onDrift.Store(&f) }
 
 // applyLedger writes the moves of a transaction's changes onto the capacity ledger (see
 // ledgerMoves.apply); a drift found on the way is reported once the transaction commits.
-func (s *Store) applyLedger(tx *gorm.DB, l *ledgerMoves) error {
+func (s *shared) applyLedger(tx *gorm.DB, l *ledgerMoves) error {
 	if s.noLedger {
 		return nil
 	}
@@ -65,7 +89,7 @@ func (s *Store) applyLedger(tx *gorm.DB, l *ledgerMoves) error {
 // deliver them at once instead of at its next tick). f must not block.
 func (s *Store) OnEvents(f func()) { s.onEvents.Store(&f) }
 
-func (s *Store) eventsWritten() {
+func (s *shared) eventsWritten() {
 	if f := s.onEvents.Load(); f != nil {
 		(*f)()
 	}
@@ -100,7 +124,10 @@ func markWrote(tx *gorm.DB, user string, id uint64) {
 
 // New builds a Store on db. Events of booking changes are rendered by r (see Renderer).
 func New(db *gorm.DB, r Renderer) *Store {
-	return &Store{db: db, release: db, mysql: db.Dialector.Name() == "mysql", render: r}
+	sh := &shared{db: db, release: db, mysql: db.Dialector.Name() == "mysql", render: r}
+	return &Store{shared: sh, Bookings: &Bookings{sh}, Releases: &Releases{sh}, Catalog: &Catalog{sh},
+		Payments: &Payments{sh}, Outbox: &Outbox{sh}, Waitlist: &Waitlist{sh}, Idempotency: &Idempotency{sh},
+		Erasure: &Erasure{sh}, Ledger: &Ledger{sh}}
 }
 
 // UseForReleases gives the release path (the due index, the release transactions, the release
@@ -119,7 +146,7 @@ func OnReleasePath(ctx context.Context) context.Context {
 }
 
 // catalogDB is the pool a catalog read under ctx uses: the release path's own under OnReleasePath.
-func (s *Store) catalogDB(ctx context.Context) *gorm.DB {
+func (s *shared) catalogDB(ctx context.Context) *gorm.DB {
 	if on, _ := ctx.Value(releasePathKey{}).(bool); on {
 		return s.release.WithContext(ctx)
 	}
@@ -136,7 +163,7 @@ func (s *Store) UseReplicas(rs *replica.Set) { s.replicas = rs }
 // the primary when the store has no replicas or fresh says the reader changed what it reads a moment
 // ago. A replica's failure is never the request's: read runs again on the primary, and the replicas
 // are probed at once. read may run twice and must reset what it fills.
-func (s *Store) staleRead(ctx context.Context, fresh bool, read func(db *gorm.DB) error) error {
+func (s *shared) staleRead(ctx context.Context, fresh bool, read func(db *gorm.DB) error) error {
 	if s.replicas == nil || fresh {
 		return read(s.db.WithContext(ctx))
 	}
@@ -207,12 +234,12 @@ func retryable(err error) bool {
 // runs at READ COMMITTED, which models sets on each connection it opens (SQLite serialises anyway).
 // A failure of COMMIT itself is ErrCommitUnknown: the caller must find out from the data whether it
 // happened.
-func (s *Store) tx(ctx context.Context, op string, fn func(tx *gorm.DB) error) error {
+func (s *shared) tx(ctx context.Context, op string, fn func(tx *gorm.DB) error) error {
 	return s.txOn(ctx, s.db, op, fn)
 }
 
 // txOn is tx on db's connections.
-func (s *Store) txOn(ctx context.Context, db *gorm.DB, op string, fn func(tx *gorm.DB) error) error {
+func (s *shared) txOn(ctx context.Context, db *gorm.DB, op string, fn func(tx *gorm.DB) error) error {
 	st := &txState{}
 	ctx = context.WithValue(ctx, txStateKey{}, st)
 	for attempt := 0; ; attempt++ {

@@ -14,9 +14,13 @@ import (
 // ErrAlreadyWaiting: the user already waits for that window.
 var ErrAlreadyWaiting = errors.New("already waiting for this window")
 
+// Waitlist is the waitlist: users waiting for a window, each resource's queue of them, and the
+// status moves of an entry (promoted to a hold, withdrawn, expired) with their events.
+type Waitlist struct{ *shared }
+
 // JoinWaitlist inserts a WAITING entry; ErrAlreadyWaiting when the user already waits for the
 // same window (the entry's WaitingKey must be set).
-func (s *Store) JoinWaitlist(ctx context.Context, w *models.WaitlistEntry) error {
+func (s *Waitlist) JoinWaitlist(ctx context.Context, w *models.WaitlistEntry) error {
 	err := s.db.WithContext(ctx).Create(w).Error
 	if errors.Is(err, gorm.ErrDuplicatedKey) {
 		return ErrAlreadyWaiting
@@ -25,34 +29,34 @@ func (s *Store) JoinWaitlist(ctx context.Context, w *models.WaitlistEntry) error
 }
 
 // WaitlistEntry reads one entry.
-func (s *Store) WaitlistEntry(ctx context.Context, id uint64) (models.WaitlistEntry, error) {
+func (s *Waitlist) WaitlistEntry(ctx context.Context, id uint64) (models.WaitlistEntry, error) {
 	var w models.WaitlistEntry
 	return w, mapErr("read waitlist", s.db.WithContext(ctx).First(&w, id).Error)
 }
 
 // UserWaitlist lists a user's entries, newest first.
-func (s *Store) UserWaitlist(ctx context.Context, userID string, limit int) ([]models.WaitlistEntry, error) {
+func (s *Waitlist) UserWaitlist(ctx context.Context, userID string, limit int) ([]models.WaitlistEntry, error) {
 	var rows []models.WaitlistEntry
 	return rows, mapErr("list waitlist", s.db.WithContext(ctx).Where("user_id = ?", userID).
 		Order("created_at DESC, id DESC").Limit(limit).Find(&rows).Error)
 }
 
 // Waiting lists the WAITING entries of a resource, first come first.
-func (s *Store) Waiting(ctx context.Context, resourceID uint64, limit int) ([]models.WaitlistEntry, error) {
+func (s *Waitlist) Waiting(ctx context.Context, resourceID uint64, limit int) ([]models.WaitlistEntry, error) {
 	var rows []models.WaitlistEntry
 	return rows, mapErr("waiting", s.db.WithContext(ctx).Where("resource_id = ? AND status = ?", resourceID, string(booking.WaitWaiting)).
 		Order("created_at, id").Limit(limit).Find(&rows).Error)
 }
 
 // ResourcesWithWaiters lists resources that have WAITING entries.
-func (s *Store) ResourcesWithWaiters(ctx context.Context, limit int) ([]uint64, error) {
+func (s *Waitlist) ResourcesWithWaiters(ctx context.Context, limit int) ([]uint64, error) {
 	var ids []uint64
 	return ids, mapErr("waiting resources", s.db.WithContext(ctx).Model(&models.WaitlistEntry{}).
 		Where("status = ?", string(booking.WaitWaiting)).Distinct().Limit(limit).Pluck("resource_id", &ids).Error)
 }
 
 // PromotedFor finds the PROMOTED entry a hold was made for.
-func (s *Store) PromotedFor(ctx context.Context, holdID string) (models.WaitlistEntry, bool, error) {
+func (s *Waitlist) PromotedFor(ctx context.Context, holdID string) (models.WaitlistEntry, bool, error) {
 	var w models.WaitlistEntry
 	err := s.db.WithContext(ctx).Where("hold_id = ? AND status = ?", holdID, string(booking.WaitPromoted)).First(&w).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -63,7 +67,7 @@ func (s *Store) PromotedFor(ctx context.Context, holdID string) (models.Waitlist
 
 // SetWaitStatus moves an entry from one status to another (only if it is still in from), with its
 // event when one is given; errStale when it was not in from any more.
-func (s *Store) SetWaitStatus(ctx context.Context, id uint64, from, to booking.WaitStatus, holdID string, at time.Time, ev *Event) error {
+func (s *Waitlist) SetWaitStatus(ctx context.Context, id uint64, from, to booking.WaitStatus, holdID string, at time.Time, ev *Event) error {
 	err := s.tx(ctx, "set waitlist status", func(tx *gorm.DB) error {
 		upd := map[string]any{"status": string(to), "updated_at": at}
 		if to != booking.WaitPromoted {
