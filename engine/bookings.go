@@ -65,7 +65,7 @@ func (e *Bookings) apply(ctx context.Context, id uint64, decide func(b *sqlstore
 	metricTransitions.WithLabelValues(string(c.From), string(c.To)).Inc()
 	if c.FreesUnits() {
 		e.giveBack(ctx, &b)
-		e.holds.promoteAfterFree(ctx, b.ResourceID)
+		e.announceFreed(ctx, freedUnits{resources: []uint64{b.ResourceID}})
 	}
 	if c.DropTimers && e.sched != nil {
 		if err := e.sched.CancelRelease(ctx, old); err != nil {

@@ -102,6 +102,8 @@ type core struct {
 	hooks testHooks
 
 	token string // this instance's lease token
+	// onFreed are the reactions to freed units (announceFreed), subscribed in assemble.
+	onFreed []func(context.Context, freedUnits)
 }
 
 // testHooks let tests inject failures at the steps docs/DESIGN.md orders; nil in production.

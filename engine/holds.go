@@ -376,7 +376,7 @@ func (e *Holds) CancelHold(ctx context.Context, a Actor, id string) (Hold, error
 	default:
 		return Hold{}, ErrHoldNotActive
 	}
-	e.promoteAfterFree(ctx, r.ResourceID)
+	e.announceFreed(ctx, freedUnits{resources: []uint64{r.ResourceID}})
 	e.payments.closeOrderOf(ctx, r.ID, r.OrderNo)
 	r.Status = HoldCancelled // what the script just wrote
 	return e.viewHold(ctx, r), nil

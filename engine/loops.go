@@ -163,6 +163,7 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 		mkLoop("wheel_sweep", cfg.WheelSweepInterval, time.Minute, 0, true,
 			func(ctx context.Context) error { return e.sweepWheel(ctx, cfg.ExpiryBatch) }),
 		shared("waitlist", cfg.SQLSweepInterval, e.promoteWaiting),
+		shared("freezes", cfg.SQLSweepInterval, e.sweepFreezes),
 		shared("progress", cfg.SQLSweepInterval, e.completeFinished),
 		reminders,
 		release,
@@ -331,9 +332,7 @@ func (e *Holds) finishExpiredAt(ctx context.Context, v uint64) error {
 	for i := range ended {
 		e.payments.closeOrderOf(ctx, ended[i].ID, ended[i].OrderNo)
 	}
-	for _, rid := range lapsed {
-		e.promoteAfterFree(ctx, rid)
-	}
+	e.announceFreed(ctx, freedUnits{resources: lapsed})
 	return nil
 }
 

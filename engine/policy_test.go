@@ -212,3 +212,30 @@ func TestNoshowFreezeOnHolds(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, hold(), "one no-show left: under the threshold")
 }
+
+// TestNoshowFreezeSetByTheSweepWhenItsAnnouncementIsLost: a release whose process died before it
+// announced the no-shows (nothing reacts here) leaves the owner unfrozen until the freezes loop reads
+// SQL; that loop then freezes her.
+func TestNoshowFreezeSetByTheSweepWhenItsAnnouncementIsLost(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(o *Options) { o.DefaultGrace = 15 * time.Minute })
+	ctx := context.Background()
+	res := tb.resource(t, 6, 60, "08:00", "22:00")
+	loops := tb.e.NewLoops(LoopsConfig{})
+	require.NoError(t, loops.Run(ctx, "freezes"), "the rule is off")
+	_, err := tb.e.SetNoshowPolicy(ctx, System, booking.NoshowPolicyInput{MaxNoshows: 1, WithinDays: 30, FreezeDays: 7})
+	require.NoError(t, err)
+	tb.book(t, alice, res, at("11:00"))
+	tb.e.onFreed = nil // the process dies between the release's commit and its announcement
+	tb.clock.Set(at("11:15"))
+	n, err := tb.e.ReleaseDue(ctx, res.VenueID)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	hold := func() error {
+		_, err := tb.e.Hold(ctx, HoldRequest{UserID: "alice", ResourceID: res.ID, Start: at("18:00"), End: at("19:00")})
+		return err
+	}
+	require.NoError(t, hold(), "nothing reacted to the release")
+	require.NoError(t, loops.Run(ctx, "freezes"))
+	require.ErrorIs(t, hold(), ErrAccountFrozen)
+}

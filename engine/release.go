@@ -235,12 +235,9 @@ func (e *Releases) releaseRules(stored map[uint64]string) (modes map[uint64]book
 // afterRelease carries out what a committed batch of releases leaves to do: its units back if the
 // batch could not give them back before its commit (back), and metrics. It answers whether every
 // unit is back — a run that could not give some back fails, so that the release loop does not say
-// them settled (releaseRound) — and the batch's follow-ups: the freed resources' first waiters
-// promoted (the hold path, on the main pool), the released owners' no-show freezes refreshed. The
-// loop runs follow-ups beside its next runs rather than before them. The waitlist sweep promotes
-// what a follow-up lost with its process would have; a freeze it would have set waits for the
-// owner's next no-show, as it did when the process died between a release's commit and its
-// follow-ups.
+// them settled (releaseRound) — and the batch's follow-up: announcing the freed resources and the
+// owners released as no-shows (announceFreed). The loop runs follow-ups beside its next runs rather
+// than before them; what a follow-up lost with its process the sweeps find again.
 func (e *Releases) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []booking.Change, back bool) (followUp func(context.Context), err error) {
 	byVenue, resources, users := releasedUnits(bs, chs)
 	for i := range bs {
@@ -265,12 +262,7 @@ func (e *Releases) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs 
 		}
 		lctx, cancel := later(ctx)
 		defer cancel()
-		for _, r := range resources {
-			e.holds.promoteAfterFree(lctx, r)
-		}
-		if err := e.holds.refreshFreezes(lctx, users); err != nil {
-			e.log.Warn("refresh no-show freezes failed; the owners' next no-show decides again", "err", err)
-		}
+		e.announceFreed(lctx, freedUnits{resources: resources, noShows: users})
 	}, err
 }
 

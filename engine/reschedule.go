@@ -153,7 +153,7 @@ func (e *Bookings) Reschedule(ctx context.Context, a Actor, req RescheduleReques
 		}
 	}
 	e.scheduleIfDue(lctx, &moved)
-	e.holds.promoteAfterFree(lctx, cur.res.ID)
+	e.announceFreed(lctx, freedUnits{resources: []uint64{cur.res.ID}})
 	return e.view(ctx, &moved.Booking)
 }
 

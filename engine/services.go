@@ -27,7 +27,8 @@ type Catalog struct {
 // loops.go).
 type Holds struct {
 	*core
-	wheel wheel
+	wheel   wheel
+	freezes freezeSweep
 	// holdIdem keeps the records of keyed holds that their script cannot write (HoldOnce).
 	holdIdem *idem.Redis
 	bookings *Bookings
@@ -79,7 +80,6 @@ type Releases struct {
 	releaseFlight singleflight.Group
 	bookings      *Bookings
 	catalog       *Catalog
-	holds         *Holds // units that came back promote the waitlist
 }
 
 // Upkeep owns reconciliation of Redis against SQL, repairs after a Redis failover or data loss, and
@@ -102,7 +102,8 @@ func assemble(c *core) *Engine {
 	e.Holds.bookings, e.Holds.catalog, e.Holds.payments, e.Holds.upkeep = e.Bookings, e.Catalog, e.Payments, e.Upkeep
 	e.Bookings.catalog, e.Bookings.holds, e.Bookings.payments, e.Bookings.upkeep = e.Catalog, e.Holds, e.Payments, e.Upkeep
 	e.Payments.bookings, e.Payments.catalog, e.Payments.holds, e.Payments.upkeep = e.Bookings, e.Catalog, e.Holds, e.Upkeep
-	e.Releases.bookings, e.Releases.catalog, e.Releases.holds = e.Bookings, e.Catalog, e.Holds
+	e.Releases.bookings, e.Releases.catalog = e.Bookings, e.Catalog
+	c.onFreed = append(c.onFreed, e.Holds.reactToFreed)
 	e.Upkeep.bookings, e.Upkeep.catalog, e.Upkeep.payments, e.Upkeep.releases = e.Bookings, e.Catalog, e.Payments, e.Releases
 	return e
 }

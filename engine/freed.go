@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// freedUnits is what a release, a cancel, an expiry or a move gave back: the resources whose waiters
+// may now be promoted, and the owners released as no-shows, whose freeze is decided again.
+type freedUnits struct {
+	resources []uint64
+	noShows   []string
+}
+
+// announceFreed tells the capabilities that react to freed units (they subscribe in assemble). The
+// one that frees units does not know them: a release never walks through the hold path. What a
+// reaction lost with its process is found again by a sweep of SQL: the waitlist loop promotes, the
+// freezes loop (sweepFreezes) decides the freezes of recent no-shows.
+func (c *core) announceFreed(ctx context.Context, f freedUnits) {
+	if len(f.resources) == 0 && len(f.noShows) == 0 {
+		return
+	}
+	for _, react := range c.onFreed {
+		react(ctx, f)
+	}
+}
+
+// reactToFreed offers the freed units to the resources' first waiters and refreshes the no-show
+// owners' freezes. A failure is only logged: the sweeps retry.
+func (e *Holds) reactToFreed(ctx context.Context, f freedUnits) {
+	for _, r := range f.resources {
+		e.promoteAfterFree(ctx, r)
+	}
+	if len(f.noShows) == 0 {
+		return
+	}
+	if err := e.refreshFreezes(ctx, f.noShows); err != nil {
+		e.log.Warn("refresh no-show freezes failed; the freezes loop retries", "err", err)
+	}
+}
+
+// freezeSweep is how far the freezes loop has read the no-shows in SQL.
+type freezeSweep struct {
+	mu   sync.Mutex
+	upTo time.Time // zero: not yet (the loop then reads the policy's whole window)
+}
+
+// freezeOverlap is how far before its last look the freezes loop reads again: a release commits its
+// released_at a little after it stamps it (a run may take up to releaseRunTimeout).
+const freezeOverlap = releaseRunTimeout
+
+// sweepFreezes decides the freezes of the owners released as no-shows since its last look, so that
+// a freeze whose release's process died before the announcement is set all the same. It reads
+// nothing while the no-show rule is off.
+func (e *Holds) sweepFreezes(ctx context.Context) error {
+	p, err := e.cat.noshowPolicy(ctx)
+	if err != nil || p.MaxNoshows == 0 {
+		return err
+	}
+	now := e.clock.Now()
+	e.freezes.mu.Lock()
+	since := e.freezes.upTo.Add(-freezeOverlap)
+	e.freezes.mu.Unlock()
+	if since.Before(now.Add(-p.Within)) {
+		since = now.Add(-p.Within)
+	}
+	users, err := e.ss.UsersWithNoshows(ctx, since)
+	if err != nil {
+		return err
+	}
+	if err := e.refreshFreezes(ctx, users); err != nil {
+		return err
+	}
+	e.freezes.mu.Lock()
+	e.freezes.upTo = now
+	e.freezes.mu.Unlock()
+	return nil
+}
