@@ -16,7 +16,7 @@ const eraseBatch = 500
 // The list is trimmed by age only when the user makes another hold at the venue, and every record
 // outlives its place on it by at most the hold's lifetime, so a record this misses ends within that.
 // A paid hold has no record: the booking answers for it.
-func (s *Store) EraseHolds(ctx context.Context, venueID uint64, user, pseudonym string) (n, left int, err error) {
+func (s *Holds) EraseHolds(ctx context.Context, venueID uint64, user, pseudonym string) (n, left int, err error) {
 	vk := s.keys.Venue(venueID)
 	lists := []string{vk.UserHolds(user), vk.UserLive(user), vk.UserHolds(pseudonym), vk.UserLive(pseudonym)}
 	for range 3 {

@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+// Moves owns the moves of bookings to a new window: reserving the new window's units next to the
+// old ones, ending the move either way, and listing the moves under way.
+type Moves struct{ *shared }
+
 // MoveOutcome is what reserving a booking's move answered.
 type MoveOutcome string
 
@@ -23,7 +27,7 @@ const (
 // ReserveMove takes, for booking b's move to fields (in days) committing at version, the units the
 // new window needs beyond those b already holds. The booking's old units stay until EndMove; a move
 // still reserved after stale was left behind, and the wheel looks at the venue then.
-func (s *Store) ReserveMove(ctx context.Context, venueID uint64, b BookingUnits, days []string, now time.Time, stale time.Duration) (MoveOutcome, string, error) {
+func (s *Moves) ReserveMove(ctx context.Context, venueID uint64, b BookingUnits, days []string, now time.Time, stale time.Duration) (MoveOutcome, string, error) {
 	vk := s.keys.Venue(venueID)
 	// The wheel looks again once the move could be abandoned (a process that died mid-move).
 	out, err := s.runMarked(ctx, s.scripts.reserveMove,
@@ -42,16 +46,16 @@ func (s *Store) ReserveMove(ctx context.Context, venueID uint64, b BookingUnits,
 
 // FinishMove leaves a booking holding exactly its move's new window (MySQL committed the move);
 // AbortMove exactly its old one (MySQL did not). version 0 ends whatever move the booking has.
-func (s *Store) FinishMove(ctx context.Context, venueID, bookingID uint64, version int) (string, error) {
+func (s *Moves) FinishMove(ctx context.Context, venueID, bookingID uint64, version int) (string, error) {
 	return s.endMove(ctx, venueID, bookingID, "finish", version)
 }
 
 // AbortMove gives back a move's own units; see FinishMove.
-func (s *Store) AbortMove(ctx context.Context, venueID, bookingID uint64, version int) (string, error) {
+func (s *Moves) AbortMove(ctx context.Context, venueID, bookingID uint64, version int) (string, error) {
 	return s.endMove(ctx, venueID, bookingID, "abort", version)
 }
 
-func (s *Store) endMove(ctx context.Context, venueID, bookingID uint64, how string, version int) (string, error) {
+func (s *Moves) endMove(ctx context.Context, venueID, bookingID uint64, how string, version int) (string, error) {
 	vk := s.keys.Venue(venueID)
 	out, err := s.scripts.endMove.Run(ctx, s.rdb, []string{vk.Owners(), vk.Used(), vk.Moves()}, bookingID, how, version).Text()
 	return out, unavailable("end move", err)
@@ -66,7 +70,7 @@ type PendingMove struct {
 }
 
 // PendingMoves lists a venue's moves under way.
-func (s *Store) PendingMoves(ctx context.Context, venueID uint64) ([]PendingMove, error) {
+func (s *Moves) PendingMoves(ctx context.Context, venueID uint64) ([]PendingMove, error) {
 	m, err := s.rdb.HGetAll(ctx, s.keys.Venue(venueID).Moves()).Result()
 	if err != nil {
 		return nil, unavailable("pending moves", err)

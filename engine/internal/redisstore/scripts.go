@@ -44,7 +44,7 @@ func prelude() string {
 }
 
 // scripts holds one Lua script per Redis operation. Each file under lua/ is headed by its
-// KEYS/ARGV/Output contract, next to the method that runs it in store.go.
+// KEYS/ARGV/Output contract, next to the method of the capability that runs it (see Store).
 type scripts struct {
 	holdSlots      *redis.Script
 	readSlots      *redis.Script

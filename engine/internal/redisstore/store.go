@@ -9,10 +9,8 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,17 +18,46 @@ import (
 	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
-// Store runs the scripts of one keyspace.
-type Store struct {
+// shared is the plumbing every capability of a Store runs on: one client, one keyspace, one set of
+// scripts, and the batcher that sends the hold path's scripts together. The runner of scripts that
+// mark a venue's timer (runMarked) is here too, as holds and moves both need it.
+type shared struct {
 	rdb     redis.UniversalClient
 	keys    Keys
 	scripts *scripts
 	batch   *batcher // the hold path's scripts, sent together (batch.go)
 }
 
+// Store runs the scripts of one keyspace. It is the assembly of the capabilities below, each owning
+// one part of the keyspace's state on the same shared plumbing; their methods are promoted, so a
+// caller holds one Store and calls, say, Hold or Lease on it. Every method has one home.
+type Store struct {
+	*shared
+	*Holds       // units taken by holds: hold, confirm, cancel, refuse, erase (store.go, erase.go)
+	*Inventory   // loaded days and bookings' units: load, restore, give back, repair, regrid (snapshot.go)
+	*Wheel       // hold deadlines and venue timers (timers.go)
+	*Moves       // bookings moving to a new window (moves.go)
+	*Idempotency // keyed requests' records (idempotency.go)
+	*Limits      // rate limits and no-show freezes (limits.go)
+	*Leases      // background loops' leases and progress notes (timers.go)
+	*Recovery    // what tells that Redis lost data (timers.go)
+}
+
 // New builds a Store on rdb under prefix.
 func New(rdb redis.UniversalClient, prefix string) *Store {
-	return &Store{rdb: rdb, keys: NewKeys(prefix), scripts: loadScripts(), batch: newBatcher(rdb)}
+	sh := &shared{rdb: rdb, keys: NewKeys(prefix), scripts: loadScripts(), batch: newBatcher(rdb)}
+	holds := &Holds{sh}
+	return &Store{
+		shared:      sh,
+		Holds:       holds,
+		Inventory:   &Inventory{shared: sh, holds: holds},
+		Wheel:       &Wheel{sh},
+		Moves:       &Moves{sh},
+		Idempotency: &Idempotency{sh},
+		Limits:      &Limits{sh},
+		Leases:      &Leases{sh},
+		Recovery:    &Recovery{sh},
+	}
 }
 
 // Keys returns the store's keyspace.
@@ -38,6 +65,9 @@ func (s *Store) Keys() Keys { return s.keys }
 
 // Client returns the Redis client, for readiness checks.
 func (s *Store) Client() redis.UniversalClient { return s.rdb }
+
+// Ping checks that Redis answers.
+func (s *Store) Ping(ctx context.Context) error { return unavailable("ping", s.rdb.Ping(ctx).Err()) }
 
 // unavailable wraps a Redis failure.
 func unavailable(op string, err error) error {
@@ -48,6 +78,11 @@ func unavailable(op string, err error) error {
 }
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// Holds owns the units that holds take and the hold records: taking them (alone, with an
+// idempotency step, or by roles), reading slots and holds, the steps of a confirm, cancelling,
+// refusing, and erasing a user's holds. Expiring them at their deadlines is the Wheel's.
+type Holds struct{ *shared }
 
 // HoldOutcome is what the hold script answered.
 type HoldOutcome string
@@ -64,7 +99,7 @@ const (
 // Hold takes the units of r (a new hold, status HELD) all or nothing and puts its deadline on the
 // wheel. maxLive bounds the user's live holds at the venue (0: no bound). A cold answer names the
 // resource-day to load.
-func (s *Store) Hold(ctx context.Context, r *HoldRecord, now time.Time, maxLive int) (HoldOutcome, string, error) {
+func (s *Holds) Hold(ctx context.Context, r *HoldRecord, now time.Time, maxLive int) (HoldOutcome, string, error) {
 	out, day, _, err := s.HoldOnce(ctx, r, now, maxLive, nil)
 	return out, day, err
 }
@@ -87,7 +122,7 @@ type IdemStep struct {
 
 // Clustered reports whether the client is a Redis Cluster's, where an idempotency record lives on
 // another master than the venue's keys and no script can touch both.
-func (s *Store) Clustered() bool {
+func (s *Holds) Clustered() bool {
 	_, ok := s.rdb.(*redis.ClusterClient)
 	return ok
 }
@@ -96,7 +131,7 @@ func (s *Store) Clustered() bool {
 // before takes nothing and answers HoldDone with its stored answer, or HoldReused/HoldRunning; a new
 // hold and a full slot store step's answer; the other refusals (closed, limit) reserve the record,
 // which the caller finishes with its answer (IdemFinish). A cold answer stores nothing.
-func (s *Store) HoldOnce(ctx context.Context, r *HoldRecord, now time.Time, maxLive int, step *IdemStep) (HoldOutcome, string, IdemAnswer, error) {
+func (s *Holds) HoldOnce(ctx context.Context, r *HoldRecord, now time.Time, maxLive int, step *IdemStep) (HoldOutcome, string, IdemAnswer, error) {
 	vk := s.keys.Venue(r.VenueID)
 	keys := []string{vk.Capacity(), vk.Used(), vk.Owners(), vk.Wheel(), vk.Ended(), vk.Days(), vk.Hold(r.ID),
 		vk.UserHolds(r.UserID), vk.UserLive(r.UserID)}
@@ -143,7 +178,7 @@ type Role struct {
 // HoldRoles takes a multi-resource hold: for every role the first candidate with room, all roles or
 // none (see hold_roles.lua). It answers the resource chosen for each role; a cold answer names the
 // resource-day to load. r's Fields, Days and Roles are set to what was taken.
-func (s *Store) HoldRoles(ctx context.Context, r *HoldRecord, roles []Role, now time.Time, maxLive int) (HoldOutcome, string, error) {
+func (s *Holds) HoldRoles(ctx context.Context, r *HoldRecord, roles []Role, now time.Time, maxLive int) (HoldOutcome, string, error) {
 	vk := s.keys.Venue(r.VenueID)
 	keys := []string{vk.Capacity(), vk.Used(), vk.Owners(), vk.Wheel(), vk.Ended(), vk.Days(), vk.Hold(r.ID),
 		vk.UserHolds(r.UserID), vk.UserLive(r.UserID)}
@@ -183,7 +218,7 @@ func (s *Store) HoldRoles(ctx context.Context, r *HoldRecord, roles []Role, now 
 // runMarked runs a script that may put a hold on a venue's wheel, and marks the venue's timer at at
 // in the same round trip (a pipeline; in a Redis Cluster, one per master, sent together). The mark
 // is made whatever the script answers: a needless mark costs the wheel one look at the venue.
-func (s *Store) runMarked(ctx context.Context, sc *redis.Script, keys []string, args []any, venueID uint64, at, now time.Time) ([]string, error) {
+func (s *shared) runMarked(ctx context.Context, sc *redis.Script, keys []string, args []any, venueID uint64, at, now time.Time) ([]string, error) {
 	cmd, err := s.evalMarked(ctx, sc, keys, args, venueID, at, now)
 	if err != nil {
 		return nil, err
@@ -192,7 +227,7 @@ func (s *Store) runMarked(ctx context.Context, sc *redis.Script, keys []string, 
 }
 
 // evalMarked is runMarked for a script whose answer is not a list of strings.
-func (s *Store) evalMarked(ctx context.Context, sc *redis.Script, keys []string, args []any, venueID uint64, at, now time.Time) (*redis.Cmd, error) {
+func (s *shared) evalMarked(ctx context.Context, sc *redis.Script, keys []string, args []any, venueID uint64, at, now time.Time) (*redis.Cmd, error) {
 	for attempt := 0; ; attempt++ {
 		// With the scripts of other requests running at the same time (batch.go).
 		var cmd *redis.Cmd
@@ -216,7 +251,7 @@ func (s *Store) evalMarked(ctx context.Context, sc *redis.Script, keys []string,
 
 // ReadSlots reads the capacity (-1 when closed) and units taken of fields of a venue, after expiring
 // due holds. cold names a resource-day of days that is not loaded (nothing else is answered then).
-func (s *Store) ReadSlots(ctx context.Context, venueID uint64, now time.Time, days, fields []string) (caps, used []int, cold string, err error) {
+func (s *Holds) ReadSlots(ctx context.Context, venueID uint64, now time.Time, days, fields []string) (caps, used []int, cold string, err error) {
 	vk := s.keys.Venue(venueID)
 	args := make([]any, 0, 2+len(fields))
 	args = append(args, ms(now), strings.Join(days, listSep))
@@ -245,7 +280,7 @@ func (s *Store) ReadSlots(ctx context.Context, venueID uint64, now time.Time, da
 }
 
 // ReadHold loads a hold record; false when it is unknown or gone.
-func (s *Store) ReadHold(ctx context.Context, id string) (HoldRecord, bool, error) {
+func (s *Holds) ReadHold(ctx context.Context, id string) (HoldRecord, bool, error) {
 	v, ok := HoldVenue(id)
 	if !ok {
 		return HoldRecord{}, false, nil
@@ -259,9 +294,14 @@ func (s *Store) ReadHold(ctx context.Context, id string) (HoldRecord, bool, erro
 }
 
 // UserHolds lists the ids of a user's holds of the last day at a venue, newest first.
-func (s *Store) UserHolds(ctx context.Context, venueID uint64, userID string, limit int) ([]string, error) {
+func (s *Holds) UserHolds(ctx context.Context, venueID uint64, userID string, limit int) ([]string, error) {
 	ids, err := s.rdb.ZRevRange(ctx, s.keys.Venue(venueID).UserHolds(userID), 0, int64(limit)-1).Result()
 	return ids, unavailable("list holds", err)
+}
+
+// SetOrderNo notes on a hold's record the payment provider's order made for it.
+func (s *Holds) SetOrderNo(ctx context.Context, venueID uint64, holdID, orderNo string) error {
+	return unavailable("note order", s.scripts.setOrder.Run(ctx, s.rdb, []string{s.keys.Venue(venueID).Hold(holdID)}, orderNo).Err())
 }
 
 // ConfirmStep is what marking a hold CONFIRMING answered.
@@ -274,7 +314,7 @@ type ConfirmStep struct {
 // MarkConfirming is step one of a confirm (docs/DESIGN.md "Pay"): the hold leaves the wheel, or an
 // expired (or, with revive, cancelled) hold re-takes its units if they are free. A CONFIRMING older
 // than stale belongs to a dead process and is taken over.
-func (s *Store) MarkConfirming(ctx context.Context, r *HoldRecord, now time.Time, revive bool, stale time.Duration) (ConfirmStep, error) {
+func (s *Holds) MarkConfirming(ctx context.Context, r *HoldRecord, now time.Time, revive bool, stale time.Duration) (ConfirmStep, error) {
 	vk := s.keys.Venue(r.VenueID)
 	flag := "0"
 	if revive {
@@ -299,7 +339,7 @@ func (s *Store) MarkConfirming(ctx context.Context, r *HoldRecord, now time.Time
 
 // Settle is the last step of a confirm: the hold's units become those of the booking at version
 // (taken again if Redis lost them) and the hold record goes. It is idempotent.
-func (s *Store) Settle(ctx context.Context, r *HoldRecord, bookingID uint64, version int) (string, error) {
+func (s *Holds) Settle(ctx context.Context, r *HoldRecord, bookingID uint64, version int) (string, error) {
 	vk := s.keys.Venue(r.VenueID)
 	out, err := s.scripts.settleHold.Run(ctx, s.rdb,
 		[]string{vk.Owners(), vk.Used(), vk.Hold(r.ID), vk.Wheel(), vk.Gone(), vk.Confirming(), vk.Ended(),
@@ -309,7 +349,7 @@ func (s *Store) Settle(ctx context.Context, r *HoldRecord, bookingID uint64, ver
 }
 
 // Unconfirm puts a hold whose booking was certainly not committed back on the wheel.
-func (s *Store) Unconfirm(ctx context.Context, r *HoldRecord, now time.Time) error {
+func (s *Holds) Unconfirm(ctx context.Context, r *HoldRecord, now time.Time) error {
 	vk := s.keys.Venue(r.VenueID)
 	_, err := s.evalMarked(ctx, s.scripts.unconfirm, []string{vk.Wheel(), vk.Hold(r.ID), vk.Confirming(), vk.UserLive(r.UserID)},
 		[]any{ms(now), Keep.Milliseconds()}, r.VenueID, r.Deadline, now)
@@ -318,7 +358,7 @@ func (s *Store) Unconfirm(ctx context.Context, r *HoldRecord, now time.Time) err
 
 // CancelHold gives up a live hold. It answers "cancelled", "busy" (being confirmed), "missing", or
 // the hold's effective status when it is no longer live.
-func (s *Store) CancelHold(ctx context.Context, r *HoldRecord, now time.Time) (string, error) {
+func (s *Holds) CancelHold(ctx context.Context, r *HoldRecord, now time.Time) (string, error) {
 	vk := s.keys.Venue(r.VenueID)
 	out, err := s.scripts.cancelHold.Run(ctx, s.rdb,
 		[]string{vk.Owners(), vk.Used(), vk.Wheel(), vk.Ended(), vk.Hold(r.ID), vk.UserLive(r.UserID)},
@@ -338,7 +378,7 @@ const (
 // come back and its record says CANCELLED. It answers "refused", "missing", "fits" (RefuseOverfull:
 // no slot of the hold is over capacity any more), or the hold's status when the mode does not
 // refuse a hold in it.
-func (s *Store) RefuseHold(ctx context.Context, r *HoldRecord, mode string, now time.Time) (string, error) {
+func (s *Holds) RefuseHold(ctx context.Context, r *HoldRecord, mode string, now time.Time) (string, error) {
 	vk := s.keys.Venue(r.VenueID)
 	out, err := s.scripts.refuseHold.Run(ctx, s.rdb,
 		[]string{vk.Capacity(), vk.Used(), vk.Owners(), vk.Wheel(), vk.Ended(), vk.Confirming(), vk.Hold(r.ID), vk.UserLive(r.UserID)},
@@ -346,384 +386,9 @@ func (s *Store) RefuseHold(ctx context.Context, r *HoldRecord, mode string, now 
 	return out, unavailable("refuse hold", err)
 }
 
-// Freed is an owner whose units are to come back: a booking whose change at Version stopped it
-// occupying (its units stay if a later change took them again), or a hold (Version 0).
-type Freed struct {
-	Owner   Owner
-	Version int
-}
-
-// GiveBack returns the units of owners of one venue that no longer occupy, each exactly once, and
-// tombstones the bookings among them. It answers how many gave units back.
-func (s *Store) GiveBack(ctx context.Context, venueID uint64, freed []Freed, now time.Time) (int, error) {
-	if len(freed) == 0 {
-		return 0, nil
-	}
-	vk := s.keys.Venue(venueID)
-	total := 0
-	for len(freed) > 0 {
-		n := min(len(freed), 1000) // one script call per thousand: a batch release is a few calls
-		args := make([]any, 0, 2+2*n)
-		args = append(args, ms(now), (2 * Keep).Milliseconds())
-		for _, f := range freed[:n] {
-			args = append(args, string(f.Owner), f.Version)
-		}
-		got, err := s.scripts.giveBack.Run(ctx, s.rdb, []string{vk.Owners(), vk.Used(), vk.Gone()}, args...).Int()
-		if err != nil {
-			return total, unavailable("give back units", err)
-		}
-		total += got
-		freed = freed[n:]
-	}
-	return total, nil
-}
-
-// BookingUnits are an occupying booking's units as SQL knows them, held by its change at Version.
-type BookingUnits struct {
-	BookingID uint64
-	HoldID    string
-	Qty       int
-	Fields    []string
-	Version   int
-}
-
-// Restore takes a booking's units again for a restore or a late check-in, for its change at
-// b.Version: they must be free. It answers
-// "present", "moved", "added", or "full"/"closed" when they are not free.
-func (s *Store) Restore(ctx context.Context, venueID uint64, b BookingUnits) (string, error) {
-	out, err := s.ensureOwners(ctx, venueID, "restore", []BookingUnits{b})
-	if err != nil {
-		return "", err
-	}
-	return out[0], nil
-}
-
-// EnsureCounted makes sure the units of occupying bookings are counted once each (reconciliation:
-// SQL is the truth, so no capacity check; a tombstoned booking was released meanwhile and is left
-// alone). It answers how many were added.
-func (s *Store) EnsureCounted(ctx context.Context, venueID uint64, bs []BookingUnits) (int, error) {
-	added := 0
-	for len(bs) > 0 {
-		n := min(len(bs), 500)
-		out, err := s.ensureOwners(ctx, venueID, "repair", bs[:n])
-		if err != nil {
-			return added, err
-		}
-		for _, o := range out {
-			if o == "added" || o == "replaced" {
-				added++
-			}
-		}
-		bs = bs[n:]
-	}
-	return added, nil
-}
-
-func (s *Store) ensureOwners(ctx context.Context, venueID uint64, mode string, bs []BookingUnits) ([]string, error) {
-	vk := s.keys.Venue(venueID)
-	args := make([]any, 0, 1+5*len(bs))
-	args = append(args, mode)
-	for _, b := range bs {
-		args = append(args, b.BookingID, b.HoldID, b.Qty, strings.Join(b.Fields, listSep), b.Version)
-	}
-	out, err := replyStrings(s.scripts.ensureOwners.Run(ctx, s.rdb, []string{vk.Capacity(), vk.Used(), vk.Owners(), vk.Gone(), vk.Moves()}, args...).Result())
-	return out, unavailable("ensure owners", err)
-}
-
-// FieldCapacity is one slot's capacity, for loading a day.
-type FieldCapacity struct {
-	Field    string
-	Capacity int
-}
-
-// LoadDay fills a cold resource-day: its capacity and the units of the bookings occupying it, in one
-// step. A day already loaded is left as it is.
-func (s *Store) LoadDay(ctx context.Context, venueID uint64, dayField string, caps []FieldCapacity, bookings []BookingUnits) error {
-	vk := s.keys.Venue(venueID)
-	args := make([]any, 0, 2+2*len(caps)+4*len(bookings))
-	args = append(args, dayField, len(caps))
-	for _, c := range caps {
-		args = append(args, c.Field, c.Capacity)
-	}
-	for _, b := range bookings {
-		args = append(args, b.BookingID, b.Qty, strings.Join(b.Fields, listSep), b.Version)
-	}
-	err := s.scripts.loadDay.Run(ctx, s.rdb, []string{vk.Capacity(), vk.Used(), vk.Owners(), vk.Gone(), vk.Days()}, args...).Err()
-	return unavailable("load day", err)
-}
-
-// DayLoaded reports whether a resource-day is loaded.
-func (s *Store) DayLoaded(ctx context.Context, venueID uint64, dayField string) (bool, error) {
-	ok, err := s.rdb.SIsMember(ctx, s.keys.Venue(venueID).Days(), dayField).Result()
-	return ok, unavailable("day loaded", err)
-}
-
-// Recount recomputes a venue's counters from its owners and answers how many were wrong, and the
-// slots whose owners hold more units than the slot has.
-func (s *Store) Recount(ctx context.Context, venueID uint64) (drift int, overfull []string, err error) {
-	vk := s.keys.Venue(venueID)
-	out, err := replyStrings(s.scripts.recount.Run(ctx, s.rdb, []string{vk.Used(), vk.Owners(), vk.Capacity()}).Result())
-	if err != nil {
-		return 0, nil, unavailable("recount", err)
-	}
-	if drift, err = strconv.Atoi(out[0]); err != nil {
-		return 0, nil, unavailable("recount", err)
-	}
-	return drift, out[1:], nil
-}
-
-// Owners lists a venue's owners.
-func (s *Store) Owners(ctx context.Context, venueID uint64) ([]Owner, error) {
-	keys, err := s.rdb.HKeys(ctx, s.keys.Venue(venueID).Owners()).Result()
-	if err != nil {
-		return nil, unavailable("owners", err)
-	}
-	out := make([]Owner, len(keys))
-	for i, k := range keys {
-		out[i] = Owner(k)
-	}
-	return out, nil
-}
-
-// Move is an owner's units on a new grid.
-type Move struct {
-	Owner  Owner
-	Fields []string
-}
-
-// Regrid switches a resource to a new grid in one step: its loaded days are forgotten (with the old
-// capacity fields), and every owner moves onto its new fields.
-func (s *Store) Regrid(ctx context.Context, venueID uint64, dayFields, oldFields []string, moves []Move) error {
-	vk := s.keys.Venue(venueID)
-	keys := []string{vk.Capacity(), vk.Days(), vk.Owners(), vk.Used()}
-	args := make([]any, 0, 2+len(dayFields)+len(oldFields)+3*len(moves))
-	args = append(args, len(dayFields))
-	for _, d := range dayFields {
-		args = append(args, d)
-	}
-	args = append(args, len(oldFields))
-	for _, f := range oldFields {
-		args = append(args, f)
-	}
-	for _, m := range moves {
-		idx := 0
-		if id, ok := m.Owner.Hold(); ok {
-			keys = append(keys, vk.Hold(id))
-			idx = len(keys)
-		}
-		args = append(args, string(m.Owner), strings.Join(m.Fields, listSep), idx)
-	}
-	return unavailable("regrid", s.scripts.regrid.Run(ctx, s.rdb, keys, args...).Err())
-}
-
-// CapacityFields lists the capacity fields of a resource whose slot starts in [from, to).
-func (s *Store) CapacityFields(ctx context.Context, venueID, resourceID uint64, from, to time.Time) ([]string, error) {
-	var out []string
-	prefix := strconv.FormatUint(resourceID, 10) + ":"
-	iter := s.rdb.HScan(ctx, s.keys.Venue(venueID).Capacity(), 0, prefix+"*", 1000).Iterator()
-	lo, hi := from.Unix()/60, to.Unix()/60
-	for i := 0; iter.Next(ctx); i++ {
-		if i%2 == 1 { // values
-			continue
-		}
-		f := iter.Val()
-		m, err := strconv.ParseInt(strings.TrimPrefix(f, prefix), 10, 64)
-		if err == nil && m >= lo && m < hi {
-			out = append(out, f)
-		}
-	}
-	return out, unavailable("scan capacity", iter.Err())
-}
-
-// ExpireDue gives back the units of a venue's due holds, at most limit of them, and answers how many
-// and the earliest remaining deadline (zero when the wheel is empty).
-func (s *Store) ExpireDue(ctx context.Context, venueID uint64, now time.Time, limit int) (int, time.Time, error) {
-	vk := s.keys.Venue(venueID)
-	out, err := s.scripts.expireDue.Run(ctx, s.rdb, []string{vk.Wheel(), vk.Ended(), vk.Owners(), vk.Used()}, ms(now), limit).Int64Slice()
-	if err != nil {
-		return 0, time.Time{}, unavailable("expire due holds", err)
-	}
-	var next time.Time
-	if out[1] >= 0 {
-		next = time.UnixMilli(out[1]).UTC()
-	}
-	return int(out[0]), next, nil
-}
-
-// EndedHolds reads up to limit holds of a venue whose units came back at their deadline and whose
-// records are still to be written EXPIRED (and announced).
-func (s *Store) EndedHolds(ctx context.Context, venueID uint64, now time.Time, limit int) ([]HoldRecord, error) {
-	vk := s.keys.Venue(venueID)
-	ids, err := s.rdb.ZRangeByScore(ctx, vk.Ended(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(ms(now), 10), Count: int64(limit)}).Result()
-	if err != nil {
-		return nil, unavailable("ended holds", err)
-	}
-	out := make([]HoldRecord, 0, len(ids))
-	for _, id := range ids {
-		m, err := s.rdb.HGetAll(ctx, vk.Hold(id)).Result()
-		if err != nil {
-			return nil, unavailable("ended holds", err)
-		}
-		r, ok := decodeHold(m)
-		if !ok {
-			r = HoldRecord{ID: id, VenueID: venueID} // the record is gone: only its entry is left to clear
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
-
-// FinishExpired writes the records of ended holds EXPIRED (a hold re-taken by a late payment
-// meanwhile is left as it is) and takes them off the ended set.
-func (s *Store) FinishExpired(ctx context.Context, venueID uint64, ids []string, now time.Time) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	vk := s.keys.Venue(venueID)
-	keys := make([]string, 0, 1+len(ids))
-	keys = append(keys, vk.Ended())
-	args := make([]any, 0, 2+len(ids))
-	args = append(args, ms(now), Keep.Milliseconds())
-	for _, id := range ids {
-		keys = append(keys, vk.Hold(id))
-		args = append(args, id)
-	}
-	return unavailable("finish expired holds", s.scripts.finishExpired.Run(ctx, s.rdb, keys, args...).Err())
-}
-
-// StaleConfirming lists the holds of a venue CONFIRMING since before cutoff.
-func (s *Store) StaleConfirming(ctx context.Context, venueID uint64, cutoff time.Time, limit int) ([]string, error) {
-	ids, err := s.rdb.ZRangeByScore(ctx, s.keys.Venue(venueID).Confirming(),
-		&redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(ms(cutoff), 10), Count: int64(limit)}).Result()
-	return ids, unavailable("confirming holds", err)
-}
-
-// LiveHolds lists the holds on a venue's wheel (HELD, waiting for their deadline).
-func (s *Store) LiveHolds(ctx context.Context, venueID uint64) ([]string, error) {
-	ids, err := s.rdb.ZRange(ctx, s.keys.Venue(venueID).Wheel(), 0, -1).Result()
-	return ids, unavailable("live holds", err)
-}
-
-// ForgetConfirming takes a hold that is no longer CONFIRMING off the confirming set.
-func (s *Store) ForgetConfirming(ctx context.Context, venueID uint64, holdID string) error {
-	return unavailable("forget confirming", s.rdb.ZRem(ctx, s.keys.Venue(venueID).Confirming(), holdID).Err())
-}
-
-// Requeue puts a HELD hold missing from the wheel back on it; true when it was missing.
-func (s *Store) Requeue(ctx context.Context, r *HoldRecord, now time.Time) (bool, error) {
-	n, err := s.rdb.ZAddNX(ctx, s.keys.Venue(r.VenueID).Wheel(), redis.Z{Score: float64(ms(r.Deadline)), Member: r.ID}).Result()
-	if err == nil && n == 1 {
-		err = s.MarkDue(ctx, r.VenueID, r.Deadline, now)
-	}
-	return n == 1, unavailable("requeue hold", err)
-}
-
-// Alive reports whether every marker of tags is present; false means Redis lost data since the last
-// reconciliation.
-func (s *Store) Alive(ctx context.Context, tags []string) (bool, error) {
-	for _, t := range tags {
-		n, err := s.rdb.Exists(ctx, s.keys.Alive(t)).Result()
-		if err != nil {
-			return false, unavailable("alive", err)
-		}
-		if n == 0 {
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
-// MarkAlive sets the markers of tags.
-func (s *Store) MarkAlive(ctx context.Context, tags []string, now time.Time) error {
-	for _, t := range tags {
-		if err := s.rdb.Set(ctx, s.keys.Alive(t), ms(now), 0).Err(); err != nil {
-			return unavailable("mark alive", err)
-		}
-	}
-	return nil
-}
-
-// Identity names the Redis primaries this client writes to: the run_id of the server, or of every
-// master of a cluster, sorted and joined. A primary replaced by a promoted replica (a failover, which
-// may have lost acknowledged writes, replication being asynchronous) or restarted changes it. An
-// empty answer means the server does not say (the embedded Redis).
-func (s *Store) Identity(ctx context.Context) (string, error) {
-	var mu sync.Mutex
-	var ids []string
-	read := func(ctx context.Context, c *redis.Client) error {
-		// INFO without a section: the embedded Redis refuses the "server" section (and has no run_id).
-		info, err := c.Info(ctx).Result()
-		if err != nil {
-			return err
-		}
-		for _, line := range strings.Split(info, "\n") {
-			if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok && id != "" {
-				mu.Lock()
-				ids = append(ids, id)
-				mu.Unlock()
-			}
-		}
-		return nil
-	}
-	var err error
-	switch c := s.rdb.(type) {
-	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, read)
-	case *redis.Client:
-		err = read(ctx, c)
-	default:
-		return "", nil
-	}
-	if err != nil {
-		return "", unavailable("identity", err)
-	}
-	slices.Sort(ids)
-	return strings.Join(ids, ","), nil
-}
-
-// Ping checks that Redis answers.
-func (s *Store) Ping(ctx context.Context) error { return unavailable("ping", s.rdb.Ping(ctx).Err()) }
-
-// DeleteVenue deletes every key of a venue (for tools and tests that clean up after themselves;
-// the service never deletes a venue's keys). The keys share one hash tag, so one DEL of a batch
-// touches one Cluster slot; on a cluster every master is scanned, as the slot's master is not known
-// ahead.
-func (s *Store) DeleteVenue(ctx context.Context, venueID uint64) error {
-	return unavailable("delete venue keys", DeleteMatching(ctx, s.rdb, s.keys.VenuePattern(venueID)))
-}
-
-// DeleteMatching deletes the keys matching pattern, which must name keys of one hash tag, on every
-// master.
-func DeleteMatching(ctx context.Context, rdb redis.UniversalClient, pattern string) error {
-	del := func(ctx context.Context, c redis.Cmdable) error {
-		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
-		var batch []string
-		for iter.Next(ctx) {
-			batch = append(batch, iter.Val())
-			if len(batch) == 500 {
-				if err := c.Del(ctx, batch...).Err(); err != nil {
-					return err
-				}
-				batch = batch[:0]
-			}
-		}
-		if err := iter.Err(); err != nil {
-			return err
-		}
-		if len(batch) > 0 {
-			return c.Del(ctx, batch...).Err()
-		}
-		return nil
-	}
-	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return del(ctx, c) })
-	}
-	return del(ctx, rdb)
-}
-
 // ReadHolds loads the records of some holds of one venue in one round trip (their keys share the
 // venue's hash tag, so the pipeline goes to one node); a missing record is left out.
-func (s *Store) ReadHolds(ctx context.Context, venueID uint64, ids []string) (map[string]HoldRecord, error) {
+func (s *Holds) ReadHolds(ctx context.Context, venueID uint64, ids []string) (map[string]HoldRecord, error) {
 	vk := s.keys.Venue(venueID)
 	out := make(map[string]HoldRecord, len(ids))
 	for len(ids) > 0 {

@@ -3,7 +3,10 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -36,7 +39,7 @@ func dueSecond(at time.Time) int64 {
 const dueLife = time.Hour
 
 // markDue queues, on pipe, the mark of venue's timer at at (never earlier than now).
-func (s *Store) markDue(ctx context.Context, pipe redis.Cmdable, venueID uint64, at, now time.Time) {
+func (s *shared) markDue(ctx context.Context, pipe redis.Cmdable, venueID uint64, at, now time.Time) {
 	if at.Before(now) {
 		at = now
 	}
@@ -46,8 +49,13 @@ func (s *Store) markDue(ctx context.Context, pipe redis.Cmdable, venueID uint64,
 	pipe.ExpireAt(ctx, key, time.Unix(sec, 0).Add(dueLife))
 }
 
+// Wheel owns the deadlines of a venue's holds — the wheel itself, the holds that ended on it, the
+// confirms under way — and the venue timers that say when to look at a venue. It expires and
+// requeues holds; what a hold takes is the Holds'.
+type Wheel struct{ *shared }
+
 // MarkDue marks a venue's timer at at: the wheel looks at the venue once at has come.
-func (s *Store) MarkDue(ctx context.Context, venueID uint64, at, now time.Time) error {
+func (s *Wheel) MarkDue(ctx context.Context, venueID uint64, at, now time.Time) error {
 	_, err := s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
 		s.markDue(ctx, pipe, venueID, at, now)
 		return nil
@@ -57,7 +65,7 @@ func (s *Store) MarkDue(ctx context.Context, venueID uint64, at, now time.Time) 
 
 // DueBetween lists the venues marked in every shard of the seconds from..to (inclusive), each once,
 // in one round trip (a pipeline; on a Redis Cluster, one per master, sent together).
-func (s *Store) DueBetween(ctx context.Context, from, to int64) ([]uint64, error) {
+func (s *Wheel) DueBetween(ctx context.Context, from, to int64) ([]uint64, error) {
 	pipe := s.rdb.Pipeline()
 	var cmds []*redis.StringSliceCmd
 	for sec := from; sec <= to; sec++ {
@@ -82,7 +90,7 @@ func (s *Store) DueBetween(ctx context.Context, from, to int64) ([]uint64, error
 }
 
 // DropDueBetween forgets every shard of the seconds from..to, once their venues were looked at.
-func (s *Store) DropDueBetween(ctx context.Context, from, to int64) error {
+func (s *Wheel) DropDueBetween(ctx context.Context, from, to int64) error {
 	pipe := s.rdb.Pipeline()
 	for sec := from; sec <= to; sec++ {
 		for shard := range DueShards {
@@ -93,16 +101,103 @@ func (s *Store) DropDueBetween(ctx context.Context, from, to int64) error {
 	return unavailable("drop due", err)
 }
 
+// ExpireDue gives back the units of a venue's due holds, at most limit of them, and answers how many
+// and the earliest remaining deadline (zero when the wheel is empty).
+func (s *Wheel) ExpireDue(ctx context.Context, venueID uint64, now time.Time, limit int) (int, time.Time, error) {
+	vk := s.keys.Venue(venueID)
+	out, err := s.scripts.expireDue.Run(ctx, s.rdb, []string{vk.Wheel(), vk.Ended(), vk.Owners(), vk.Used()}, ms(now), limit).Int64Slice()
+	if err != nil {
+		return 0, time.Time{}, unavailable("expire due holds", err)
+	}
+	var next time.Time
+	if out[1] >= 0 {
+		next = time.UnixMilli(out[1]).UTC()
+	}
+	return int(out[0]), next, nil
+}
+
+// EndedHolds reads up to limit holds of a venue whose units came back at their deadline and whose
+// records are still to be written EXPIRED (and announced).
+func (s *Wheel) EndedHolds(ctx context.Context, venueID uint64, now time.Time, limit int) ([]HoldRecord, error) {
+	vk := s.keys.Venue(venueID)
+	ids, err := s.rdb.ZRangeByScore(ctx, vk.Ended(), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(ms(now), 10), Count: int64(limit)}).Result()
+	if err != nil {
+		return nil, unavailable("ended holds", err)
+	}
+	out := make([]HoldRecord, 0, len(ids))
+	for _, id := range ids {
+		m, err := s.rdb.HGetAll(ctx, vk.Hold(id)).Result()
+		if err != nil {
+			return nil, unavailable("ended holds", err)
+		}
+		r, ok := decodeHold(m)
+		if !ok {
+			r = HoldRecord{ID: id, VenueID: venueID} // the record is gone: only its entry is left to clear
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// FinishExpired writes the records of ended holds EXPIRED (a hold re-taken by a late payment
+// meanwhile is left as it is) and takes them off the ended set.
+func (s *Wheel) FinishExpired(ctx context.Context, venueID uint64, ids []string, now time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	vk := s.keys.Venue(venueID)
+	keys := make([]string, 0, 1+len(ids))
+	keys = append(keys, vk.Ended())
+	args := make([]any, 0, 2+len(ids))
+	args = append(args, ms(now), Keep.Milliseconds())
+	for _, id := range ids {
+		keys = append(keys, vk.Hold(id))
+		args = append(args, id)
+	}
+	return unavailable("finish expired holds", s.scripts.finishExpired.Run(ctx, s.rdb, keys, args...).Err())
+}
+
+// StaleConfirming lists the holds of a venue CONFIRMING since before cutoff.
+func (s *Wheel) StaleConfirming(ctx context.Context, venueID uint64, cutoff time.Time, limit int) ([]string, error) {
+	ids, err := s.rdb.ZRangeByScore(ctx, s.keys.Venue(venueID).Confirming(),
+		&redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(ms(cutoff), 10), Count: int64(limit)}).Result()
+	return ids, unavailable("confirming holds", err)
+}
+
+// LiveHolds lists the holds on a venue's wheel (HELD, waiting for their deadline).
+func (s *Wheel) LiveHolds(ctx context.Context, venueID uint64) ([]string, error) {
+	ids, err := s.rdb.ZRange(ctx, s.keys.Venue(venueID).Wheel(), 0, -1).Result()
+	return ids, unavailable("live holds", err)
+}
+
+// ForgetConfirming takes a hold that is no longer CONFIRMING off the confirming set.
+func (s *Wheel) ForgetConfirming(ctx context.Context, venueID uint64, holdID string) error {
+	return unavailable("forget confirming", s.rdb.ZRem(ctx, s.keys.Venue(venueID).Confirming(), holdID).Err())
+}
+
+// Requeue puts a HELD hold missing from the wheel back on it; true when it was missing.
+func (s *Wheel) Requeue(ctx context.Context, r *HoldRecord, now time.Time) (bool, error) {
+	n, err := s.rdb.ZAddNX(ctx, s.keys.Venue(r.VenueID).Wheel(), redis.Z{Score: float64(ms(r.Deadline)), Member: r.ID}).Result()
+	if err == nil && n == 1 {
+		err = s.MarkDue(ctx, r.VenueID, r.Deadline, now)
+	}
+	return n == 1, unavailable("requeue hold", err)
+}
+
+// Leases owns the leases that let one instance at a time run a background loop, and the notes a
+// loop leaves of how far its work is done.
+type Leases struct{ *shared }
+
 // HoldLease is the lease of one background loop for one holder (see engine/loop.Lease).
 type HoldLease struct {
-	s     *Store
+	s     *shared
 	key   string
 	token string
 }
 
 // Lease returns the lease named name for the holder token.
-func (s *Store) Lease(name, token string) *HoldLease {
-	return &HoldLease{s: s, key: s.keys.Lease(name), token: token}
+func (s *Leases) Lease(name, token string) *HoldLease {
+	return &HoldLease{s: s.shared, key: s.keys.Lease(name), token: token}
 }
 
 // Hold takes the lease if it is free, or renews it if this holder has it, for ttl.
@@ -122,13 +217,13 @@ func (l *HoldLease) Release(ctx context.Context) error {
 
 // SetSettled notes, for ttl, that the work of the loop named name is done up to before (for the
 // release loop: every booking due before it is decided, and its units are back).
-func (s *Store) SetSettled(ctx context.Context, name string, before time.Time, ttl time.Duration) error {
+func (s *Leases) SetSettled(ctx context.Context, name string, before time.Time, ttl time.Duration) error {
 	return unavailable("note settled", s.rdb.Set(ctx, s.keys.Settled(name), ms(before), ttl).Err())
 }
 
 // Looper is what a leased loop tells others: whether some instance holds its lease now, and up to
 // when its work is done (zero when nobody said so within the note's ttl).
-func (s *Store) Looper(ctx context.Context, name string) (held bool, settled time.Time, err error) {
+func (s *Leases) Looper(ctx context.Context, name string) (held bool, settled time.Time, err error) {
 	vs, err := s.rdb.MGet(ctx, s.keys.Lease(name), s.keys.Settled(name)).Result()
 	if err != nil {
 		return false, time.Time{}, unavailable("read lease", err)
@@ -141,10 +236,39 @@ func (s *Store) Looper(ctx context.Context, name string) (held bool, settled tim
 	return vs[0] != nil, settled, nil
 }
 
+// Recovery owns what tells that Redis lost data and must be rebuilt from SQL: the markers that
+// reconciliation leaves per tag, and the identity of the primaries, which a failover changes.
+type Recovery struct{ *shared }
+
+// Alive reports whether every marker of tags is present; false means Redis lost data since the last
+// reconciliation.
+func (s *Recovery) Alive(ctx context.Context, tags []string) (bool, error) {
+	for _, t := range tags {
+		n, err := s.rdb.Exists(ctx, s.keys.Alive(t)).Result()
+		if err != nil {
+			return false, unavailable("alive", err)
+		}
+		if n == 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// MarkAlive sets the markers of tags.
+func (s *Recovery) MarkAlive(ctx context.Context, tags []string, now time.Time) error {
+	for _, t := range tags {
+		if err := s.rdb.Set(ctx, s.keys.Alive(t), ms(now), 0).Err(); err != nil {
+			return unavailable("mark alive", err)
+		}
+	}
+	return nil
+}
+
 // AliveSince reads the markers of tags that reconciliation leaves (MarkAlive): the earliest time
 // they name, which is when the oldest of them began repairing, and false when one is missing (Redis
 // lost that data since).
-func (s *Store) AliveSince(ctx context.Context, tags []string) (time.Time, bool, error) {
+func (s *Recovery) AliveSince(ctx context.Context, tags []string) (time.Time, bool, error) {
 	var oldest time.Time
 	for _, t := range tags {
 		v, err := s.rdb.Get(ctx, s.keys.Alive(t)).Int64()
@@ -160,4 +284,42 @@ func (s *Store) AliveSince(ctx context.Context, tags []string) (time.Time, bool,
 		}
 	}
 	return oldest, true, nil
+}
+
+// Identity names the Redis primaries this client writes to: the run_id of the server, or of every
+// master of a cluster, sorted and joined. A primary replaced by a promoted replica (a failover, which
+// may have lost acknowledged writes, replication being asynchronous) or restarted changes it. An
+// empty answer means the server does not say (the embedded Redis).
+func (s *Recovery) Identity(ctx context.Context) (string, error) {
+	var mu sync.Mutex
+	var ids []string
+	read := func(ctx context.Context, c *redis.Client) error {
+		// INFO without a section: the embedded Redis refuses the "server" section (and has no run_id).
+		info, err := c.Info(ctx).Result()
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(info, "\n") {
+			if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok && id != "" {
+				mu.Lock()
+				ids = append(ids, id)
+				mu.Unlock()
+			}
+		}
+		return nil
+	}
+	var err error
+	switch c := s.rdb.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, read)
+	case *redis.Client:
+		err = read(ctx, c)
+	default:
+		return "", nil
+	}
+	if err != nil {
+		return "", unavailable("identity", err)
+	}
+	slices.Sort(ids)
+	return strings.Join(ids, ","), nil
 }
