@@ -18,10 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/notify/wechatmsg"
 )
-
-// DefaultWechatAPIBase is WeChat's API host, used when Options.WechatAPIBase is empty.
-const DefaultWechatAPIBase = "https://api.weixin.qq.com"
 
 // tokenTTL is how long a token issued by the log-in routes lasts.
 const tokenTTL = 24 * time.Hour
@@ -37,7 +35,7 @@ type Options struct {
 	DevPayments bool // enable POST /api/v1/holds/{id}/confirm
 
 	// WeChat code2Session log-in; the route answers 501 wechat_not_configured without an app id and
-	// secret. WechatAPIBase defaults to DefaultWechatAPIBase (tests point it at a fake).
+	// secret. WechatAPIBase defaults to wechatmsg.DefaultAPIBase (the same host serves log-in) (tests point it at a fake).
 	WechatAppID, WechatSecret, WechatAPIBase string
 
 	// HTTP Basic credentials of the dashboard; with an empty password only admin tokens open it.
@@ -121,7 +119,7 @@ func newHandler(opts Options) (*handler, error) {
 		opts.Now = time.Now
 	}
 	if opts.WechatAPIBase == "" {
-		opts.WechatAPIBase = DefaultWechatAPIBase
+		opts.WechatAPIBase = wechatmsg.DefaultAPIBase
 	}
 	s := &server{
 		opts:   opts,

@@ -25,6 +25,9 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 	"gopkg.in/yaml.v3"
+
+	"github.com/slotwheel/slotwheel/engine/notify/wechatmsg"
+	"github.com/slotwheel/slotwheel/engine/wechatpay"
 )
 
 // EnvPrefix starts the name of every environment variable slotwheel reads.
@@ -207,7 +210,7 @@ func defaults(embedded, embeddedSQL bool) Config {
 		RestoreWindow:  30 * time.Minute,
 		CheckinOpens:   30 * time.Minute,
 		ReminderLead:   15 * time.Minute,
-		WechatAPIBase:  "https://api.weixin.qq.com",
+		WechatAPIBase:  wechatmsg.DefaultAPIBase,
 		DashboardUser:  "admin",
 
 		MySQLMaxOpenConns:  32,
@@ -218,7 +221,7 @@ func defaults(embedded, embeddedSQL bool) Config {
 		RequestTimeout:     10 * time.Second,
 		ReleaseMode:        "on",
 		MaxActiveHolds:     5,
-		WechatPayAPIBase:   "https://api.mch.weixin.qq.com",
+		WechatPayAPIBase:   wechatpay.DefaultAPIBase,
 	}
 	if embedded {
 		// Dev log-in hands out admin tokens to anyone who asks, so an
