@@ -13,8 +13,8 @@ import (
 
 	"github.com/slotwheel/slotwheel/config"
 	"github.com/slotwheel/slotwheel/engine"
-	"github.com/slotwheel/slotwheel/engine/backend"
-	"github.com/slotwheel/slotwheel/engine/enginebench"
+	"github.com/slotwheel/slotwheel/internal/backend"
+	"github.com/slotwheel/slotwheel/internal/bench"
 )
 
 // benchFlags are the flags of `slotwheel bench`.
@@ -67,27 +67,27 @@ func (b *benchFlags) run(ctx context.Context, cfg *config.Config, out io.Writer,
 	fmt.Fprintf(out, "%-16s %12s %12s %8s\n", "case", "bare script", "engine", "ratio")
 	// Each measurement gets a fresh fixture under its own keys, so neither path runs against sets
 	// the other one filled.
-	measure := func(n int, op func(f *enginebench.Fixture) func(context.Context, uint64) error) (float64, error) {
+	measure := func(n int, op func(f *bench.Fixture) func(context.Context, uint64) error) (float64, error) {
 		prefix := fmt.Sprintf("%s:bench-%d", cfg.RedisPrefix, time.Now().UnixNano())
 		e, err := engine.New(engine.Options{DB: sql.db, Redis: rdb.Client, Prefix: prefix, HoldTTL: time.Hour})
 		if err != nil {
 			return 0, err
 		}
-		f, err := enginebench.NewFixture(ctx, e, rdb.Client, prefix, n)
+		f, err := bench.NewFixture(ctx, e, rdb.Client, prefix, n)
 		if err != nil {
 			return 0, err
 		}
 		if !rdb.Embedded() {
 			defer func() { _ = f.Cleanup(context.WithoutCancel(ctx)) }()
 		}
-		return enginebench.Rate(ctx, b.d, b.workers, op(f))
+		return bench.Rate(ctx, b.d, b.workers, op(f))
 	}
 	for _, n := range []int{1, b.spread} {
-		bare, err := measure(n, func(f *enginebench.Fixture) func(context.Context, uint64) error { return f.BareHold })
+		bare, err := measure(n, func(f *bench.Fixture) func(context.Context, uint64) error { return f.BareHold })
 		if err != nil {
 			return err
 		}
-		eng, err := measure(n, func(f *enginebench.Fixture) func(context.Context, uint64) error { return f.EngineHold })
+		eng, err := measure(n, func(f *bench.Fixture) func(context.Context, uint64) error { return f.EngineHold })
 		if err != nil {
 			return err
 		}

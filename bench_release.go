@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/slotwheel/slotwheel/config"
-	"github.com/slotwheel/slotwheel/engine/backend"
-	"github.com/slotwheel/slotwheel/engine/enginebench/releasebench"
+	"github.com/slotwheel/slotwheel/internal/backend"
+	"github.com/slotwheel/slotwheel/internal/bench/releasebench"
 	"github.com/slotwheel/slotwheel/jobs"
 	"github.com/slotwheel/slotwheel/models"
 )

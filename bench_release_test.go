@@ -13,8 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine/enginebench/releasebench"
-	"github.com/slotwheel/slotwheel/engine/enginetest"
+	"github.com/slotwheel/slotwheel/internal/bench/releasebench"
+	"github.com/slotwheel/slotwheel/internal/testenv"
 )
 
 // TestBenchReleaseCommand runs `slotwheel bench release` with tiny numbers on the test backends
@@ -31,11 +31,11 @@ func TestBenchReleaseCommand(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			var settings strings.Builder
-			fmt.Fprintf(&settings, "redis_prefix: %s\n", enginetest.Unique("swt"))
-			if v := os.Getenv(enginetest.EnvMySQL); v != "" {
+			fmt.Fprintf(&settings, "redis_prefix: %s\n", testenv.Unique("swt"))
+			if v := os.Getenv(testenv.EnvMySQL); v != "" {
 				fmt.Fprintf(&settings, "mysql_dsn: %q\n", v)
 			}
-			if v := os.Getenv(enginetest.EnvRedis); v != "" {
+			if v := os.Getenv(testenv.EnvRedis); v != "" {
 				fmt.Fprintf(&settings, "redis_url: %q\n", v)
 			}
 			cfgPath := filepath.Join(dir, "settings.yaml")

@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	"github.com/slotwheel/slotwheel/config"
-	"github.com/slotwheel/slotwheel/engine/backend"
-	"github.com/slotwheel/slotwheel/engine/enginebench/releasebench"
-	"github.com/slotwheel/slotwheel/engine/enginebench/rushbench"
+	"github.com/slotwheel/slotwheel/internal/backend"
+	"github.com/slotwheel/slotwheel/internal/bench/releasebench"
+	"github.com/slotwheel/slotwheel/internal/bench/rushbench"
 	"github.com/slotwheel/slotwheel/models"
 )
 

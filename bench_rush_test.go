@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine/enginebench/rushbench"
-	"github.com/slotwheel/slotwheel/engine/enginetest"
+	"github.com/slotwheel/slotwheel/internal/bench/rushbench"
+	"github.com/slotwheel/slotwheel/internal/testenv"
 )
 
 // TestBenchRushCommand runs `slotwheel bench rush` at a tiny size — 200 clients for 8 units, then 50
@@ -23,18 +23,18 @@ func TestBenchRushCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs both designs")
 	}
-	dsn, url := os.Getenv(enginetest.EnvMySQL), os.Getenv(enginetest.EnvRedis)
+	dsn, url := os.Getenv(testenv.EnvMySQL), os.Getenv(testenv.EnvRedis)
 	if dsn == "" || url == "" {
-		if os.Getenv(enginetest.EnvRequire) == "1" {
-			t.Fatalf("%s=1 but %s or %s is not set", enginetest.EnvRequire, enginetest.EnvMySQL, enginetest.EnvRedis)
+		if os.Getenv(testenv.EnvRequire) == "1" {
+			t.Fatalf("%s=1 but %s or %s is not set", testenv.EnvRequire, testenv.EnvMySQL, testenv.EnvRedis)
 		}
-		t.Skipf("bench rush measures real servers: set %s and %s", enginetest.EnvMySQL, enginetest.EnvRedis)
+		t.Skipf("bench rush measures real servers: set %s and %s", testenv.EnvMySQL, testenv.EnvRedis)
 	}
 	t.Parallel()
 	dir := t.TempDir()
 	// The settings go in through --config, as the environment cannot differ between parallel tests;
 	// the instance gets a Redis database of its own, as its Asynq queues ignore the prefix.
-	settings := fmt.Sprintf("mysql_dsn: %q\nredis_url: %q\nredis_prefix: %s\n", dsn, privateDB(t, url), enginetest.Unique("swt"))
+	settings := fmt.Sprintf("mysql_dsn: %q\nredis_url: %q\nredis_prefix: %s\n", dsn, privateDB(t, url), testenv.Unique("swt"))
 	cfgPath := filepath.Join(dir, "settings.yaml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(settings), 0o600))
 	out := filepath.Join(dir, "out")

@@ -27,7 +27,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine/enginetest"
+	"github.com/slotwheel/slotwheel/internal/testenv"
 )
 
 // TestEndToEndCourtStory builds the binary, starts it on a free port against the test backends
@@ -44,9 +44,9 @@ func TestEndToEndCourtStory(t *testing.T) {
 	env := append(os.Environ(), "SLOTWHEEL_SQLITE_PATH="+filepath.Join(dir, "sw.db"),
 		"SLOTWHEEL_JWT_SECRET="+e2eJWT, "SLOTWHEEL_PAYMENT_SECRET="+e2ePay, "SLOTWHEEL_DEV_LOGIN=true",
 		"SLOTWHEEL_DEMO=false", "SLOTWHEEL_DASHBOARD_PASSWORD=e2e-dashboard-0123456789abcdef0123")
-	if enginetest.RealServers() {
-		db := enginetest.NewDB(t)
-		r := enginetest.NewRedis(t)
+	if testenv.RealServers() {
+		db := testenv.NewDB(t)
+		r := testenv.NewRedis(t)
 		// The binary's queue is "release"; a private Redis database keeps it apart from other runs.
 		env = append(env, "SLOTWHEEL_MYSQL_DSN="+db.DSN, "SLOTWHEEL_REDIS_URL="+privateDB(t, r.URL), "SLOTWHEEL_REDIS_PREFIX="+r.Prefix)
 	}
@@ -219,7 +219,7 @@ func TestStartGivesUpOnSilentBackends(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	bin := binary(t)
-	silent := enginetest.SilentServer(t)
+	silent := testenv.SilentServer(t)
 	common := []string{"SLOTWHEEL_JWT_SECRET=" + e2eJWT, "SLOTWHEEL_PAYMENT_SECRET=" + e2ePay,
 		"SLOTWHEEL_HTTP_ADDR=" + freeAddr(t), "SLOTWHEEL_SQLITE_PATH=" + filepath.Join(t.TempDir(), "sw.db")}
 	start := func(extra ...string) (*exec.Cmd, *bytes.Buffer, chan error) {
@@ -360,7 +360,7 @@ func TestBenchCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs load for a second")
 	}
-	t.Setenv("SLOTWHEEL_REDIS_URL", os.Getenv(enginetest.EnvRedis))
+	t.Setenv("SLOTWHEEL_REDIS_URL", os.Getenv(testenv.EnvRedis))
 	t.Setenv("SLOTWHEEL_SQLITE_PATH", filepath.Join(t.TempDir(), "unused.db"))
 	var out bytes.Buffer
 	err := run(context.Background(), []string{"bench", "--duration", "200ms", "--workers", "4", "--resources", "20"}, &out, slogDiscard())
@@ -380,7 +380,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the walk-through, which waits a minute for a release")
 	}
-	if enginetest.RealServers() {
+	if testenv.RealServers() {
 		t.Skip("the walk-through is of embedded mode (go run .); the embedded pass runs it")
 	}
 	for _, tool := range []string{"bash", "curl", "jq", "openssl"} {
@@ -457,11 +457,11 @@ type instance struct {
 // otherwise. Instances started with the same backends share them.
 func backends(t *testing.T) []string {
 	t.Helper()
-	if !enginetest.RealServers() {
+	if !testenv.RealServers() {
 		return []string{"SLOTWHEEL_SQLITE_PATH=" + filepath.Join(t.TempDir(), "sw.db")}
 	}
-	db := enginetest.NewDB(t)
-	r := enginetest.NewRedis(t)
+	db := testenv.NewDB(t)
+	r := testenv.NewRedis(t)
 	return []string{"SLOTWHEEL_MYSQL_DSN=" + db.DSN, "SLOTWHEEL_REDIS_URL=" + privateDB(t, r.URL), "SLOTWHEEL_REDIS_PREFIX=" + r.Prefix}
 }
 

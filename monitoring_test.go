@@ -20,7 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
-	"github.com/slotwheel/slotwheel/engine/enginetest"
+	"github.com/slotwheel/slotwheel/internal/testenv"
 )
 
 // The monitoring files operators load (scripts/monitoring/).
@@ -42,9 +42,9 @@ func TestMonitoringFilesNameLiveMetrics(t *testing.T) {
 	env := append(os.Environ(), "SLOTWHEEL_SQLITE_PATH="+filepath.Join(dir, "sw.db"),
 		"SLOTWHEEL_JWT_SECRET="+e2eJWT, "SLOTWHEEL_PAYMENT_SECRET="+e2ePay, "SLOTWHEEL_DEMO=false",
 		"SLOTWHEEL_DASHBOARD_PASSWORD=e2e-dashboard-0123456789abcdef0123")
-	if enginetest.RealServers() {
-		db := enginetest.NewDB(t)
-		r := enginetest.NewRedis(t)
+	if testenv.RealServers() {
+		db := testenv.NewDB(t)
+		r := testenv.NewRedis(t)
 		env = append(env, "SLOTWHEEL_MYSQL_DSN="+db.DSN, "SLOTWHEEL_REDIS_URL="+privateDB(t, r.URL), "SLOTWHEEL_REDIS_PREFIX="+r.Prefix)
 	}
 	addr, pprofAddr := freeAddr(t), freeAddr(t)
@@ -121,8 +121,8 @@ func TestAlertRulesPromtool(t *testing.T) {
 	t.Parallel()
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
-		if os.Getenv(enginetest.EnvRequire) == "1" {
-			t.Fatalf("%s=1 but promtool is not installed (apt-get install prometheus)", enginetest.EnvRequire)
+		if os.Getenv(testenv.EnvRequire) == "1" {
+			t.Fatalf("%s=1 but promtool is not installed (apt-get install prometheus)", testenv.EnvRequire)
 		}
 		t.Skip("promtool is not installed (apt-get install prometheus)")
 	}

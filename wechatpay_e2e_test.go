@@ -24,9 +24,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine/enginetest"
 	"github.com/slotwheel/slotwheel/engine/notify/webhook"
 	"github.com/slotwheel/slotwheel/engine/wechatpay/wechatpayfake"
+	"github.com/slotwheel/slotwheel/internal/testenv"
 )
 
 // TestWechatPayStory drives WeChat Pay end to end against the binary and a local fake of the WeChat
@@ -63,9 +63,9 @@ func TestWechatPayStory(t *testing.T) {
 		"SLOTWHEEL_WECHATPAY_API_BASE="+fake.URL(),
 		// The fake serves HTTPS with a certificate of its own; the binary trusts it.
 		"SSL_CERT_FILE="+write("fake-ca.pem", fake.TLSCertificatePEM()))
-	if enginetest.RealServers() {
-		db := enginetest.NewDB(t)
-		r := enginetest.NewRedis(t)
+	if testenv.RealServers() {
+		db := testenv.NewDB(t)
+		r := testenv.NewRedis(t)
 		env = append(env, "SLOTWHEEL_MYSQL_DSN="+db.DSN, "SLOTWHEEL_REDIS_URL="+privateDB(t, r.URL), "SLOTWHEEL_REDIS_PREFIX="+r.Prefix)
 	}
 	cmd := exec.Command(binary(t), "all")

@@ -12,8 +12,8 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/slotwheel/slotwheel/engine"
-	"github.com/slotwheel/slotwheel/engine/enginebench"
-	"github.com/slotwheel/slotwheel/engine/enginetest/faultproxy"
+	"github.com/slotwheel/slotwheel/internal/bench"
+	"github.com/slotwheel/slotwheel/internal/testenv/faultproxy"
 )
 
 // BenchmarkHTTPHold measures POST /api/v1/holds end to end over HTTP (JWT, strict decoding, the
@@ -154,7 +154,7 @@ func benchBareScript(b *testing.B, hs *harness, slots []benchSlot) {
 	ctx := context.Background()
 	venue, _ := strconv.ParseUint(hs.venue, 10, 64)
 	res, _ := strconv.ParseUint(hs.res, 10, 64)
-	bare := enginebench.NewBare(hs.redis.Client, hs.redis.Prefix, hs.clock)
+	bare := bench.NewBare(hs.redis.Client, hs.redis.Prefix, hs.clock)
 	var next atomic.Uint64
 	b.SetParallelism(16) // 32 goroutines on two cores, like the 32 HTTP workers
 	b.ResetTimer()

@@ -26,9 +26,9 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/slotwheel/slotwheel/engine"
-	"github.com/slotwheel/slotwheel/engine/enginetest"
-	"github.com/slotwheel/slotwheel/engine/enginetest/faultproxy"
 	"github.com/slotwheel/slotwheel/engine/idem"
+	"github.com/slotwheel/slotwheel/internal/testenv"
+	"github.com/slotwheel/slotwheel/internal/testenv/faultproxy"
 	"github.com/slotwheel/slotwheel/models"
 )
 
@@ -49,7 +49,7 @@ type harness struct {
 	clock  *engine.SimulatedClock
 	opts   Options
 	h      *handler
-	redis  *enginetest.Redis
+	redis  *testenv.Redis
 	loc    *time.Location
 	admin  string // an admin token
 	venue  string // the venue's id
@@ -81,8 +81,8 @@ func newHarness(t testing.TB, options ...harnessOption) *harness {
 	for _, o := range options {
 		o(&cfg)
 	}
-	db := enginetest.NewDB(t)
-	rd := enginetest.NewRedis(t)
+	db := testenv.NewDB(t)
+	rd := testenv.NewRedis(t)
 	clock := engine.NewSimulatedClock(time.Now().UTC().Truncate(time.Second))
 	logger := slog.New(slog.DiscardHandler)
 	gdb := db.Gorm

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine"
-	"github.com/slotwheel/slotwheel/engine/enginetest/faultproxy"
+	"github.com/slotwheel/slotwheel/internal/testenv/faultproxy"
 )
 
 // outageTimeout is the request timeout of the outage tests: short, so that a request waiting on a

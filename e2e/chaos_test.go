@@ -58,12 +58,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine/enginetest"
-	"github.com/slotwheel/slotwheel/engine/enginetest/faultproxy"
-	"github.com/slotwheel/slotwheel/engine/enginetest/fleet"
-	"github.com/slotwheel/slotwheel/engine/enginetest/mariadbtest"
-	"github.com/slotwheel/slotwheel/engine/enginetest/redistest"
 	"github.com/slotwheel/slotwheel/engine/wire"
+	"github.com/slotwheel/slotwheel/internal/testenv"
+	"github.com/slotwheel/slotwheel/internal/testenv/faultproxy"
+	"github.com/slotwheel/slotwheel/internal/testenv/fleet"
+	"github.com/slotwheel/slotwheel/internal/testenv/mariadbtest"
+	"github.com/slotwheel/slotwheel/internal/testenv/redistest"
 )
 
 // envChaos selects the suite's mode: empty for the shortened one, "full", or "off".
@@ -335,7 +335,7 @@ func (s *chaosScenario) faultWindow(start, end, from time.Time) {
 // and no booking is overdue by more than a second, and returns how long after from that was.
 func (s *chaosScenario) awaitRecovery(from time.Time) time.Duration {
 	s.t.Helper()
-	user := s.f.Token(enginetest.Unique("probe"), "user", "")
+	user := s.f.Token(testenv.Unique("probe"), "user", "")
 	var last string
 	s.poll(chaosRecoverWithin, func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -550,7 +550,7 @@ func (r chaosTrafficReport) String() string {
 
 func startChaosTraffic(f *fleet.Fleet, courts []fleet.Court, workers int) *chaosTraffic {
 	tr := &chaosTraffic{rep: chaosTrafficReport{failed: map[string]int{}}}
-	prefix := enginetest.Unique("cu")
+	prefix := testenv.Unique("cu")
 	tr.crowd = startCrowd(workers, func() time.Duration {
 		tr.once(f, courts, prefix)
 		// Users, not a benchmark: a pause between one's booking and the next.
@@ -580,7 +580,7 @@ func (tr *chaosTraffic) once(f *fleet.Fleet, courts []fleet.Court, prefix string
 	}
 	var b *wire.Booking
 	if rand.IntN(2) == 0 {
-		paymentID := enginetest.Unique("pay-")
+		paymentID := testenv.Unique("pay-")
 		err = tr.retry(ctx, func() error {
 			p, err := client().Pay(ctx, h, paymentID)
 			switch {

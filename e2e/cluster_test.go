@@ -19,9 +19,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine/enginetest"
-	"github.com/slotwheel/slotwheel/engine/enginetest/fleet"
-	"github.com/slotwheel/slotwheel/engine/enginetest/redistest"
+	"github.com/slotwheel/slotwheel/internal/testenv"
+	"github.com/slotwheel/slotwheel/internal/testenv/fleet"
+	"github.com/slotwheel/slotwheel/internal/testenv/redistest"
 )
 
 // shortHoldTTL is the instances' hold lifetime once the race is over: short enough to watch holds
@@ -58,7 +58,7 @@ func lastUnitsRace(t *testing.T, f *fleet.Fleet) {
 		c := f.Client(i % 3)
 		h, err := c.Hold(ctx, f.Token(fmt.Sprintf("early-%d", i), "user", ""), court.Resource.ID, court.Start, court.End, 1)
 		require.NoError(t, err)
-		p, err := c.Pay(ctx, h, enginetest.Unique("pay-"))
+		p, err := c.Pay(ctx, h, testenv.Unique("pay-"))
 		require.NoError(t, err)
 		require.Equal(t, "booked", p.Outcome)
 	}
@@ -125,7 +125,7 @@ func twoHundredReleases(t *testing.T, f *fleet.Fleet) {
 					errs <- err
 					continue
 				}
-				p, err := f.Client((i+1)%3).Pay(ctx, h, enginetest.Unique("pay-"))
+				p, err := f.Client((i+1)%3).Pay(ctx, h, testenv.Unique("pay-"))
 				if err != nil || p.Outcome != "booked" {
 					errs <- fmt.Errorf("pay %d: %v (%s)", i, err, p.Outcome)
 					continue
@@ -381,7 +381,7 @@ func (r trafficReport) String() string {
 
 func startTraffic(f *fleet.Fleet, court fleet.Court, workers int) *traffic {
 	tr := &traffic{rep: trafficReport{failed: map[string]int{}}}
-	prefix := enginetest.Unique("u")
+	prefix := testenv.Unique("u")
 	tr.crowd = startCrowd(workers, func() time.Duration {
 		i := int(tr.nextID.Add(1))
 		rctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -390,7 +390,7 @@ func startTraffic(f *fleet.Fleet, court fleet.Court, workers int) *traffic {
 		if err == nil {
 			tr.count(func(r *trafficReport) { r.holds++ })
 			var p fleet.Payment
-			p, err = f.Client(rand.IntN(3)).Pay(rctx, h, enginetest.Unique("pay-"))
+			p, err = f.Client(rand.IntN(3)).Pay(rctx, h, testenv.Unique("pay-"))
 			if err == nil && p.Outcome == "booked" {
 				tr.count(func(r *trafficReport) { r.booked++ })
 			}

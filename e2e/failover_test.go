@@ -72,11 +72,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
-	"github.com/slotwheel/slotwheel/engine/enginetest"
-	"github.com/slotwheel/slotwheel/engine/enginetest/fleet"
-	"github.com/slotwheel/slotwheel/engine/enginetest/redistest"
-	"github.com/slotwheel/slotwheel/engine/enginetest/vip"
 	"github.com/slotwheel/slotwheel/engine/wire"
+	"github.com/slotwheel/slotwheel/internal/testenv"
+	"github.com/slotwheel/slotwheel/internal/testenv/fleet"
+	"github.com/slotwheel/slotwheel/internal/testenv/redistest"
+	"github.com/slotwheel/slotwheel/internal/testenv/vip"
 )
 
 const (
@@ -499,7 +499,7 @@ func (s *failoverScenario) awaitConsistent(r *failoverRound) error {
 // awaitServed holds and confirms on the probe court through every instance in turn until each
 // has served one, and records when, from the promotion, the last one did.
 func (s *failoverScenario) awaitServed(probe fleet.Court, r *failoverRound) error {
-	user := s.f.Token(enginetest.Unique("probe"), "user", "")
+	user := s.f.Token(testenv.Unique("probe"), "user", "")
 	pending := s.f.Instances()
 	var last error
 	for len(pending) > 0 {
@@ -794,7 +794,7 @@ func (r failoverTrafficReport) String() string {
 }
 
 func startFailoverTraffic(s *failoverScenario, courts []fleet.Court, workers int) *failoverTraffic {
-	tr := &failoverTraffic{s: s, prefix: enginetest.Unique("fu"), courts: slices.Clone(courts),
+	tr := &failoverTraffic{s: s, prefix: testenv.Unique("fu"), courts: slices.Clone(courts),
 		rep: failoverTrafficReport{failed: map[string]int{}}}
 	tr.crowd = startCrowd(workers, func() time.Duration {
 		tr.mu.Lock()
@@ -859,7 +859,7 @@ func (tr *failoverTraffic) visit(court fleet.Court, patient bool) {
 	var b *wire.Booking
 	what := "pay"
 	if rand.IntN(2) == 0 {
-		paymentID := enginetest.Unique("pay-")
+		paymentID := testenv.Unique("pay-")
 		err = tr.retry(func(ctx context.Context) error {
 			p, err := client().Pay(ctx, h, paymentID)
 			switch {

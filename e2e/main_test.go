@@ -4,8 +4,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/slotwheel/slotwheel/engine/enginetest"
-	"github.com/slotwheel/slotwheel/engine/enginetest/fleet"
+	"github.com/slotwheel/slotwheel/internal/testenv"
+	"github.com/slotwheel/slotwheel/internal/testenv/fleet"
 )
 
 func TestMain(m *testing.M) { fleet.Main(m) }
@@ -17,11 +17,11 @@ func needServers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs several instances of the binary")
 	}
-	if os.Getenv(enginetest.EnvMySQL) != "" {
+	if os.Getenv(testenv.EnvMySQL) != "" {
 		return
 	}
-	if os.Getenv(enginetest.EnvRequire) == "1" {
-		t.Fatalf("%s=1 but %s is not set", enginetest.EnvRequire, enginetest.EnvMySQL)
+	if os.Getenv(testenv.EnvRequire) == "1" {
+		t.Fatalf("%s=1 but %s is not set", testenv.EnvRequire, testenv.EnvMySQL)
 	}
-	t.Skipf("instances of the binary share a MySQL server; set %s", enginetest.EnvMySQL)
+	t.Skipf("instances of the binary share a MySQL server; set %s", testenv.EnvMySQL)
 }

@@ -13,10 +13,10 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine/enginetest"
-	"github.com/slotwheel/slotwheel/engine/enginetest/fleet"
-	"github.com/slotwheel/slotwheel/engine/enginetest/mariadbtest"
 	"github.com/slotwheel/slotwheel/engine/wire"
+	"github.com/slotwheel/slotwheel/internal/testenv"
+	"github.com/slotwheel/slotwheel/internal/testenv/fleet"
+	"github.com/slotwheel/slotwheel/internal/testenv/mariadbtest"
 	"github.com/slotwheel/slotwheel/models"
 )
 
@@ -77,7 +77,7 @@ func TestThreeInstancesShareOneMariaDB(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			<-gate
-			p, err := f.Client(i%3).Pay(ctx, holds[i].h, enginetest.Unique("pay-"))
+			p, err := f.Client(i%3).Pay(ctx, holds[i].h, testenv.Unique("pay-"))
 			if err == nil && p.Outcome != "booked" {
 				err = fmt.Errorf("outcome %s", p.Outcome)
 			}

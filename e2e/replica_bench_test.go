@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slotwheel/slotwheel/engine/enginetest/fleet"
-	"github.com/slotwheel/slotwheel/engine/enginetest/mariadbtest"
+	"github.com/slotwheel/slotwheel/internal/testenv/fleet"
+	"github.com/slotwheel/slotwheel/internal/testenv/mariadbtest"
 )
 
 // BenchmarkReadRoutes measures what one replica takes off the primary: the read routes of issue 21

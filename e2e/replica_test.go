@@ -37,10 +37,10 @@ import (
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine/enginetest/fleet"
-	"github.com/slotwheel/slotwheel/engine/enginetest/mariadbtest"
-	"github.com/slotwheel/slotwheel/engine/enginetest/vip"
 	"github.com/slotwheel/slotwheel/engine/wire"
+	"github.com/slotwheel/slotwheel/internal/testenv/fleet"
+	"github.com/slotwheel/slotwheel/internal/testenv/mariadbtest"
+	"github.com/slotwheel/slotwheel/internal/testenv/vip"
 )
 
 // replicaLagTarget is how far behind the paused replica must fall.

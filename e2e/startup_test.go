@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine/enginetest"
-	"github.com/slotwheel/slotwheel/engine/enginetest/fleet"
+	"github.com/slotwheel/slotwheel/internal/testenv"
+	"github.com/slotwheel/slotwheel/internal/testenv/fleet"
 )
 
 // Four instances started at once on an empty database with SLOTWHEEL_AUTO_MIGRATE: one creates the
@@ -20,7 +20,7 @@ func TestInstancesStartingTogetherMigrateAndReconcileOnce(t *testing.T) {
 	needServers(t)
 	t.Parallel()
 	const n = 4
-	f := fleet.New(t, fleet.Options{MySQLDSN: fleet.NewDatabase(t, os.Getenv(enginetest.EnvMySQL)), NoMigrate: true,
+	f := fleet.New(t, fleet.Options{MySQLDSN: fleet.NewDatabase(t, os.Getenv(testenv.EnvMySQL)), NoMigrate: true,
 		Env: []string{"SLOTWHEEL_AUTO_MIGRATE=true"}})
 	for range n {
 		f.Launch(fleet.InstanceOptions{})
@@ -46,7 +46,7 @@ func TestInstancesStartingTogetherMigrateAndReconcileOnce(t *testing.T) {
 		c := f.Client(i)
 		h, err := c.Hold(ctx, f.Token(fmt.Sprintf("starter-%d", i), "user", ""), court.Resource.ID, court.Start, court.End, 1)
 		require.NoError(t, err)
-		p, err := c.Pay(ctx, h, enginetest.Unique("pay-"))
+		p, err := c.Pay(ctx, h, testenv.Unique("pay-"))
 		require.NoError(t, err)
 		require.Equal(t, "booked", p.Outcome)
 	}

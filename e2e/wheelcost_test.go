@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine/enginetest"
-	"github.com/slotwheel/slotwheel/engine/enginetest/fleet"
-	"github.com/slotwheel/slotwheel/engine/enginetest/redistest"
+	"github.com/slotwheel/slotwheel/internal/testenv"
+	"github.com/slotwheel/slotwheel/internal/testenv/fleet"
+	"github.com/slotwheel/slotwheel/internal/testenv/redistest"
 )
 
 // venues is how many venues the wheel's cost is measured with.
@@ -29,7 +29,7 @@ const wheelSweepEvery = 30 * time.Second
 func TestWheelCostDoesNotGrowWithInstances(t *testing.T) {
 	needServers(t)
 	t.Parallel()
-	db := enginetest.NewDB(t)
+	db := testenv.NewDB(t)
 	ctx := context.Background()
 	for i := 0; i < venues; i += 1000 {
 		var sb strings.Builder

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
-	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
+	"github.com/slotwheel/slotwheel/internal/redisstore"
 )
 
 // Availability answers one venue-local day of a resource, or of a service on each of its resources

@@ -12,8 +12,8 @@ import (
 
 	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/booking"
-	"github.com/slotwheel/slotwheel/engine/enginebench"
-	"github.com/slotwheel/slotwheel/engine/enginetest"
+	"github.com/slotwheel/slotwheel/internal/bench"
+	"github.com/slotwheel/slotwheel/internal/testenv"
 )
 
 // BenchmarkHold compares the engine's hold path (validation, grid, script) against the bare hold
@@ -35,12 +35,12 @@ func BenchmarkHold(b *testing.B) {
 	}
 }
 
-func fixture(b *testing.B, resources int) *enginebench.Fixture {
-	r := enginetest.NewRedis(b)
-	db := enginetest.NewDB(b)
+func fixture(b *testing.B, resources int) *bench.Fixture {
+	r := testenv.NewRedis(b)
+	db := testenv.NewDB(b)
 	e, err := engine.New(engine.Options{DB: db.Gorm, Redis: r.Client, Prefix: r.Prefix, HoldTTL: time.Hour})
 	require.NoError(b, err)
-	f, err := enginebench.NewFixture(context.Background(), e, r.Client, r.Prefix, resources)
+	f, err := bench.NewFixture(context.Background(), e, r.Client, r.Prefix, resources)
 	require.NoError(b, err)
 	return f
 }
@@ -66,15 +66,15 @@ func run(b *testing.B, op func(context.Context, uint64) error) {
 // an operation that must commit to MySQL: compare the ops/s.
 func BenchmarkRuleOps(b *testing.B) {
 	setupRules := func(b *testing.B) (*engine.Engine, engine.Resource, engine.Service) {
-		r := enginetest.NewRedis(b)
-		db := enginetest.NewDB(b)
+		r := testenv.NewRedis(b)
+		db := testenv.NewDB(b)
 		e, err := engine.New(engine.Options{DB: db.Gorm, Redis: r.Client, Prefix: r.Prefix, HoldTTL: time.Hour})
 		require.NoError(b, err)
 		ctx := context.Background()
 		v, err := e.CreateVenue(ctx, engine.System, engine.VenueInput{Name: "bench", Timezone: "Asia/Shanghai"})
 		require.NoError(b, err)
 		mk := func() engine.Resource {
-			res, err := e.CreateResource(ctx, engine.System, engine.ResourceInput{VenueID: v.ID, Name: "r", Kind: "room", Capacity: enginebench.Capacity})
+			res, err := e.CreateResource(ctx, engine.System, engine.ResourceInput{VenueID: v.ID, Name: "r", Kind: "room", Capacity: bench.Capacity})
 			require.NoError(b, err)
 			_, err = e.SetSchedule(ctx, engine.System, res.ID, engine.ScheduleInput{SlotMinutes: 60, HorizonDays: 3,
 				Weekly: []engine.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "00:00", Close: "24:00"}}})

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
-	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
+	"github.com/slotwheel/slotwheel/internal/sqlstore"
 	"github.com/slotwheel/slotwheel/models"
 )
 

@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine"
-	"github.com/slotwheel/slotwheel/engine/enginebench"
-	"github.com/slotwheel/slotwheel/engine/enginetest"
-	"github.com/slotwheel/slotwheel/engine/enginetest/redistest"
+	"github.com/slotwheel/slotwheel/internal/bench"
+	"github.com/slotwheel/slotwheel/internal/testenv"
+	"github.com/slotwheel/slotwheel/internal/testenv/redistest"
 )
 
 // spreadVenues is how many venues the holds of BenchmarkHoldMasters spread over: each venue's keys
@@ -33,7 +33,7 @@ const spreadVenues = 48
 //
 //	go test -run '^$' -bench HoldMasters -benchtime 5s ./engine/
 func BenchmarkHoldMasters(b *testing.B) {
-	db := enginetest.NewDB(b)
+	db := testenv.NewDB(b)
 	single := redistest.StartServer(b)
 	cluster := redistest.StartCluster(b)
 	targets := []struct {
@@ -46,7 +46,7 @@ func BenchmarkHoldMasters(b *testing.B) {
 	}
 	rates := map[string]float64{}
 	for _, tg := range targets {
-		prefix := enginetest.Unique("swb")
+		prefix := testenv.Unique("swb")
 		e, err := engine.New(engine.Options{DB: db.Gorm, Redis: tg.client, Prefix: prefix, HoldTTL: time.Hour})
 		require.NoError(b, err)
 		hold := spreadFixture(b, e)
@@ -98,7 +98,7 @@ func spreadFixture(b *testing.B, e *engine.Engine) func(context.Context, uint64)
 		v, err := e.CreateVenue(ctx, engine.System, engine.VenueInput{Name: "bench " + strconv.Itoa(i), Timezone: "Asia/Shanghai"})
 		require.NoError(b, err)
 		r, err := e.CreateResource(ctx, engine.System, engine.ResourceInput{VenueID: v.ID, Name: "desk", Kind: "desk",
-			Capacity: enginebench.Capacity})
+			Capacity: bench.Capacity})
 		require.NoError(b, err)
 		_, err = e.SetSchedule(ctx, engine.System, r.ID, engine.ScheduleInput{SlotMinutes: 60, HorizonDays: 3,
 			Weekly: []engine.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "00:00", Close: "24:00"}}})

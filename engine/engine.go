@@ -1,5 +1,5 @@
 // Package engine carries out slotwheel's booking life on its stores: inventory and holds in Redis
-// (engine/internal/redisstore), durable bookings in SQL (engine/internal/sqlstore), the background
+// (internal/redisstore), durable bookings in SQL (internal/sqlstore), the background
 // loops (wheel, sweeps, reminders, reconciliation) and the catalog. The rules it applies live in
 // engine/booking and are not restated here; this package decides the order of I/O around them. It
 // never calls time.Now (a Clock is injected) and must not import api/ or jobs/: the release queue
@@ -17,11 +17,11 @@ import (
 
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/idem"
-	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
-	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
 	"github.com/slotwheel/slotwheel/engine/loop"
 	"github.com/slotwheel/slotwheel/engine/replica"
 	"github.com/slotwheel/slotwheel/engine/wechatpay"
+	"github.com/slotwheel/slotwheel/internal/redisstore"
+	"github.com/slotwheel/slotwheel/internal/sqlstore"
 )
 
 // Options configure an Engine. Zero durations take the documented defaults.

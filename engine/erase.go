@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
-	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
+	"github.com/slotwheel/slotwheel/internal/sqlstore"
 )
 
 // Erased is what an erasure answers: the pseudonym the user's records carry now and, per kind, how

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
-	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
 	"github.com/slotwheel/slotwheel/engine/wire"
+	"github.com/slotwheel/slotwheel/internal/sqlstore"
 )
 
 // Events are written to the outbox in the transaction that makes them true; their data is the

@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/slotwheel/slotwheel/engine/idem"
-	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
+	"github.com/slotwheel/slotwheel/internal/redisstore"
 )
 
 // A hold asked with an Idempotency-Key (docs/API.md "Idempotency") keeps its first answer, like

@@ -9,7 +9,7 @@ import (
 
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/idem"
-	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
+	"github.com/slotwheel/slotwheel/internal/redisstore"
 )
 
 // Hold takes units for a user, all or nothing. A service hold without a resource takes the first of

@@ -10,8 +10,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
-	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
-	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
+	"github.com/slotwheel/slotwheel/internal/redisstore"
+	"github.com/slotwheel/slotwheel/internal/sqlstore"
 )
 
 // Redis is the fast gate of holds and MySQL's capacity ledger the arbiter of what is sold (see

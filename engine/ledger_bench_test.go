@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
+	"github.com/slotwheel/slotwheel/internal/redisstore"
 )
 
 // BenchmarkLedger measures what the capacity ledger costs a hold and its confirm: the same work with

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
-	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
-	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
 	"github.com/slotwheel/slotwheel/engine/loop"
+	"github.com/slotwheel/slotwheel/internal/redisstore"
+	"github.com/slotwheel/slotwheel/internal/sqlstore"
 )
 
 // LoopsConfig configures the engine's background loops. Zero values take the documented defaults.

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
-	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
 	"github.com/slotwheel/slotwheel/engine/notify/webhook"
 	"github.com/slotwheel/slotwheel/engine/notify/wechatmsg"
 	"github.com/slotwheel/slotwheel/engine/wire"
+	"github.com/slotwheel/slotwheel/internal/sqlstore"
 	"github.com/slotwheel/slotwheel/models"
 )
 

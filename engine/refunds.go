@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
-	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
 	"github.com/slotwheel/slotwheel/engine/wire"
+	"github.com/slotwheel/slotwheel/internal/sqlstore"
 	"github.com/slotwheel/slotwheel/models"
 )
 

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
-	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
-	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
 	"github.com/slotwheel/slotwheel/engine/loop"
+	"github.com/slotwheel/slotwheel/internal/redisstore"
+	"github.com/slotwheel/slotwheel/internal/sqlstore"
 )
 
 // releaseBatch is how many bookings one transaction releases: slots start on the hour, so no-shows

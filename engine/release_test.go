@@ -12,11 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
-	"github.com/slotwheel/slotwheel/engine/backend"
 	"github.com/slotwheel/slotwheel/engine/booking"
-	"github.com/slotwheel/slotwheel/engine/enginetest"
-	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
-	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
+	"github.com/slotwheel/slotwheel/internal/backend"
+	"github.com/slotwheel/slotwheel/internal/redisstore"
+	"github.com/slotwheel/slotwheel/internal/sqlstore"
+	"github.com/slotwheel/slotwheel/internal/testenv"
 	"github.com/slotwheel/slotwheel/models"
 )
 
@@ -318,7 +318,7 @@ func TestReleaseLoopRunsPastAStalledRun(t *testing.T) {
 // unit is free again while no hold or confirm could get a connection.
 func TestReleasesDoNotWaitForTheMainPool(t *testing.T) {
 	t.Parallel()
-	db := enginetest.NewDB(t)
+	db := testenv.NewDB(t)
 	if !db.MySQL {
 		t.Skip("SQLite serialises every writer: the release path has no pool of its own there")
 	}

@@ -13,16 +13,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
-	"github.com/slotwheel/slotwheel/engine/enginetest"
-	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
+	"github.com/slotwheel/slotwheel/internal/redisstore"
+	"github.com/slotwheel/slotwheel/internal/testenv"
 )
 
 // testBundle is one test's engine on its own backends, with a simulated clock.
 type testBundle struct {
 	e     *Engine
 	clock *SimulatedClock
-	redis *enginetest.Redis
-	db    *enginetest.DB
+	redis *testenv.Redis
+	db    *testenv.DB
 	opts  Options
 }
 
@@ -41,8 +41,8 @@ func mustLoc(name string) *time.Location {
 
 func setup(t testing.TB, mutate ...func(*Options)) *testBundle {
 	t.Helper()
-	r := enginetest.NewRedis(t)
-	db := enginetest.NewDB(t)
+	r := testenv.NewRedis(t)
+	db := testenv.NewDB(t)
 	clock := NewSimulatedClock(monday10)
 	opts := Options{DB: db.Gorm, Redis: r.Client, Prefix: r.Prefix, Clock: clock}
 	for _, m := range mutate {

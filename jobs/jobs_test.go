@@ -12,14 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine"
-	"github.com/slotwheel/slotwheel/engine/enginetest"
+	"github.com/slotwheel/slotwheel/internal/testenv"
 )
 
 // testBundle is one test's backends, engine and Jobs, all isolated: its own database, key prefix
 // and queue names.
 type testBundle struct {
-	db        *enginetest.DB
-	redis     *enginetest.Redis
+	db        *testenv.DB
+	redis     *testenv.Redis
 	redisOpt  asynq.RedisConnOpt
 	eng       *engine.Engine
 	jobs      *Jobs
@@ -38,8 +38,8 @@ func testLogger(t testing.TB) *slog.Logger {
 
 func setup(t testing.TB, cfg testConfig) *testBundle {
 	t.Helper()
-	db := enginetest.NewDB(t)
-	r := enginetest.NewRedis(t)
+	db := testenv.NewDB(t)
+	r := testenv.NewRedis(t)
 	redisOpt, err := asynq.ParseRedisURI(r.URL)
 	require.NoError(t, err)
 
@@ -50,7 +50,7 @@ func setup(t testing.TB, cfg testConfig) *testBundle {
 	require.NoError(t, err)
 
 	jo := cfg.jobs
-	jo.Redis, jo.Engine, jo.Queue, jo.Logger = redisOpt, eng, enginetest.Unique("q"), testLogger(t)
+	jo.Redis, jo.Engine, jo.Queue, jo.Logger = redisOpt, eng, testenv.Unique("q"), testLogger(t)
 	j, err := New(jo)
 	require.NoError(t, err)
 	eng.SetScheduler(j)

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine"
-	"github.com/slotwheel/slotwheel/engine/enginetest"
+	"github.com/slotwheel/slotwheel/internal/testenv"
 )
 
 // usedMemory is Redis's used_memory.
@@ -35,7 +35,7 @@ func (b *testBundle) usedMemory(t testing.TB) int64 {
 // 10,000 bookings: beyond the release horizon (its units only) and within it (plus its release
 // task). Run it alone on its Redis: other clients' keys would count too.
 func BenchmarkRedisBytesPerBooking(b *testing.B) {
-	if os.Getenv(enginetest.EnvRedis) == "" {
+	if os.Getenv(testenv.EnvRedis) == "" {
 		b.Skip("INFO memory needs a real Redis")
 	}
 	const n = 10_000

@@ -9,7 +9,7 @@ import (
 
 	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/booking"
-	"github.com/slotwheel/slotwheel/engine/enginetest"
+	"github.com/slotwheel/slotwheel/internal/testenv"
 )
 
 // TestRedisLossRebuildsScheduledReleases: Redis loses everything (the venue's keys and the queue's)
@@ -30,7 +30,7 @@ func TestRedisLossRebuildsScheduledReleases(t *testing.T) {
 	// (Only this test's keys: the Redis may be shared. Asynq's list of queue names stays, as the
 	// dashboard's inspector needs it to find the queue; the worker itself does not.)
 	for _, pattern := range []string{"asynq:{" + b.jobs.ReleaseQueue() + "}:*", "asynq:{" + b.jobs.MaintQueue() + "}:*",
-		enginetest.VenuePattern(b.redis.Prefix, venueID)} {
+		testenv.VenuePattern(b.redis.Prefix, venueID)} {
 		keys, err := b.redis.Client.Keys(ctx, pattern).Result()
 		require.NoError(t, err)
 		if len(keys) > 0 {
@@ -73,7 +73,7 @@ func TestRedisLossWhileRunning(t *testing.T) {
 	bk, err := b.book(ctx, resourceID, "u-flushed")
 	require.NoError(t, err)
 
-	for _, pattern := range []string{"asynq:{" + b.jobs.ReleaseQueue() + "}:*", enginetest.VenuePattern(b.redis.Prefix, venueID), enginetest.AliveKey(b.redis.Prefix, b.jobs.ReleaseQueue())} {
+	for _, pattern := range []string{"asynq:{" + b.jobs.ReleaseQueue() + "}:*", testenv.VenuePattern(b.redis.Prefix, venueID), testenv.AliveKey(b.redis.Prefix, b.jobs.ReleaseQueue())} {
 		keys, err := b.redis.Client.Keys(ctx, pattern).Result()
 		require.NoError(t, err)
 		if len(keys) > 0 {

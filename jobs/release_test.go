@@ -13,7 +13,7 @@ import (
 
 	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/booking"
-	"github.com/slotwheel/slotwheel/engine/enginetest"
+	"github.com/slotwheel/slotwheel/internal/testenv"
 )
 
 // releaseGrace puts release_at a few seconds after each confirm: the bookings' first slot has
@@ -34,7 +34,7 @@ const creators = 4
 
 func TestReleaseNeverEarlyAndOnTime(t *testing.T) {
 	t.Parallel()
-	t.Logf("backends: %s", enginetest.Describe())
+	t.Logf("backends: %s", testenv.Describe())
 	b := setup(t, testConfig{
 		engine: engine.Options{DefaultGrace: releaseGrace},
 		// Confirm queues these releases itself (they are within the horizon). The loader, idle here,

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine"
-	"github.com/slotwheel/slotwheel/engine/enginetest"
+	"github.com/slotwheel/slotwheel/internal/testenv"
 )
 
 // queueGauges scrapes reg as /metrics does and answers slotwheel_asynq_tasks by queue and state, and
@@ -87,10 +87,10 @@ func TestQueueGaugesShowArchivedTasks(t *testing.T) {
 // about a second, without queue gauges (never read) and with the timestamp at 0.
 func TestQueueGaugesNeverHoldTheScrape(t *testing.T) {
 	t.Parallel()
-	silent := enginetest.SilentServer(t)
+	silent := testenv.SilentServer(t)
 	b := setup(t, testConfig{})
 	// The reading left hanging fails after the test has ended; its warning goes nowhere.
-	j, err := New(Options{Redis: asynq.RedisClientOpt{Addr: silent}, Engine: b.eng, Queue: enginetest.Unique("q"),
+	j, err := New(Options{Redis: asynq.RedisClientOpt{Addr: silent}, Engine: b.eng, Queue: testenv.Unique("q"),
 		Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	t.Cleanup(j.Stop)

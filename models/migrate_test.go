@@ -11,18 +11,18 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
-	"github.com/slotwheel/slotwheel/engine/enginetest"
+	"github.com/slotwheel/slotwheel/internal/testenv"
 	"github.com/slotwheel/slotwheel/models"
 )
 
-// emptyMySQL creates an empty database on the test server (no schema, unlike enginetest.NewDB),
+// emptyMySQL creates an empty database on the test server (no schema, unlike testenv.NewDB),
 // dropped when the test ends, and returns its DSN; it skips without a server.
 func emptyMySQL(t *testing.T) string {
 	t.Helper()
-	dsn := enginetestDSN(t)
+	dsn := testenvDSN(t)
 	admin, err := models.OpenMySQL(dsn, models.Pool{MaxOpen: 2})
 	require.NoError(t, err)
-	name := enginetest.Unique("swm_")
+	name := testenv.Unique("swm_")
 	require.NoError(t, admin.Exec("CREATE DATABASE "+name).Error)
 	t.Cleanup(func() {
 		_ = admin.Exec("DROP DATABASE IF EXISTS " + name).Error
@@ -34,14 +34,14 @@ func emptyMySQL(t *testing.T) string {
 	return cfg.FormatDSN()
 }
 
-func enginetestDSN(t *testing.T) string {
+func testenvDSN(t *testing.T) string {
 	t.Helper()
-	dsn := os.Getenv(enginetest.EnvMySQL)
+	dsn := os.Getenv(testenv.EnvMySQL)
 	if dsn == "" {
-		if os.Getenv(enginetest.EnvRequire) == "1" {
-			t.Fatalf("%s=1 but %s is not set", enginetest.EnvRequire, enginetest.EnvMySQL)
+		if os.Getenv(testenv.EnvRequire) == "1" {
+			t.Fatalf("%s=1 but %s is not set", testenv.EnvRequire, testenv.EnvMySQL)
 		}
-		t.Skip("needs a MySQL server (" + enginetest.EnvMySQL + ")")
+		t.Skip("needs a MySQL server (" + testenv.EnvMySQL + ")")
 	}
 	return dsn
 }
@@ -121,7 +121,7 @@ func TestFingerprintIsStable(t *testing.T) {
 // transaction gets: the engine's loaders rely on it (no gap locks blocking new bookings).
 func TestPoolRunsReadCommitted(t *testing.T) {
 	t.Parallel()
-	db, err := models.OpenMySQL(enginetestDSN(t), models.Pool{MaxOpen: 3})
+	db, err := models.OpenMySQL(testenvDSN(t), models.Pool{MaxOpen: 3})
 	require.NoError(t, err)
 	t.Cleanup(func() { closeDB(db) })
 	levels := make([]string, 6) // more transactions at once than the pool has connections

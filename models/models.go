@@ -61,7 +61,7 @@ type SlotInventory struct {
 	Capacity   int       `gorm:"not null"`
 	// Occupied is the capacity ledger: the units the slot's occupying bookings take, changed in the
 	// transaction of every booking change that takes or gives units, and never raised past Capacity
-	// by one (engine/internal/sqlstore, ledger.go).
+	// by one (internal/sqlstore, ledger.go).
 	Occupied int `gorm:"not null;default:0"`
 }
 

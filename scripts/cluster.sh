@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A private Redis Cluster of 3 masters and 3 replicas on 127.0.0.1, for the
-# tests that need one (engine/enginetest/redistest starts it on free ports) and
+# tests that need one (internal/testenv/redistest starts it on free ports) and
 # for trying the product against a cluster by hand. Each node is a daemonized
 # redis-server without persistence. The shared Redis on 6379 is never touched:
 # stop shuts down only nodes whose pid file lies in the cluster's directory.

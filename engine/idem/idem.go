@@ -15,8 +15,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
-	"github.com/slotwheel/slotwheel/engine/internal/redisstore"
-	"github.com/slotwheel/slotwheel/engine/internal/sqlstore"
+	"github.com/slotwheel/slotwheel/internal/redisstore"
+	"github.com/slotwheel/slotwheel/internal/sqlstore"
 )
 
 const (
