@@ -28,7 +28,7 @@ lint: ## gofmt check, go vet and staticcheck
 
 .PHONY: bench
 bench: ## benchmarks of the engine and the API
-	go test -run '^$$' -bench . -benchtime 2s ./engine/... ./api/...
+	go test -run '^$$' -bench . -benchtime 2s ./engine/... ./internal/... ./api/...
 
 .PHONY: build
 build: ## a static binary in bin/slotwheel

@@ -14,7 +14,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hibiken/asynq"
+
 	"github.com/slotwheel/slotwheel/config"
+	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/internal/backend"
 	"github.com/slotwheel/slotwheel/internal/bench/releasebench"
 	"github.com/slotwheel/slotwheel/jobs"
@@ -152,7 +155,8 @@ func (b *benchReleaseFlags) run(ctx context.Context, cfg *config.Config, out io.
 	defer os.RemoveAll(dir)
 	env := &releasebench.Env{MySQLDSN: cfg.MySQLDSN, Pool: models.Pool{MaxOpen: cfg.MySQLMaxOpenConns, MaxIdle: cfg.MySQLMaxIdleConns},
 		Dir: dir, Redis: rdb.Client, AsynqOpt: rdb.Asynq, Embedded: rdb.Embedded(), Prefix: cfg.RedisPrefix,
-		Logger: slog.New(warnOnly{log.Handler()})}
+		Logger:          slog.New(warnOnly{log.Handler()}),
+		NewReleaseQueue: benchReleaseQueue(rdb.Asynq), LoaderInterval: jobs.DefaultLoaderInterval}
 	if b.cpuProfileWindow {
 		windows := len(b.parsedDesigns) * len(b.parsedCases) * b.runs
 		env.OnRelease = func(name string) func() { return b.profileWindow(name, windows, log) }
@@ -191,6 +195,19 @@ func (b *benchReleaseFlags) run(ctx context.Context, cfg *config.Config, out io.
 		fmt.Fprintf(out, "\nwrote %s and %s\n", jsonPath, pngPath)
 	}
 	return errors.Join(runErr, err)
+}
+
+// benchReleaseQueue builds the release queue of releasebench's slotwheel design as `slotwheel all`
+// builds its own (jobs' worker on the bench's Redis, leased), on queue names of the measurement's
+// own.
+func benchReleaseQueue(redis asynq.RedisConnOpt) func(*engine.Engine, string, int, *slog.Logger) (releasebench.ReleaseQueue, error) {
+	return func(eng *engine.Engine, queue string, concurrency int, log *slog.Logger) (releasebench.ReleaseQueue, error) {
+		jb, err := jobs.New(jobs.Options{Redis: redis, Engine: eng, Queue: queue, Concurrency: concurrency, Lease: eng.Lease, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		return jb, nil
+	}
 }
 
 // profileWindow starts a CPU profile of one measurement's release window (see --cpuprofile-window)

@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/models"
 )
 
@@ -49,6 +50,28 @@ type Env struct {
 	// measurement's name ("slotwheel busy", "asynq steady, run 2"); the function it returns is
 	// called when they are all seen released or the wait ends. For a CPU profile of that window.
 	OnRelease func(name string) (end func())
+	// NewReleaseQueue builds the release queue that `slotwheel all` runs beside its engine (jobs'
+	// Asynq worker, on AsynqOpt) for eng, the engine of the slotwheel design under test, with queue
+	// as its queue name, concurrency release workers (0: its default) and log as its logger. The
+	// caller injects it, so that this package needs nothing of jobs; the measurement makes it eng's
+	// scheduler, starts it once the fixture is made and stops it at its end. Required to measure
+	// the slotwheel design.
+	NewReleaseQueue func(eng *engine.Engine, queue string, concurrency int, log *slog.Logger) (ReleaseQueue, error)
+	// LoaderInterval is how often that queue's loader queues the release tasks falling due within
+	// its horizon (jobs.DefaultLoaderInterval): the first release_at leaves it time to. Required
+	// with NewReleaseQueue.
+	LoaderInterval time.Duration
+}
+
+// ReleaseQueue is the release queue of the slotwheel design (a *jobs.Jobs): the engine's release
+// scheduler and, once started, the worker and the loader that release what falls due.
+type ReleaseQueue interface {
+	engine.ReleaseScheduler
+	// Start starts the worker and the loops; they run until Stop or until ctx ends.
+	Start(ctx context.Context) error
+	Stop()
+	// Queues names every queue it uses, for the measurement to delete at its end.
+	Queues() []string
 }
 
 func (e *Env) logger() *slog.Logger {

@@ -5,10 +5,11 @@
 // a polling UPDATE (every second, measured; every five minutes, computed). It serves
 // `slotwheel bench release` and the Go benchmarks.
 //
-// It owns no rules: it drives engine's and jobs' public API, and the anchors use nothing of
-// slotwheel but the backends. It imports jobs, so neither engine nor jobs may import it, and no
-// production path but the CLI should. Unlike engine/, it reads the wall clock (time.Now): measuring
-// wall time is what it is for.
+// It owns no rules: it drives engine's public API and the release queue its caller injects
+// (Env.NewReleaseQueue: jobs' worker, which the CLI builds), and the anchors use nothing of
+// slotwheel but the backends. It does not import jobs; no production path but the CLI should
+// import it. Unlike engine/, it reads the wall clock (time.Now): measuring wall time is what it is
+// for.
 package releasebench
 
 import (

@@ -16,8 +16,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/internal/backend"
 	"github.com/slotwheel/slotwheel/internal/testenv"
+	"github.com/slotwheel/slotwheel/jobs"
 )
 
 func TestComputePollBurst(t *testing.T) {
@@ -308,5 +310,14 @@ func testEnv(tb testing.TB) *Env {
 	tb.Cleanup(rdb.Close)
 	return &Env{MySQLDSN: os.Getenv(testenv.EnvMySQL), Dir: tb.TempDir(), Redis: rdb.Client, AsynqOpt: rdb.Asynq,
 		Embedded: rdb.Embedded(), Prefix: testenv.Unique("swt"),
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// As the CLI (package main) injects it: only these benchmarks, not the package, use jobs.
+		NewReleaseQueue: func(eng *engine.Engine, queue string, concurrency int, log *slog.Logger) (ReleaseQueue, error) {
+			jb, err := jobs.New(jobs.Options{Redis: rdb.Asynq, Engine: eng, Queue: queue, Concurrency: concurrency, Lease: eng.Lease, Logger: log})
+			if err != nil {
+				return nil, err
+			}
+			return jb, nil
+		},
+		LoaderInterval: jobs.DefaultLoaderInterval}
 }

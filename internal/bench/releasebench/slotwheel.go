@@ -9,7 +9,6 @@ import (
 
 	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/loop"
-	"github.com/slotwheel/slotwheel/jobs"
 	"github.com/slotwheel/slotwheel/models"
 	"gorm.io/gorm"
 )
@@ -151,6 +150,9 @@ func (f *fixture) unitsFree(ctx context.Context, eng *engine.Engine, hall engine
 // release and not at it, and so are off), on its own database, key prefix and queues.
 func measureSlotwheel(ctx context.Context, env *Env, cfg Config, s spec, p *Progress) (m *measurement, err error) {
 	m = &measurement{design: DesignSlotwheel, label: cfg.label(DesignSlotwheel, s.c), c: s.c, n: s.n, observed: -1, unitsBack: -1, redisBytes: -1}
+	if env.NewReleaseQueue == nil || env.LoaderInterval <= 0 {
+		return nil, errors.New("releasebench: Env.NewReleaseQueue and Env.LoaderInterval are required to measure the slotwheel design")
+	}
 	p.Stage("creating a database", 0)
 	cleanup := context.WithoutCancel(ctx)
 	db, err := env.newDatabase(ctx, true)
@@ -171,8 +173,7 @@ func measureSlotwheel(ctx context.Context, env *Env, cfg Config, s spec, p *Prog
 	if err != nil {
 		return nil, err
 	}
-	jb, err := jobs.New(jobs.Options{Redis: env.AsynqOpt, Engine: eng, Queue: randomName("bench_release_"),
-		Concurrency: cfg.Concurrency, Lease: eng.Lease, Logger: log})
+	jb, err := env.NewReleaseQueue(eng, randomName("bench_release_"), cfg.Concurrency, log)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +248,7 @@ func measureSlotwheel(ctx context.Context, env *Env, cfg Config, s spec, p *Prog
 	}
 	rate := float64(scratch) / time.Since(t0).Seconds()
 	// After the bookings are made, the loader has them queued within its interval.
-	first := s.plan(time.Now(), rate, jobs.DefaultLoaderInterval)
+	first := s.plan(time.Now(), rate, env.LoaderInterval)
 	ats := s.releaseAts(first)
 	last := ats[len(ats)-1]
 
