@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -51,8 +50,7 @@ type Server struct {
 	runDir  string // socket and pid file
 	opts    Options
 
-	mu   sync.Mutex
-	proc *proc.Process // of the last start; nil before the first
+	proc proc.Slot // the server process of the last start
 }
 
 // Options shape a server beyond the defaults every server has.
@@ -143,9 +141,7 @@ func (s *Server) DSN(db string) string {
 
 // Running reports whether the server process is alive.
 func (s *Server) Running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.proc != nil && s.proc.Running()
+	return s.current() != nil
 }
 
 // Start starts the server again on the same data directory and port, after Stop or Kill; after a
@@ -194,21 +190,9 @@ func (s *Server) Kill() {
 }
 
 // current is the running process, or nil.
-func (s *Server) current() *proc.Process {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil || !s.proc.Running() {
-		return nil
-	}
-	return s.proc
-}
+func (s *Server) current() *proc.Process { return s.proc.Current() }
 
-func (s *Server) cleanup() {
-	if p := s.current(); p != nil {
-		p.Signal(syscall.SIGKILL)
-		p.Wait(killTimeout)
-	}
-}
+func (s *Server) cleanup() { s.proc.Kill(killTimeout) }
 
 func (s *Server) errorLog() string { return filepath.Join(filepath.Dir(s.dataDir), "error.log") }
 
@@ -281,9 +265,7 @@ func (s *Server) start() error {
 	if err != nil {
 		return fmt.Errorf("start %s: %w", Mariadbd, err)
 	}
-	s.mu.Lock()
-	s.proc = p
-	s.mu.Unlock()
+	s.proc.Set(p)
 
 	if err := s.waitReady(p); err != nil {
 		p.Signal(syscall.SIGKILL)

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -113,4 +114,36 @@ func Tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// Slot holds the process a harness's server runs as now; a restart puts a new one in it.
+type Slot struct {
+	mu sync.Mutex
+	p  *Process // of the last start; nil before the first
+}
+
+// Set makes p the server's process.
+func (s *Slot) Set(p *Process) {
+	s.mu.Lock()
+	s.p = p
+	s.mu.Unlock()
+}
+
+// Current is the server's process while it runs, or nil.
+func (s *Slot) Current() *Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.p == nil || !s.p.Running() {
+		return nil
+	}
+	return s.p
+}
+
+// Kill kills the running process, if any, and waits up to timeout for it to be gone: the cleanup
+// of a test, which must not leave a server behind however it ended.
+func (s *Slot) Kill(timeout time.Duration) {
+	if p := s.Current(); p != nil {
+		p.Signal(syscall.SIGKILL)
+		p.Wait(timeout)
+	}
 }

@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -46,8 +45,7 @@ type Server struct {
 	// args are the arguments of redis-server on port with its files in dir; nil: serverArgs.
 	args func(port int, dir string) ([]string, error)
 
-	mu   sync.Mutex
-	proc *proc.Process
+	proc proc.Slot // the server process of the last start
 }
 
 // StartServer starts a redis-server on a free loopback port and returns once it answers. It is
@@ -126,21 +124,9 @@ func (s *Server) Restart() {
 	}
 }
 
-func (s *Server) current() *proc.Process {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil || !s.proc.Running() {
-		return nil
-	}
-	return s.proc
-}
+func (s *Server) current() *proc.Process { return s.proc.Current() }
 
-func (s *Server) cleanup() {
-	if p := s.current(); p != nil {
-		p.Signal(syscall.SIGKILL)
-		p.Wait(killTimeout)
-	}
-}
+func (s *Server) cleanup() { s.proc.Kill(killTimeout) }
 
 func (s *Server) logPath() string { return filepath.Join(s.dir, "redis.log") }
 
@@ -163,9 +149,7 @@ func (s *Server) start() error {
 	if err != nil {
 		return fmt.Errorf("start %s: %w", s.bin, err)
 	}
-	s.mu.Lock()
-	s.proc = p
-	s.mu.Unlock()
+	s.proc.Set(p)
 	if err := waitPing(s.Addr(), p); err != nil {
 		p.Signal(syscall.SIGKILL)
 		p.Wait(killTimeout)
