@@ -253,7 +253,7 @@ func (c *catalog) resource(ctx context.Context, id uint64) (*resourceInfo, error
 			return nil, err
 		}
 		if ok {
-			ri.policy = policyFromRow(p)
+			ri.policy = sqlstore.PolicyOf(p)
 		}
 		if sc != nil {
 			if ri.plan, err = planFromRow(*sc); err != nil {
@@ -314,7 +314,7 @@ func (c *catalog) venuePolicies(ctx context.Context, venueID uint64) (map[uint64
 		}
 		out := make(map[uint64]booking.Policy, len(rows))
 		for _, r := range rows {
-			out[r.ResourceID] = policyFromRow(r)
+			out[r.ResourceID] = sqlstore.PolicyOf(r)
 		}
 		return out, nil
 	})
@@ -414,8 +414,8 @@ func (e *Catalog) CreateVenue(ctx context.Context, a Actor, in VenueInput) (Venu
 	if _, err := loadLocation(in.Timezone); err != nil {
 		return Venue{}, err
 	}
-	v := models.Venue{Name: in.Name, Timezone: in.Timezone, CreatedAt: e.clock.Now()}
-	if err := e.ss.CreateVenue(ctx, &v); err != nil {
+	v, err := e.ss.CreateVenue(ctx, in.Name, in.Timezone, e.clock.Now())
+	if err != nil {
 		return Venue{}, err
 	}
 	e.cat.venueIDs.forget(struct{}{})
@@ -478,10 +478,9 @@ func (e *Catalog) CreateResource(ctx context.Context, a Actor, in ResourceInput)
 	if err != nil {
 		return Resource{}, unknown(err, "unknown_venue", "venue %d does not exist", in.VenueID)
 	}
-	now := e.clock.Now()
-	r := models.Resource{VenueID: in.VenueID, Name: in.Name, Kind: in.Kind, Capacity: in.Capacity,
-		Category: in.Category, PriceCents: in.PriceCents, Status: models.ResourceActive, CreatedAt: now, UpdatedAt: now}
-	if err := e.ss.CreateResource(ctx, &r); err != nil {
+	r, err := e.ss.CreateResource(ctx, sqlstore.NewResource{VenueID: in.VenueID, Name: in.Name, Kind: in.Kind,
+		Capacity: in.Capacity, Category: in.Category, PriceCents: in.PriceCents}, e.clock.Now())
+	if err != nil {
 		return Resource{}, err
 	}
 	out := toResource(r, 0)
@@ -560,20 +559,21 @@ func (e *Catalog) CreateService(ctx context.Context, a Actor, in ServiceInput) (
 			return Service{}, unknown(err, "unknown_resource", "resource %d is not a resource of venue %d", l.ResourceID, in.VenueID)
 		}
 	}
-	s := models.Service{VenueID: in.VenueID, Name: in.Name, DurationMinutes: in.DurationMinutes, PrepMinutes: in.PrepMinutes,
-		CleanupMinutes: in.CleanupMinutes, PriceCents: in.PriceCents, CreatedAt: e.clock.Now()}
-	if err := e.ss.CreateService(ctx, &s, links); err != nil {
+	s, rows, err := e.ss.CreateService(ctx, sqlstore.NewService{VenueID: in.VenueID, Name: in.Name,
+		DurationMinutes: in.DurationMinutes, PrepMinutes: in.PrepMinutes, CleanupMinutes: in.CleanupMinutes,
+		PriceCents: in.PriceCents, Links: links}, e.clock.Now())
+	if err != nil {
 		return Service{}, err
 	}
-	out := toService(serviceInfoOf(s, links))
+	out := toService(serviceInfoOf(s, rows))
 	out.CreatedAt = out.CreatedAt.In(vi.loc)
 	return out, nil
 }
 
 // serviceLinks checks a service's resources (or roles) and lists them in order: a resource at most
 // once in the whole service, 1 to 100 of them, roles named and unique.
-func serviceLinks(in ServiceInput) ([]models.ServiceResource, error) {
-	var links []models.ServiceResource
+func serviceLinks(in ServiceInput) ([]sqlstore.ServiceLink, error) {
+	var links []sqlstore.ServiceLink
 	seen := map[uint64]bool{}
 	add := func(field, role string, pos int, ids []uint64) error {
 		for _, id := range ids {
@@ -581,7 +581,7 @@ func serviceLinks(in ServiceInput) ([]models.ServiceResource, error) {
 				return booking.Invalid("invalid_resource_ids", "resource %d is listed twice", id).WithField(field)
 			}
 			seen[id] = true
-			links = append(links, models.ServiceResource{ResourceID: id, Role: role, Position: pos})
+			links = append(links, sqlstore.ServiceLink{ResourceID: id, Role: role, Position: pos})
 		}
 		return nil
 	}
@@ -649,18 +649,9 @@ func (e *Catalog) SetGracePolicy(ctx context.Context, a Actor, in GracePolicy) (
 	if in.Peak == nil {
 		in.Peak = []PeakRule{}
 	}
-	row := models.GracePolicy{Category: in.Category, GraceSeconds: in.GraceSeconds, Peak: encodeJSON(in.Peak), UpdatedAt: e.clock.Now()}
-	if err := e.ss.SetGrace(ctx, row); err != nil {
+	if err := e.ss.SetGrace(ctx, booking.GraceInput{Category: in.Category, GraceSeconds: in.GraceSeconds, Peak: in.Peak}, e.clock.Now()); err != nil {
 		return GracePolicy{}, err
 	}
 	e.cat.graces.forget(struct{}{})
 	return in, nil
-}
-
-func encodeJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err) // only plain structs are encoded here
-	}
-	return string(b)
 }

@@ -124,11 +124,9 @@ func (e *Notifications) RelayOutbox(ctx context.Context) (int, error) {
 	token := newClaimToken()
 	ids := make([]uint64, len(evs))
 	byID := make(map[uint64]models.OutboxEvent, len(evs))
-	var ds []models.Delivery
+	var ds []sqlstore.NewDelivery
 	add := func(sink string, endpointID uint64, ev models.OutboxEvent) {
-		until := now.Add(deliveryClaim)
-		ds = append(ds, models.Delivery{Sink: sink, EndpointID: endpointID, EventID: ev.ID, Subject: ev.Subject,
-			Status: models.DeliveryPending, NextAttemptAt: now, ClaimedUntil: &until, ClaimToken: token, CreatedAt: now, UpdatedAt: now})
+		ds = append(ds, sqlstore.NewDelivery{Sink: sink, EndpointID: endpointID, EventID: ev.ID, Subject: ev.Subject})
 	}
 	for i, ev := range evs {
 		ids[i], byID[ev.ID] = ev.ID, ev
@@ -142,7 +140,7 @@ func (e *Notifications) RelayOutbox(ctx context.Context) (int, error) {
 			add(sinkWechat, 0, ev)
 		}
 	}
-	ours, err := e.ss.Publish(ctx, ids, ds, now, token)
+	ours, err := e.ss.Publish(ctx, ids, ds, now, token, now.Add(deliveryClaim))
 	if err != nil {
 		return 0, err
 	}
@@ -427,7 +425,8 @@ func (e *Notifications) Deliver(ctx context.Context, deliveryID uint64) error {
 	if err == nil && d.Sink != sinkWechat {
 		var ep models.WebhookEndpoint
 		if ep, err = e.ss.Endpoint(ctx, d.EndpointID); err == nil {
-			eps = map[uint64]models.WebhookEndpoint{ep.ID: ep}
+			eps = make(map[uint64]models.WebhookEndpoint, 1)
+			eps[ep.ID] = ep
 		}
 	}
 	if err != nil {

@@ -98,9 +98,9 @@ func (e *Notifications) CreateWebhook(ctx context.Context, a Actor, in WebhookIn
 			return Webhook{}, unknown(err, "unknown_venue", "venue %d does not exist", in.VenueID)
 		}
 	}
-	row := models.WebhookEndpoint{URL: in.URL, Secret: webhook.NewSecret(), EventTypes: encodeJSON(types), VenueID: in.VenueID,
-		CreatedAt: e.clock.Now()}
-	if err := e.ss.CreateEndpoint(ctx, &row); err != nil {
+	row, err := e.ss.CreateEndpoint(ctx, sqlstore.NewEndpoint{URL: in.URL, Secret: webhook.NewSecret(), EventTypes: types,
+		VenueID: in.VenueID}, e.clock.Now())
+	if err != nil {
 		return Webhook{}, err
 	}
 	w := toWebhook(row)
@@ -242,8 +242,8 @@ func (e *Notifications) SetWechatTemplate(ctx context.Context, a Actor, t Wechat
 			return WechatTemplate{}, booking.Invalid("invalid_template_data", "%q is not one of %s", f, strings.Join(wechatFields, ", ")).WithField("data." + k)
 		}
 	}
-	row := models.WechatTemplate{EventType: t.EventType, TemplateID: t.TemplateID, Page: t.Page, Data: encodeJSON(t.Data), UpdatedAt: e.clock.Now()}
-	return t, e.ss.SetTemplate(ctx, row)
+	return t, e.ss.SetTemplate(ctx, sqlstore.Template{EventType: t.EventType, TemplateID: t.TemplateID, Page: t.Page,
+		Data: t.Data}, e.clock.Now())
 }
 
 // WechatTemplates lists the subscribe-message templates by event type. Admin only.

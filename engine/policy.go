@@ -5,27 +5,11 @@ import (
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
-	"github.com/slotwheel/slotwheel/models"
 )
 
 // The booking rules of docs/API.md "Booking rules": a resource's policy (notice, days ahead, cancel
 // cut-off and refund shares, no-show refund, reschedule cut-off and count) and the deployment's
 // no-show freeze. The rules themselves are engine/booking's; this file stores and applies them.
-
-func policyFromRow(r models.ResourcePolicy) booking.Policy {
-	return booking.Policy{MinNotice: minutes(r.MinNoticeMinutes), MaxDaysAhead: r.MaxDaysAhead,
-		CancelCutoff: minutes(r.CancelCutoffMinutes), CancelRefund: r.CancelRefundPercent,
-		LateCancelRefund: r.LateCancelRefundPercent, NoshowRefund: r.NoshowRefundPercent,
-		RescheduleCutoff: minutes(r.RescheduleCutoffMinutes), MaxReschedules: r.MaxReschedules}
-}
-
-func policyRow(resourceID uint64, p booking.Policy, at time.Time) models.ResourcePolicy {
-	return models.ResourcePolicy{ResourceID: resourceID, MinNoticeMinutes: int(p.MinNotice / time.Minute),
-		MaxDaysAhead: p.MaxDaysAhead, CancelCutoffMinutes: int(p.CancelCutoff / time.Minute),
-		CancelRefundPercent: p.CancelRefund, LateCancelRefundPercent: p.LateCancelRefund,
-		NoshowRefundPercent: p.NoshowRefund, RescheduleCutoffMinutes: int(p.RescheduleCutoff / time.Minute),
-		MaxReschedules: p.MaxReschedules, UpdatedAt: at}
-}
 
 // Policy is a resource's booking rules as the API shows them.
 type Policy struct {
@@ -47,23 +31,17 @@ func (e *Catalog) SetResourcePolicy(ctx context.Context, a Actor, resourceID uin
 	if err := requireAdmin(a); err != nil {
 		return Policy{}, err
 	}
-	cur := booking.DefaultPolicy()
-	row, ok, err := e.ss.Policy(ctx, resourceID)
-	if err != nil {
-		return Policy{}, err
-	}
-	if ok {
-		cur = policyFromRow(row)
-	}
+	// An unknown resource is answered before the rules are checked.
 	res, _, err := e.ss.Resource(ctx, resourceID)
 	if err != nil {
 		return Policy{}, err
 	}
-	p, err := cur.With(in)
+	p, err := e.ss.UpdatePolicy(ctx, resourceID, e.clock.Now(), func(p *booking.Policy) error {
+		next, err := p.With(in)
+		*p = next
+		return err
+	})
 	if err != nil {
-		return Policy{}, err
-	}
-	if err := e.ss.SetPolicy(ctx, policyRow(resourceID, p, e.clock.Now())); err != nil {
 		return Policy{}, err
 	}
 	e.cat.resources.forget(resourceID)
@@ -88,8 +66,7 @@ func (e *Catalog) SetNoshowPolicy(ctx context.Context, a Actor, in booking.Nosho
 		return NoshowPolicy{}, err
 	}
 	now := e.clock.Now()
-	if err := e.ss.SetNoshowPolicy(ctx, models.NoshowPolicy{MaxNoshows: in.MaxNoshows, WithinDays: in.WithinDays,
-		FreezeDays: in.FreezeDays, UpdatedAt: now}); err != nil {
+	if err := e.ss.SetNoshowPolicy(ctx, in, now); err != nil {
 		return NoshowPolicy{}, err
 	}
 	e.cat.noshow.forget(struct{}{})

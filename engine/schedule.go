@@ -11,7 +11,6 @@ import (
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
-	"github.com/slotwheel/slotwheel/models"
 )
 
 // SetSchedule replaces a resource's opening rules, refusing a change that would close hours under
@@ -69,17 +68,16 @@ func (e *Catalog) ChangeSchedule(ctx context.Context, a Actor, resourceID uint64
 	now := e.clock.Now()
 	loc := ri.venue.loc
 	today := booking.LocalDay(now, loc)
-	row := models.Schedule{ResourceID: resourceID, SlotMinutes: in.SlotMinutes, Weekly: encodeJSON(in.Weekly),
-		Exceptions: encodeJSON(in.Exceptions), HorizonDays: in.HorizonDays,
-		GeneratedUntil: today.AddDate(0, 0, in.HorizonDays).Format(booking.DayLayout), UpdatedAt: now}
+	generatedUntil := today.AddDate(0, 0, in.HorizonDays).Format(booking.DayLayout)
 	moves := map[uint64][]string{}
 	for _, o := range plan.occupants {
 		if id, ok := o.Owner.Booking(); ok {
 			moves[id] = o.Fields
 		}
 	}
-	oldDays, err := e.ss.SetSchedule(ctx, sqlstore.ScheduleChange{Schedule: row, FromDay: today.Format(booking.DayLayout),
-		Slots: inventoryRows(ri.res, p, loc, today, in.HorizonDays), Moves: moves, Now: now})
+	oldDays, err := e.ss.SetSchedule(ctx, sqlstore.ScheduleChange{ResourceID: resourceID, Schedule: in,
+		GeneratedUntil: generatedUntil, FromDay: today.Format(booking.DayLayout),
+		Slots: inventorySlots(p, loc, today, in.HorizonDays), Capacity: ri.res.Capacity, Moves: moves, Now: now})
 	if ce, ok := errors.AsType[*sqlstore.CapacityError](err); ok {
 		// The ledger counted more units on a new slot than it has: bookings confirmed since the plan
 		// was made (Redis had not seen them), which the new grid cannot hold.
@@ -103,7 +101,7 @@ func (e *Catalog) ChangeSchedule(ctx context.Context, a Actor, resourceID uint64
 		}
 	}
 	return Schedule{ResourceID: resourceID, SlotMinutes: in.SlotMinutes, Weekly: in.Weekly, Exceptions: in.Exceptions,
-		HorizonDays: in.HorizonDays, GeneratedUntil: row.GeneratedUntil}, nil
+		HorizonDays: in.HorizonDays, GeneratedUntil: generatedUntil}, nil
 }
 
 func errorsIsInvalidTransition(err error) bool {
@@ -231,15 +229,13 @@ func (e *Catalog) applyRegrid(ctx context.Context, ri *resourceInfo, oldDays []s
 	return e.rs.Regrid(ctx, v, dayFields, fields, moves)
 }
 
-// inventoryRows are the slots of days [from, from+n).
-func inventoryRows(r models.Resource, p *booking.Plan, loc *time.Location, from time.Time, n int) []models.SlotInventory {
-	var rows []models.SlotInventory
+// inventorySlots are the slots of days [from, from+n).
+func inventorySlots(p *booking.Plan, loc *time.Location, from time.Time, n int) []booking.Slot {
+	var slots []booking.Slot
 	for i := 0; i < n; i++ {
-		for _, s := range p.DaySlots(from.AddDate(0, 0, i), loc) {
-			rows = append(rows, models.SlotInventory{ResourceID: r.ID, Start: s.Start.UTC(), End: s.End.UTC(), Day: s.Day, Capacity: r.Capacity})
-		}
+		slots = append(slots, p.DaySlots(from.AddDate(0, 0, i), loc)...)
 	}
-	return rows
+	return slots
 }
 
 // extendInventory keeps every schedule's inventory generated horizon_days ahead (run by
@@ -269,7 +265,7 @@ func (e *Catalog) extendInventory(ctx context.Context) (int, error) {
 		if n == 0 {
 			continue
 		}
-		if err := e.ss.ExtendInventory(ctx, s.ResourceID, inventoryRows(ri.res, ri.plan, loc, from, n), want.Format(booking.DayLayout)); err != nil {
+		if err := e.ss.ExtendInventory(ctx, s.ResourceID, ri.res.Capacity, inventorySlots(ri.plan, loc, from, n), want.Format(booking.DayLayout)); err != nil {
 			return days, err
 		}
 		days += n
@@ -292,7 +288,7 @@ func (e *Catalog) loadDay(ctx context.Context, ri *resourceInfo, day string) err
 	}
 	now := e.clock.Now()
 	if len(inv) == 0 && ri.plan != nil && ri.plan.WithinHorizon(dayStart, now, loc) && !dayStart.Before(booking.LocalDay(now, loc)) {
-		if err := e.ss.InsertInventory(ctx, inventoryRows(ri.res, ri.plan, loc, dayStart, 1)); err != nil {
+		if err := e.ss.InsertInventory(ctx, ri.res.ID, ri.res.Capacity, inventorySlots(ri.plan, loc, dayStart, 1)); err != nil {
 			return err
 		}
 		if inv, err = e.ss.Inventory(ctx, ri.res.ID, day); err != nil {

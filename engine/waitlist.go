@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"strconv"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
@@ -37,23 +36,16 @@ func (e *Holds) JoinWaitlist(ctx context.Context, req WaitlistRequest) (Waitlist
 	if err != nil {
 		return WaitlistEntry{}, err
 	}
-	key := waitingKey(req.UserID, req.ResourceID, p.Start.UnixMilli(), p.End.UnixMilli())
-	row := models.WaitlistEntry{UserID: req.UserID, VenueID: ri.res.VenueID, ResourceID: req.ResourceID,
-		Status: string(booking.WaitWaiting), Start: p.Start, End: p.End, Quantity: req.Quantity, WaitingKey: &key,
-		CreatedAt: now, UpdatedAt: now}
-	if err := e.ss.JoinWaitlist(ctx, &row); err != nil {
+	id, err := e.ss.JoinWaitlist(ctx, sqlstore.NewWait{UserID: req.UserID, VenueID: ri.res.VenueID, ResourceID: req.ResourceID,
+		Start: p.Start, End: p.End, Quantity: req.Quantity}, now)
+	if err != nil {
 		if errors.Is(err, sqlstore.ErrAlreadyWaiting) {
 			return WaitlistEntry{}, ErrAlreadyWaiting
 		}
 		return WaitlistEntry{}, err
 	}
 	e.promoteAfterFree(ctx, req.ResourceID)
-	return e.waitlistEntry(ctx, row.ID)
-}
-
-// waitingKey names a user's wait for one window; unique while the entry waits.
-func waitingKey(user string, resource uint64, startMs, endMs int64) string {
-	return user + "|" + strconv.FormatUint(resource, 10) + "|" + strconv.FormatInt(startMs, 10) + "|" + strconv.FormatInt(endMs, 10)
+	return e.waitlistEntry(ctx, id)
 }
 
 // LeaveWaitlist takes a waiting entry out of line. Owner or admin; a promoted entry keeps its hold

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/wechatpay"
+	"github.com/slotwheel/slotwheel/internal/sqlstore"
 	"github.com/slotwheel/slotwheel/models"
 )
 
@@ -79,15 +80,15 @@ func (e *Payments) WechatPayParams(ctx context.Context, a Actor, holdID string) 
 
 // openOrder places the hold's JSAPI order at WeChat Pay and records it. WeChat answers a repeat of
 // the same order with the same prepay_id, so two requests racing make one order.
-func (e *Payments) openOrder(ctx context.Context, c *wechatpay.Client, openid, holdID string, amount int64, deadline time.Time, desc string) (models.WechatOrder, error) {
+func (e *Payments) openOrder(ctx context.Context, c *wechatpay.Client, openid, holdID string, amount int64, deadline time.Time, desc string) (o models.WechatOrder, err error) {
 	no := outTradeNo(holdID)
 	prepay, err := c.CreateJSAPIOrder(ctx, wechatpay.JSAPIOrder{OutTradeNo: no, Description: desc, AmountCents: amount,
 		PayerOpenID: openid, TimeExpire: deadline, Attach: holdID})
 	if err != nil {
-		return models.WechatOrder{}, errors.Join(ErrUnavailable, fmt.Errorf("wechat pay order for hold %s: %w", holdID, err))
+		return o, errors.Join(ErrUnavailable, fmt.Errorf("wechat pay order for hold %s: %w", holdID, err))
 	}
-	return e.ss.CreateOrder(ctx, models.WechatOrder{HoldID: holdID, OutTradeNo: no, PrepayID: prepay, OpenID: openid,
-		AmountCents: amount, ExpiresAt: deadline.UTC(), CreatedAt: e.clock.Now()})
+	return e.ss.CreateOrder(ctx, sqlstore.NewOrder{HoldID: holdID, OutTradeNo: no, PrepayID: prepay, OpenID: openid,
+		AmountCents: amount, ExpiresAt: deadline}, e.clock.Now())
 }
 
 // orderDescription is what the payer sees: the resource's name, within WeChat's 127 characters.

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/models"
 )
 
@@ -17,9 +19,10 @@ import (
 // freeze). Reads made under OnReleasePath use the release path's connections (see catalogDB).
 type Catalog struct{ *shared }
 
-// CreateVenue inserts a venue and fills in its id.
-func (s *Catalog) CreateVenue(ctx context.Context, v *models.Venue) error {
-	return mapErr("create venue", s.db.WithContext(ctx).Create(v).Error)
+// CreateVenue inserts a venue created at at and answers its row.
+func (s *Catalog) CreateVenue(ctx context.Context, name, timezone string, at time.Time) (models.Venue, error) {
+	v := models.Venue{Name: name, Timezone: timezone, CreatedAt: at}
+	return v, mapErr("create venue", s.db.WithContext(ctx).Create(&v).Error)
 }
 
 // UpdateVenue writes the columns of v named by cols.
@@ -59,9 +62,20 @@ func (s *Catalog) VenueIDs(ctx context.Context) ([]uint64, error) {
 	return ids, mapErr("list venues", s.db.WithContext(ctx).Model(&models.Venue{}).Order("id").Pluck("id", &ids).Error)
 }
 
-// CreateResource inserts a resource and fills in its id.
-func (s *Catalog) CreateResource(ctx context.Context, r *models.Resource) error {
-	return mapErr("create resource", s.db.WithContext(ctx).Create(r).Error)
+// NewResource is what a new resource is made of.
+type NewResource struct {
+	VenueID    uint64
+	Name, Kind string
+	Capacity   int
+	Category   string
+	PriceCents int64
+}
+
+// CreateResource inserts an active resource created at at and answers its row.
+func (s *Catalog) CreateResource(ctx context.Context, in NewResource, at time.Time) (models.Resource, error) {
+	r := models.Resource{VenueID: in.VenueID, Name: in.Name, Kind: in.Kind, Capacity: in.Capacity,
+		Category: in.Category, PriceCents: in.PriceCents, Status: models.ResourceActive, CreatedAt: at, UpdatedAt: at}
+	return r, mapErr("create resource", s.db.WithContext(ctx).Create(&r).Error)
 }
 
 // UpdateResource writes the columns of r named by cols.
@@ -108,13 +122,37 @@ func (s *Catalog) Schedules(ctx context.Context) ([]models.Schedule, error) {
 
 // ScheduleChange is a new schedule with everything that moves with it, written in one transaction.
 type ScheduleChange struct {
-	Schedule models.Schedule
-	FromDay  string                 // venue-local date from which inventory is regenerated
-	Slots    []models.SlotInventory // the new inventory
-	Moves    map[uint64][]string    // booking id → its slot fields on the new grid
-	// Now is when the change is made: a slot from then on whose bookings would take more units than
-	// it has refuses the change.
+	ResourceID     uint64
+	Schedule       booking.ScheduleInput // the opening rules (Weekly and Exceptions stored as JSON)
+	GeneratedUntil string                // venue-local date up to which inventory is generated
+	FromDay        string                // venue-local date from which inventory is regenerated
+	Slots          []booking.Slot        // the new inventory
+	Capacity       int                   // the units of each new slot
+	Moves          map[uint64][]string   // booking id → its slot fields on the new grid
+	// Now is when the change is made (the schedule's updated_at): a slot from then on whose bookings
+	// would take more units than it has refuses the change.
 	Now time.Time
+}
+
+// scheduleRow is the row of a schedule set at at.
+func scheduleRow(resourceID uint64, in booking.ScheduleInput, generatedUntil string, at time.Time) models.Schedule {
+	if in.Weekly == nil {
+		in.Weekly = []booking.WeeklyRule{}
+	}
+	if in.Exceptions == nil {
+		in.Exceptions = []booking.ScheduleException{}
+	}
+	return models.Schedule{ResourceID: resourceID, SlotMinutes: in.SlotMinutes, Weekly: jsonText(in.Weekly),
+		Exceptions: jsonText(in.Exceptions), HorizonDays: in.HorizonDays, GeneratedUntil: generatedUntil, UpdatedAt: at}
+}
+
+// inventoryRows are the inventory rows of a resource's slots, each with capacity units.
+func inventoryRows(resourceID uint64, capacity int, slots []booking.Slot) []models.SlotInventory {
+	rows := make([]models.SlotInventory, len(slots))
+	for i, sl := range slots {
+		rows[i] = models.SlotInventory{ResourceID: resourceID, Start: sl.Start.UTC(), End: sl.End.UTC(), Day: sl.Day, Capacity: capacity}
+	}
+	return rows
 }
 
 // SetSchedule replaces a resource's schedule and its inventory from FromDay on, moves bookings' slot
@@ -123,7 +161,8 @@ type ScheduleChange struct {
 // the days whose inventory was replaced.
 func (s *Catalog) SetSchedule(ctx context.Context, ch ScheduleChange) ([]string, error) {
 	var oldDays []string
-	rid := ch.Schedule.ResourceID
+	rid := ch.ResourceID
+	sched := scheduleRow(rid, ch.Schedule, ch.GeneratedUntil, ch.Now)
 	err := s.tx(ctx, "set schedule", func(tx *gorm.DB) error {
 		if err := tx.Model(&models.SlotInventory{}).Where("resource_id = ? AND day >= ?", rid, ch.FromDay).
 			Distinct().Pluck("day", &oldDays).Error; err != nil {
@@ -132,7 +171,7 @@ func (s *Catalog) SetSchedule(ctx context.Context, ch ScheduleChange) ([]string,
 		if err := tx.Where("resource_id = ? AND day >= ?", rid, ch.FromDay).Delete(&models.SlotInventory{}).Error; err != nil {
 			return err
 		}
-		if err := tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&ch.Schedule).Error; err != nil {
+		if err := tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&sched).Error; err != nil {
 			return err
 		}
 		for id, fields := range ch.Moves {
@@ -140,7 +179,7 @@ func (s *Catalog) SetSchedule(ctx context.Context, ch ScheduleChange) ([]string,
 				return err
 			}
 		}
-		if err := insertInventory(tx, ch.Slots); err != nil {
+		if err := insertInventory(tx, inventoryRows(rid, ch.Capacity, ch.Slots)); err != nil {
 			return err
 		}
 		// The new rows start at zero: the ledger is counted again from the bookings now on them.
@@ -170,19 +209,21 @@ func insertInventory(tx *gorm.DB, rows []models.SlotInventory) error {
 	return tx.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(rows, 500).Error
 }
 
-// ExtendInventory adds inventory rows and moves the schedule's generated_until, in one transaction.
-func (s *Catalog) ExtendInventory(ctx context.Context, resourceID uint64, rows []models.SlotInventory, until string) error {
+// ExtendInventory adds a resource's slots, each with capacity units, to its inventory and moves the
+// schedule's generated_until, in one transaction.
+func (s *Catalog) ExtendInventory(ctx context.Context, resourceID uint64, capacity int, slots []booking.Slot, until string) error {
 	return s.tx(ctx, "extend inventory", func(tx *gorm.DB) error {
-		if err := insertInventory(tx, rows); err != nil {
+		if err := insertInventory(tx, inventoryRows(resourceID, capacity, slots)); err != nil {
 			return err
 		}
 		return tx.Model(&models.Schedule{}).Where("resource_id = ?", resourceID).Update("generated_until", until).Error
 	})
 }
 
-// InsertInventory adds inventory rows (existing ones are kept).
-func (s *Catalog) InsertInventory(ctx context.Context, rows []models.SlotInventory) error {
-	return mapErr("insert inventory", insertInventory(s.db.WithContext(ctx), rows))
+// InsertInventory adds a resource's slots, each with capacity units, to its inventory (existing
+// ones are kept).
+func (s *Catalog) InsertInventory(ctx context.Context, resourceID uint64, capacity int, slots []booking.Slot) error {
+	return mapErr("insert inventory", insertInventory(s.db.WithContext(ctx), inventoryRows(resourceID, capacity, slots)))
 }
 
 // Inventory reads one resource-day's slots, by start.
@@ -192,18 +233,41 @@ func (s *Catalog) Inventory(ctx context.Context, resourceID uint64, day string) 
 		Order("start").Find(&rows).Error)
 }
 
-// CreateService inserts a service with the resources that can deliver it (with their roles, for a
-// service that needs several at once).
-func (s *Catalog) CreateService(ctx context.Context, svc *models.Service, links []models.ServiceResource) error {
-	return s.tx(ctx, "create service", func(tx *gorm.DB) error {
-		if err := tx.Create(svc).Error; err != nil {
+// NewService is what a new service is made of.
+type NewService struct {
+	VenueID                                      uint64
+	Name                                         string
+	DurationMinutes, PrepMinutes, CleanupMinutes int
+	PriceCents                                   int64
+	Links                                        []ServiceLink // the resources that can deliver it, in order
+}
+
+// ServiceLink is one resource of a service: its role (empty for a service of one resource at a
+// time) and the role's place in the service's order.
+type ServiceLink struct {
+	ResourceID uint64
+	Role       string
+	Position   int
+}
+
+// CreateService inserts a service created at at with the resources that can deliver it (with their
+// roles, for a service that needs several at once), and answers its rows.
+func (s *Catalog) CreateService(ctx context.Context, in NewService, at time.Time) (models.Service, []models.ServiceResource, error) {
+	svc := models.Service{VenueID: in.VenueID, Name: in.Name, DurationMinutes: in.DurationMinutes, PrepMinutes: in.PrepMinutes,
+		CleanupMinutes: in.CleanupMinutes, PriceCents: in.PriceCents, CreatedAt: at}
+	var links []models.ServiceResource
+	err := s.tx(ctx, "create service", func(tx *gorm.DB) error {
+		svc.ID = 0
+		if err := tx.Create(&svc).Error; err != nil {
 			return err
 		}
-		for i := range links {
-			links[i].ServiceID = svc.ID
+		links = make([]models.ServiceResource, len(in.Links))
+		for i, l := range in.Links {
+			links[i] = models.ServiceResource{ServiceID: svc.ID, ResourceID: l.ResourceID, Role: l.Role, Position: l.Position}
 		}
 		return tx.Create(&links).Error
 	})
+	return svc, links, err
 }
 
 // Services lists services by id, of one venue when venueID != 0, with their resources in order.
@@ -238,8 +302,13 @@ func (s *Catalog) Service(ctx context.Context, id uint64) (models.Service, []mod
 	return svc, links, mapErr("read service", err)
 }
 
-// SetGrace inserts or replaces a category's grace policy.
-func (s *Catalog) SetGrace(ctx context.Context, g models.GracePolicy) error {
+// SetGrace inserts or replaces a category's grace policy, as of at.
+func (s *Catalog) SetGrace(ctx context.Context, in booking.GraceInput, at time.Time) error {
+	peak := in.Peak
+	if peak == nil {
+		peak = []booking.PeakRule{}
+	}
+	g := models.GracePolicy{Category: in.Category, GraceSeconds: in.GraceSeconds, Peak: jsonText(peak), UpdatedAt: at}
 	return mapErr("set grace policy", s.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&g).Error)
 }
 
@@ -265,9 +334,43 @@ func (s *Catalog) Policies(ctx context.Context, resourceIDs []uint64) ([]models.
 	return rows, mapErr("read policies", s.catalogDB(ctx).Where("resource_id IN ?", resourceIDs).Find(&rows).Error)
 }
 
-// SetPolicy stores a resource's booking rules.
-func (s *Catalog) SetPolicy(ctx context.Context, p models.ResourcePolicy) error {
-	return mapErr("set policy", s.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&p).Error)
+// PolicyOf reads a resource's booking rules from their row.
+func PolicyOf(r models.ResourcePolicy) booking.Policy {
+	return booking.Policy{MinNotice: minutes(r.MinNoticeMinutes), MaxDaysAhead: r.MaxDaysAhead,
+		CancelCutoff: minutes(r.CancelCutoffMinutes), CancelRefund: r.CancelRefundPercent,
+		LateCancelRefund: r.LateCancelRefundPercent, NoshowRefund: r.NoshowRefundPercent,
+		RescheduleCutoff: minutes(r.RescheduleCutoffMinutes), MaxReschedules: r.MaxReschedules}
+}
+
+func minutes(n int) time.Duration { return time.Duration(n) * time.Minute }
+
+// policyRow is the row of a resource's booking rules set at at.
+func policyRow(resourceID uint64, p booking.Policy, at time.Time) models.ResourcePolicy {
+	return models.ResourcePolicy{ResourceID: resourceID, MinNoticeMinutes: int(p.MinNotice / time.Minute),
+		MaxDaysAhead: p.MaxDaysAhead, CancelCutoffMinutes: int(p.CancelCutoff / time.Minute),
+		CancelRefundPercent: p.CancelRefund, LateCancelRefundPercent: p.LateCancelRefund,
+		NoshowRefundPercent: p.NoshowRefund, RescheduleCutoffMinutes: int(p.RescheduleCutoff / time.Minute),
+		MaxReschedules: p.MaxReschedules, UpdatedAt: at}
+}
+
+// UpdatePolicy reads a resource's booking rules (booking.DefaultPolicy when it has none), lets
+// decide change them, and stores the result as of at. An error of decide writes nothing and is
+// answered as it is. Like the write it replaces, it is not a transaction: of two changes at once,
+// the last one written wins.
+func (s *Catalog) UpdatePolicy(ctx context.Context, resourceID uint64, at time.Time, decide func(p *booking.Policy) error) (booking.Policy, error) {
+	p := booking.DefaultPolicy()
+	row, ok, err := s.Policy(ctx, resourceID)
+	if err != nil {
+		return p, err
+	}
+	if ok {
+		p = PolicyOf(row)
+	}
+	if err := decide(&p); err != nil {
+		return p, err
+	}
+	row = policyRow(resourceID, p, at)
+	return p, mapErr("set policy", s.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error)
 }
 
 // NoshowPolicy reads the no-show freeze rule; false while it is off.
@@ -280,8 +383,17 @@ func (s *Catalog) NoshowPolicy(ctx context.Context) (models.NoshowPolicy, bool, 
 	return rows[0], true, nil
 }
 
-// SetNoshowPolicy stores the no-show freeze rule.
-func (s *Catalog) SetNoshowPolicy(ctx context.Context, p models.NoshowPolicy) error {
-	p.ID = 1
+// SetNoshowPolicy stores the no-show freeze rule, as of at.
+func (s *Catalog) SetNoshowPolicy(ctx context.Context, in booking.NoshowPolicyInput, at time.Time) error {
+	p := models.NoshowPolicy{ID: 1, MaxNoshows: in.MaxNoshows, WithinDays: in.WithinDays, FreezeDays: in.FreezeDays, UpdatedAt: at}
 	return mapErr("set no-show policy", s.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&p).Error)
+}
+
+// jsonText is v as the JSON a text column holds (only plain structs and slices are stored so).
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }

@@ -48,14 +48,33 @@ func (s *Outbox) Unpublished(ctx context.Context, limit int) ([]models.OutboxEve
 	return rows, mapErr("unpublished events", s.db.WithContext(ctx).Where("published_at IS NULL").Order("id").Limit(limit).Find(&rows).Error)
 }
 
+// NewDelivery is a delivery of an event to a sink (to a webhook endpoint, EndpointID; 0 for WeChat).
+type NewDelivery struct {
+	Sink       string
+	EndpointID uint64
+	EventID    uint64
+	Subject    string
+}
+
 // Publish records the deliveries of events (a repeat of one already there is left as it is) and
-// marks the events published, in one transaction. It answers, in event order, the deliveries it
-// created: those carrying token (another relay's, or one recorded before, are not its to send).
-func (s *Outbox) Publish(ctx context.Context, eventIDs []uint64, ds []models.Delivery, at time.Time, token string) ([]models.Delivery, error) {
+// marks the events published, in one transaction. A delivery is created pending, due at at, and
+// claimed by token until claimedUntil for its first attempt. It answers, in event order, the
+// deliveries it created: those carrying token (another relay's, or one recorded before, are not its
+// to send).
+func (s *Outbox) Publish(ctx context.Context, eventIDs []uint64, nds []NewDelivery, at time.Time, token string, claimedUntil time.Time) ([]models.Delivery, error) {
+	ds := make([]models.Delivery, len(nds))
+	for i, d := range nds {
+		until := claimedUntil
+		ds[i] = models.Delivery{Sink: d.Sink, EndpointID: d.EndpointID, EventID: d.EventID, Subject: d.Subject,
+			Status: models.DeliveryPending, NextAttemptAt: at, ClaimedUntil: &until, ClaimToken: token, CreatedAt: at, UpdatedAt: at}
+	}
 	var ours []models.Delivery
 	err := s.tx(ctx, "publish events", func(tx *gorm.DB) error {
 		ours = ours[:0]
 		if len(ds) > 0 {
+			for i := range ds {
+				ds[i].ID = 0 // a retried transaction inserts them again
+			}
 			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(ds, 500).Error; err != nil {
 				return err
 			}
@@ -246,9 +265,22 @@ func (s *Outbox) Deliveries(ctx context.Context, q DeliveryQuery) ([]models.Deli
 	return rows, mapErr("list deliveries", err)
 }
 
-// CreateEndpoint stores a webhook endpoint.
-func (s *Outbox) CreateEndpoint(ctx context.Context, e *models.WebhookEndpoint) error {
-	return mapErr("create webhook", s.db.WithContext(ctx).Create(e).Error)
+// NewEndpoint is what a new webhook endpoint is made of: EventTypes empty for every type, VenueID 0
+// for every venue.
+type NewEndpoint struct {
+	URL, Secret string
+	EventTypes  []string
+	VenueID     uint64
+}
+
+// CreateEndpoint stores a webhook endpoint created at at and answers its row.
+func (s *Outbox) CreateEndpoint(ctx context.Context, in NewEndpoint, at time.Time) (models.WebhookEndpoint, error) {
+	types := in.EventTypes
+	if types == nil {
+		types = []string{}
+	}
+	e := models.WebhookEndpoint{URL: in.URL, Secret: in.Secret, EventTypes: jsonText(types), VenueID: in.VenueID, CreatedAt: at}
+	return e, mapErr("create webhook", s.db.WithContext(ctx).Create(&e).Error)
 }
 
 // Endpoints lists the endpoints not deleted.
@@ -278,8 +310,16 @@ func (s *Outbox) DeleteEndpoint(ctx context.Context, id uint64, at time.Time) er
 	})
 }
 
-// SetTemplate stores the WeChat template of an event type.
-func (s *Outbox) SetTemplate(ctx context.Context, t models.WechatTemplate) error {
+// Template is the WeChat subscribe-message template of an event type: its template id, the page it
+// opens, and which of its keys shows which field.
+type Template struct {
+	EventType, TemplateID, Page string
+	Data                        map[string]string
+}
+
+// SetTemplate stores the WeChat template of an event type, as of at.
+func (s *Outbox) SetTemplate(ctx context.Context, in Template, at time.Time) error {
+	t := models.WechatTemplate{EventType: in.EventType, TemplateID: in.TemplateID, Page: in.Page, Data: jsonText(in.Data), UpdatedAt: at}
 	return mapErr("set template", s.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&t).Error)
 }
 

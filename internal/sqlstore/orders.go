@@ -9,9 +9,19 @@ import (
 	"github.com/slotwheel/slotwheel/models"
 )
 
-// CreateOrder stores a hold's WeChat Pay order; when the hold has one already (a concurrent request
-// made it), that one is answered.
-func (s *Payments) CreateOrder(ctx context.Context, o models.WechatOrder) (models.WechatOrder, error) {
+// NewOrder is a hold's JSAPI order as WeChat Pay took it: its out_trade_no, the prepay_id WeChat
+// answered, the payer and the amount, and when it expires.
+type NewOrder struct {
+	HoldID, OutTradeNo, PrepayID, OpenID string
+	AmountCents                          int64
+	ExpiresAt                            time.Time
+}
+
+// CreateOrder stores a hold's WeChat Pay order, made at at; when the hold has one already (a
+// concurrent request made it), that one is answered.
+func (s *Payments) CreateOrder(ctx context.Context, in NewOrder, at time.Time) (models.WechatOrder, error) {
+	o := models.WechatOrder{HoldID: in.HoldID, OutTradeNo: in.OutTradeNo, PrepayID: in.PrepayID, OpenID: in.OpenID,
+		AmountCents: in.AmountCents, ExpiresAt: in.ExpiresAt.UTC(), CreatedAt: at}
 	if err := s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&o).Error; err != nil {
 		return models.WechatOrder{}, mapErr("create order", err)
 	}

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"gorm.io/gorm"
@@ -18,14 +19,33 @@ var ErrAlreadyWaiting = errors.New("already waiting for this window")
 // status moves of an entry (promoted to a hold, withdrawn, expired) with their events.
 type Waitlist struct{ *shared }
 
-// JoinWaitlist inserts a WAITING entry; ErrAlreadyWaiting when the user already waits for the
-// same window (the entry's WaitingKey must be set).
-func (s *Waitlist) JoinWaitlist(ctx context.Context, w *models.WaitlistEntry) error {
-	err := s.db.WithContext(ctx).Create(w).Error
+// NewWait is a user's wait for units of a resource's window.
+type NewWait struct {
+	UserID     string
+	VenueID    uint64
+	ResourceID uint64
+	Start, End time.Time
+	Quantity   int
+}
+
+// JoinWaitlist inserts a WAITING entry made at at and answers its id; ErrAlreadyWaiting when the
+// user already waits for the same window.
+func (s *Waitlist) JoinWaitlist(ctx context.Context, in NewWait, at time.Time) (uint64, error) {
+	key := waitingKey(in.UserID, in.ResourceID, in.Start.UnixMilli(), in.End.UnixMilli())
+	w := models.WaitlistEntry{UserID: in.UserID, VenueID: in.VenueID, ResourceID: in.ResourceID,
+		Status: string(booking.WaitWaiting), Start: in.Start, End: in.End, Quantity: in.Quantity, WaitingKey: &key,
+		CreatedAt: at, UpdatedAt: at}
+	err := s.db.WithContext(ctx).Create(&w).Error
 	if errors.Is(err, gorm.ErrDuplicatedKey) {
-		return ErrAlreadyWaiting
+		return 0, ErrAlreadyWaiting
 	}
-	return mapErr("join waitlist", err)
+	return w.ID, mapErr("join waitlist", err)
+}
+
+// waitingKey names a user's wait for one window; unique while the entry waits (or was promoted:
+// see SetWaitStatus).
+func waitingKey(user string, resource uint64, startMs, endMs int64) string {
+	return user + "|" + strconv.FormatUint(resource, 10) + "|" + strconv.FormatInt(startMs, 10) + "|" + strconv.FormatInt(endMs, 10)
 }
 
 // WaitlistEntry reads one entry.
