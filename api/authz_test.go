@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/release"
 )
 
 // TestNobodyReachesWhatIsNotTheirs: another user gets 403 or 404 on every route that names alice's
@@ -388,9 +389,9 @@ func TestReleaseRestoreAndCheckIn(t *testing.T) {
 		if hs.clock.Now().Before(at) {
 			hs.clock.Set(at)
 		}
-		out, err := hs.eng.Release(ctx, engine.ReleaseRef{BookingID: id, ReleaseAt: at})
+		out, err := hs.eng.Release(ctx, release.Ref{BookingID: id, ReleaseAt: at})
 		require.NoError(t, err)
-		require.Equal(t, engine.Released, out)
+		require.Equal(t, release.Released, out)
 		return at
 	}
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/release"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
 )
@@ -25,9 +26,9 @@ func (e *Bookings) view(ctx context.Context, b *Booking) (Booking, error) {
 // after it.
 func (e *Bookings) apply(ctx context.Context, id uint64, decide func(b *sqlstore.Booking) (booking.Change, error)) (sqlstore.Booking, booking.Change, error) {
 	took := false
-	var old ReleaseRef
+	var old release.Ref
 	b, c, err := e.ss.UpdateBooking(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
-		old = ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt}
+		old = release.Ref{BookingID: b.ID, ReleaseAt: b.ReleaseAt}
 		// The change's event is rendered inside the store's transaction, in the venue's zone: the
 		// venue must be in the catalog's cache by then (a lookup there could wait for the very
 		// connection the transaction holds).
@@ -305,30 +306,30 @@ func (e *Bookings) scheduleIfDue(ctx context.Context, b *sqlstore.Booking) {
 	if e.sched == nil || b.ReleaseAt.Sub(e.clock.Now()) > e.opts.ReleaseHorizon {
 		return
 	}
-	ref := ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt}
+	ref := release.Ref{BookingID: b.ID, ReleaseAt: b.ReleaseAt}
 	if err := e.sched.ScheduleRelease(ctx, ref); err != nil {
 		e.log.Error("schedule release failed; the loader will retry", "booking_id", b.ID, "err", err)
 		return
 	}
-	if err := e.MarkReleaseQueued(ctx, []ReleaseRef{ref}); err != nil {
+	if err := e.MarkReleaseQueued(ctx, []release.Ref{ref}); err != nil {
 		e.log.Warn("mark release queued failed", "booking_id", b.ID, "err", err)
 	}
 }
 
 // DueReleases lists CONFIRMED bookings whose release_at is before until and whose task is not yet
 // queued, oldest first.
-func (e *Bookings) DueReleases(ctx context.Context, until time.Time, limit int) ([]ReleaseRef, error) {
+func (e *Bookings) DueReleases(ctx context.Context, until time.Time, limit int) ([]release.Ref, error) {
 	rs, err := e.ss.DueForQueue(ctx, until, limit)
-	out := make([]ReleaseRef, len(rs))
+	out := make([]release.Ref, len(rs))
 	for i, r := range rs {
-		out[i] = ReleaseRef{BookingID: r.BookingID, ReleaseAt: r.ReleaseAt}
+		out[i] = release.Ref{BookingID: r.BookingID, ReleaseAt: r.ReleaseAt}
 	}
 	return out, err
 }
 
 // MarkReleaseQueued records that the release tasks of refs are in the queue, so the loader stops
 // offering them. A booking restored meanwhile (another release_at) stays to be queued.
-func (e *Bookings) MarkReleaseQueued(ctx context.Context, refs []ReleaseRef) error {
+func (e *Bookings) MarkReleaseQueued(ctx context.Context, refs []release.Ref) error {
 	rs := make([]sqlstore.Ref, len(refs))
 	for i, r := range refs {
 		rs[i] = sqlstore.Ref{BookingID: r.BookingID, ReleaseAt: r.ReleaseAt}

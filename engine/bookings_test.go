@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/release"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 	"github.com/slotwheel/slotwheel/models"
 )
@@ -34,7 +35,7 @@ func TestReleaseNeverEarlyExactlyOnce(t *testing.T) {
 	res := tb.resource(t, 1, 60, "08:00", "22:00")
 	b := tb.book(t, alice, res, at("11:00"))
 	require.True(t, b.ReleaseAt.Equal(at("11:15")), "release_at = start + grace, got %s", b.ReleaseAt)
-	ref := ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt}
+	ref := release.Ref{BookingID: b.ID, ReleaseAt: b.ReleaseAt}
 
 	tb.clock.Set(at("11:15").Add(-time.Millisecond))
 	_, err := tb.e.Release(ctx, ref)
@@ -48,10 +49,10 @@ func TestReleaseNeverEarlyExactlyOnce(t *testing.T) {
 	tb.clock.Set(at("11:15"))
 	out, err := tb.e.Release(ctx, ref)
 	require.NoError(t, err)
-	require.Equal(t, Released, out)
+	require.Equal(t, release.Released, out)
 	out, err = tb.e.Release(ctx, ref)
 	require.NoError(t, err)
-	require.Equal(t, AlreadyReleased, out, "a duplicate delivery changes nothing")
+	require.Equal(t, release.AlreadyReleased, out, "a duplicate delivery changes nothing")
 	got, err = tb.e.GetBooking(ctx, alice, b.ID)
 	require.NoError(t, err)
 	require.Equal(t, booking.Released, got.Status)
@@ -98,9 +99,9 @@ func TestCheckInBeatsRelease(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, booking.Arrived, got.Status)
 	tb.clock.Set(b.ReleaseAt.Add(time.Second))
-	out, err := tb.e.Release(ctx, ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
+	out, err := tb.e.Release(ctx, release.Ref{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
 	require.NoError(t, err)
-	require.Equal(t, NotApplicable, out)
+	require.Equal(t, release.NotApplicable, out)
 	got, err = tb.e.GetBooking(ctx, alice, b.ID)
 	require.NoError(t, err)
 	require.Equal(t, booking.Arrived, got.Status)
@@ -122,9 +123,9 @@ func TestCancelGivesUnitsBackAndIsGuarded(t *testing.T) {
 	_, err = tb.e.CancelBooking(ctx, alice, b.ID)
 	require.NoError(t, err, "a repeated cancel answers the same")
 	tb.clock.Set(b.ReleaseAt)
-	out, err := tb.e.Release(ctx, ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
+	out, err := tb.e.Release(ctx, release.Ref{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
 	require.NoError(t, err)
-	require.Equal(t, NotApplicable, out, "a cancelled booking is never released")
+	require.Equal(t, release.NotApplicable, out, "a cancelled booking is never released")
 	_, err = tb.e.Restore(ctx, alice, b.ID)
 	require.ErrorIs(t, err, ErrInvalidTransition)
 }
@@ -136,7 +137,7 @@ func TestRestoreWithinWindow(t *testing.T) {
 	res := tb.resource(t, 1, 60, "08:00", "22:00")
 	b := tb.book(t, alice, res, at("12:00"))
 	tb.clock.Set(b.ReleaseAt)
-	_, err := tb.e.Release(ctx, ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
+	_, err := tb.e.Release(ctx, release.Ref{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
 	require.NoError(t, err)
 	tb.clock.Advance(10 * time.Minute)
 	got, err := tb.e.Restore(ctx, alice, b.ID)
@@ -145,13 +146,13 @@ func TestRestoreWithinWindow(t *testing.T) {
 	require.True(t, got.ReleaseAt.Equal(tb.clock.Now().Add(15*time.Minute)), "new release_at = now + grace")
 	require.Equal(t, 1, tb.used(t, res.VenueID, res.ID, at("12:00")))
 	// The old task does nothing; the new one releases.
-	out, err := tb.e.Release(ctx, ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
+	out, err := tb.e.Release(ctx, release.Ref{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
 	require.NoError(t, err)
-	require.Equal(t, NotApplicable, out)
+	require.Equal(t, release.NotApplicable, out)
 	tb.clock.Set(got.ReleaseAt)
-	out, err = tb.e.Release(ctx, ReleaseRef{BookingID: b.ID, ReleaseAt: got.ReleaseAt})
+	out, err = tb.e.Release(ctx, release.Ref{BookingID: b.ID, ReleaseAt: got.ReleaseAt})
 	require.NoError(t, err)
-	require.Equal(t, Released, out)
+	require.Equal(t, release.Released, out)
 	// Someone else takes the unit; restore is then refused, and so is a late one.
 	tb.book(t, Actor{UserID: "bob", Role: RoleUser}, res, at("12:00"))
 	_, err = tb.e.Restore(ctx, alice, b.ID)
@@ -329,7 +330,7 @@ func TestWheelResolvesConfirmsADeadProcessLeft(t *testing.T) {
 	require.Equal(t, []string{string(redisstore.BookingOwner(b.ID))}, owners)
 	// Releasing the booking later gives its unit back too: nothing leaked.
 	tb.clock.Set(b.ReleaseAt.UTC())
-	_, err = tb.e.Release(ctx, ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
+	_, err = tb.e.Release(ctx, release.Ref{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
 	require.NoError(t, err)
 	require.Equal(t, 0, tb.used(t, res.VenueID, res.ID, start))
 }
@@ -355,7 +356,7 @@ func TestWaitlistPromotesFirstWaiterWhenUnitsFree(t *testing.T) {
 
 	// Alice does not turn up: the release hands the unit to bob as a hold he can pay.
 	tb.clock.Set(b.ReleaseAt.UTC())
-	_, err = tb.e.Release(ctx, ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
+	_, err = tb.e.Release(ctx, release.Ref{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
 	require.NoError(t, err)
 	list, err := tb.e.ListWaitlist(ctx, Actor{UserID: "bob", Role: RoleUser})
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/release"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
 	"github.com/slotwheel/slotwheel/models"
 )
@@ -322,7 +323,7 @@ func (c *catalog) venuePolicies(ctx context.Context, venueID uint64) (map[uint64
 
 // cachedReleaseRules answers, from the cache alone, what a release batch needs of venue v — its
 // zone (events are rendered in it) and its resources' booking rules — when both are fresh; a
-// batch holding rows must not wait for a load (see decideBatch).
+// batch holding rows must not wait for a load (see release.Service.decideBatch).
 func (c *catalog) cachedReleaseRules(now time.Time, v uint64) (map[uint64]booking.Policy, bool) {
 	_, zoned := c.venues.fresh(now, v)
 	ps, ok := c.policies.fresh(now, v)
@@ -654,4 +655,27 @@ func (e *Catalog) SetGracePolicy(ctx context.Context, a Actor, in GracePolicy) (
 	}
 	e.cat.graces.forget(struct{}{})
 	return in, nil
+}
+
+// SetReleaseMode sets a venue's release mode; it takes effect at the venue's next release batch, on
+// every instance. Admin only.
+func (e *Catalog) SetReleaseMode(ctx context.Context, a Actor, venueID uint64, mode string) (Venue, error) {
+	if err := requireAdmin(a); err != nil {
+		return Venue{}, err
+	}
+	m, err := booking.ParseReleaseMode(mode)
+	if err != nil {
+		return Venue{}, err
+	}
+	v, err := e.ss.Venue(ctx, venueID)
+	if err != nil {
+		return Venue{}, err
+	}
+	v.ReleaseMode = string(m)
+	if err := e.ss.UpdateVenue(ctx, &v, "release_mode"); err != nil {
+		return Venue{}, err
+	}
+	e.cat.venues.forget(venueID)
+	release.ObserveMode(venueID, m)
+	return e.toVenue(v), nil
 }

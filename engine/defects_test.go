@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/release"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
 	"github.com/slotwheel/slotwheel/internal/testenv/faultproxy"
@@ -148,7 +149,7 @@ func TestNoShowCountIsOnePerReleasedBooking(t *testing.T) {
 	}
 	b := tb.book(t, alice, res, at("11:00"))
 	tb.clock.Set(at("11:15"))
-	_, err := tb.e.Release(ctx, ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
+	_, err := tb.e.Release(ctx, release.Ref{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
 	require.NoError(t, err)
 	require.Equal(t, 1, count())
 	tb.clock.Set(at("11:20"))
@@ -156,7 +157,7 @@ func TestNoShowCountIsOnePerReleasedBooking(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 0, count(), "a restore takes the no-show back")
 	tb.clock.Set(restored.ReleaseAt.UTC())
-	_, err = tb.e.Release(ctx, ReleaseRef{BookingID: b.ID, ReleaseAt: restored.ReleaseAt})
+	_, err = tb.e.Release(ctx, release.Ref{BookingID: b.ID, ReleaseAt: restored.ReleaseAt})
 	require.NoError(t, err)
 	require.Equal(t, 1, count(), "released again: one booking, one no-show")
 	tb.clock.Advance(time.Minute)
@@ -175,7 +176,7 @@ func TestRestoreAfterTheSlotEndedIsRefused(t *testing.T) {
 	res := tb.resource(t, 1, 60, "08:00", "22:00")
 	b := tb.book(t, alice, res, at("11:00")) // release_at 11:50, the slot ends at 12:00
 	tb.clock.Set(at("11:50"))
-	_, err := tb.e.Release(ctx, ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
+	_, err := tb.e.Release(ctx, release.Ref{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
 	require.NoError(t, err)
 	tb.clock.Set(at("12:00"))
 	_, err = tb.e.Restore(ctx, alice, b.ID)
@@ -192,18 +193,18 @@ func TestRestoreAfterTheSlotEndedIsRefused(t *testing.T) {
 // recordingScheduler remembers what the engine asked of the queue.
 type recordingScheduler struct {
 	mu        sync.Mutex
-	scheduled []ReleaseRef
-	cancelled []ReleaseRef
+	scheduled []release.Ref
+	cancelled []release.Ref
 }
 
-func (s *recordingScheduler) ScheduleRelease(_ context.Context, r ReleaseRef) error {
+func (s *recordingScheduler) ScheduleRelease(_ context.Context, r release.Ref) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.scheduled = append(s.scheduled, r)
 	return nil
 }
 
-func (s *recordingScheduler) CancelRelease(_ context.Context, r ReleaseRef) error {
+func (s *recordingScheduler) CancelRelease(_ context.Context, r release.Ref) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cancelled = append(s.cancelled, r)

@@ -3,7 +3,7 @@
 // loops (wheel, sweeps, reminders, reconciliation) and the catalog. The rules it applies live in
 // engine/booking and are not restated here; this package decides the order of I/O around them. It
 // never calls time.Now (a Clock is injected) and must not import api/ or jobs/: the release queue
-// reaches it through the ReleaseScheduler interface.
+// reaches it through the release.Scheduler interface.
 package engine
 
 import (
@@ -18,6 +18,7 @@ import (
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/idem"
 	"github.com/slotwheel/slotwheel/engine/loop"
+	"github.com/slotwheel/slotwheel/engine/release"
 	"github.com/slotwheel/slotwheel/engine/replica"
 	"github.com/slotwheel/slotwheel/engine/wechatpay"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
@@ -70,7 +71,7 @@ type Options struct {
 	// WechatPay is the WeChat Pay client; nil turns WeChat Pay off.
 	WechatPay *wechatpay.Client
 
-	Scheduler ReleaseScheduler // may be nil (no queue: the overdue sweep releases)
+	Scheduler release.Scheduler // may be nil (no queue: the overdue sweep releases)
 	Logger    *slog.Logger
 }
 
@@ -83,8 +84,10 @@ type Engine struct {
 	*Bookings
 	*Payments
 	*Notifications
-	*Releases
 	*Upkeep
+	// releases is the release service (engine/release), built on core's stores in assembleReleases;
+	// Engine offers its entry points (releases.go).
+	releases *release.Service
 }
 
 // core is what every capability service shares: the options, the stores, the clock, this
@@ -95,7 +98,7 @@ type core struct {
 	rules booking.Rules
 	clock Clock
 	log   *slog.Logger
-	sched ReleaseScheduler
+	sched release.Scheduler
 	rs    *redisstore.Store
 	ss    *sqlstore.Store
 	cat   *catalog
@@ -121,18 +124,9 @@ type testHooks struct {
 	// beforeMoveCommit and afterMoveCommit run around a reschedule's commit; errSimulatedCrash makes
 	// the move stop as a killed process would, leaving it reserved.
 	beforeMoveCommit, afterMoveCommit func() error
-	// batchSize, when set, is a release batch's size in place of releaseBatch, so that a burst of a
-	// few hundred bookings spans many overlapping batches.
-	batchSize int
-	// earlyGiveBackFails makes a release batch's give-back before its commit fail, as when Redis
-	// does not answer then: its units go back after the commit instead (afterRelease).
-	earlyGiveBackFails bool
-	// afterBatchCommit runs after a release batch committed and before its units go back;
-	// errSimulatedCrash makes the run stop there as a killed process would.
-	afterBatchCommit func() error
-	// batchLocked runs when a release batch has locked its rows, with how many batch transactions
-	// of its run are open then (itself included).
-	batchLocked func(open int)
+	// release are the release service's hooks (release.Hooks): a batch's size, a give-back that
+	// fails, a crash after a batch's commit.
+	release release.Hooks
 }
 
 // errSimulatedCrash stands for a process killed mid-operation (tests only).
@@ -202,7 +196,7 @@ func New(opts Options) (*Engine, error) {
 // SetScheduler wires the release queue after construction (the queue's handlers need the engine).
 // A scheduler that lists its queues (Queues() []string) has them watched for data loss. Call it
 // before the loops start.
-func (e *core) SetScheduler(s ReleaseScheduler) {
+func (e *core) SetScheduler(s release.Scheduler) {
 	e.sched = s
 	if q, ok := s.(interface{ Queues() []string }); ok {
 		e.opts.QueueTags = q.Queues()

@@ -46,10 +46,6 @@ type freezeSweep struct {
 	upTo time.Time // zero: not yet (the loop then reads the policy's whole window)
 }
 
-// freezeOverlap is how far before its last look the freezes loop reads again: a release commits its
-// released_at a little after it stamps it (a run may take up to releaseRunTimeout).
-const freezeOverlap = releaseRunTimeout
-
 // sweepFreezes decides the freezes of the owners released as no-shows since its last look, so that
 // a freeze whose release's process died before the announcement is set all the same. It reads
 // nothing while the no-show rule is off.
@@ -60,7 +56,9 @@ func (e *Holds) sweepFreezes(ctx context.Context) error {
 	}
 	now := e.clock.Now()
 	e.freezes.mu.Lock()
-	since := e.freezes.upTo.Add(-freezeOverlap)
+	// It reads again from a little before its last look: a release commits its released_at a little
+	// after it stamps it (a run may take up to the release service's RunTimeout).
+	since := e.freezes.upTo.Add(-e.releases.Config().RunTimeout)
 	e.freezes.mu.Unlock()
 	if since.Before(now.Add(-p.Within)) {
 		since = now.Add(-p.Within)

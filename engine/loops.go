@@ -9,6 +9,7 @@ import (
 
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/loop"
+	"github.com/slotwheel/slotwheel/engine/release"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
 )
@@ -31,11 +32,8 @@ type LoopsConfig struct {
 	// timer was marked for (a process that died between a hold and its mark, Redis data loss);
 	// default 30s.
 	WheelSweepInterval time.Duration
-	// ReleaseInterval is the tick of the release loop, which releases every CONFIRMED booking past
-	// its release_at in batches, whatever happened to its task; default 250ms. A tick renews the
-	// loop's lease and reads nothing unless a booking is known to be due by then, or the loop has
-	// not looked at SQL for releaseRefresh, or a booking of this process is due sooner than that:
-	// the loop looks at SQL when releases fall due, not at every tick.
+	// ReleaseInterval, when set, is the tick of the release loop in place of the release
+	// service's (release.Config.Interval, which says what a tick does).
 	ReleaseInterval time.Duration
 	// RelayInterval is how often the outbox relay looks for new events; default 2s. It also runs at
 	// once when this process commits events (every instance relays its own), so the interval only
@@ -50,19 +48,19 @@ type LoopsConfig struct {
 	Lease func(name string) loop.Lease
 }
 
-// releaseLoop names the loop that releases due bookings (and its lease).
-const releaseLoop = "release_due"
-
-// releaseGap is the least time between the end of a release run and the next one it asks for:
-// bookings falling due every millisecond are released in batches a few milliseconds apart rather
-// than one transaction each.
-const releaseGap = 5 * time.Millisecond
-
 // Loops are the engine's background loops: each has a name, runs on its own interval, and can be
 // driven one run at a time by tests (RunOnce).
 type Loops struct {
-	loops   []*loop.Loop
-	release *releaser
+	loops []runner
+}
+
+// runner is a background loop in engine/loop's shape: a *loop.Loop, or a service's loop that keeps
+// state of its own around one (*release.Loop).
+type runner interface {
+	Name() string
+	Start(ctx context.Context)
+	Stop()
+	RunOnce(ctx context.Context) error
 }
 
 // NewLoops builds the engine's background loops; Start runs them.
@@ -71,7 +69,6 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 	setDefault(&cfg.SweepInterval, time.Second)
 	setDefault(&cfg.SQLSweepInterval, 10*time.Second)
 	setDefault(&cfg.WheelSweepInterval, 30*time.Second)
-	setDefault(&cfg.ReleaseInterval, 250*time.Millisecond)
 	setDefault(&cfg.RelayInterval, 2*time.Second)
 	if cfg.ExpiryBatch <= 0 {
 		cfg.ExpiryBatch = 500
@@ -114,44 +111,23 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 	// one, at least every SQLSweepInterval for those another instance decided.
 	refunds := shared("refunds", cfg.SQLSweepInterval, e.queueRefunds)
 	e.ss.OnRefunds(refunds.Kick)
-	// Releases fall due to the millisecond: the loop looks at SQL at the next release_at it knows of
-	// (a timer), at least every releaseRefresh, and at once when this process gives a booking a
-	// release_at sooner than that (timersSoon), so that a booking is released when it falls due and
-	// an idle loop costs a probe of the due_at index a second. A run of a burst may take seconds.
-	// Its lease, renewed at every tick, outlives a few ticks, so that release tasks know it is alive
-	// (Release).
-	var release *loop.Loop
-	rl := newReleaser()
-	kickAt := func(next time.Time) {
-		if wait := next.Sub(e.clock.Now()); wait < releaseRefresh {
-			release.KickAfter(max(wait, releaseGap))
-		}
+	// The release loop (release.Loop) keeps its own state: a new one starts as an instance that
+	// takes the loop over does.
+	var lease loop.Lease
+	if cfg.Lease != nil {
+		lease = cfg.Lease(release.LoopName)
 	}
-	release = mkLoop(releaseLoop, cfg.ReleaseInterval, releaseRunTimeout, releaseTakeover, true, func(ctx context.Context) error {
-		if now := e.clock.Now(); !rl.shouldLook(now) {
-			rl.running()
-			// A timer that fired a hair before the release_at it was set for (the clock reads
-			// milliseconds) sets itself again rather than leave the booking to the next tick.
-			if next := rl.nextKnown(); !next.IsZero() && next.After(now) {
-				kickAt(next)
-			}
-			return nil
-		}
-		return e.releaseLoopRun(ctx, rl, kickAt)
-	})
+	releaseLoop := e.releases.NewLoop(release.LoopConfig{Interval: cfg.ReleaseInterval, Lease: lease})
 	// This process's bookings due before the loops' next looks at SQL wake them (scheduleIfDue).
 	e.timersSoon.Store(func(b *sqlstore.Booking) {
+		releaseLoop.Due(b.ReleaseAt)
 		now := e.clock.Now()
-		if b.ReleaseAt.Sub(now) < releaseRefresh {
-			rl.wake.Store(true)
-			release.Kick()
-		}
 		if b.RemindAt != nil && b.RemindAt.Sub(now) < cfg.SQLSweepInterval {
 			reminders.Kick()
 		}
 	})
 
-	return &Loops{release: rl, loops: []*loop.Loop{
+	return &Loops{loops: []runner{
 		// Redis loss first (on every instance: each watches the queues it uses): the others need the
 		// state it rebuilds.
 		mkLoop("redis_loss", cfg.SweepInterval, 2*time.Second, 0, false, e.reconcileIfRedisLost),
@@ -166,7 +142,7 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 		shared("freezes", cfg.SQLSweepInterval, e.sweepFreezes),
 		shared("progress", cfg.SQLSweepInterval, e.completeFinished),
 		reminders,
-		release,
+		releaseLoop,
 		relay,
 		shared("notify_prune", time.Hour, e.pruneNotifications),
 		refunds,
@@ -177,9 +153,6 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 
 // Start runs every loop until ctx ends or Stop.
 func (l *Loops) Start(ctx context.Context) {
-	// In the background, release runs overlap (see releaser); Run on loops not started waits for
-	// its run to end.
-	l.release.overlap.Store(true)
 	for _, x := range l.loops {
 		x.Start(ctx)
 	}
@@ -188,10 +161,8 @@ func (l *Loops) Start(ctx context.Context) {
 // Stop ends every loop and waits for runs in progress.
 func (l *Loops) Stop() {
 	for _, x := range l.loops {
-		x.Stop()
+		x.Stop() // the release loop's waits for the runs it left at work
 	}
-	l.release.overlap.Store(false)
-	l.release.wg.Wait() // release runs the loop left at work
 }
 
 // RunOnce runs every loop once, in order, and joins their errors (for tests and tools).

@@ -1,9 +1,6 @@
 package engine
 
 import (
-	"context"
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
@@ -30,30 +27,12 @@ var (
 	metricReschedules = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "slotwheel_reschedules_total", Help: "Bookings moved to another window (they stay CONFIRMED, so this is no status transition).",
 	})
-	// One histogram for every release, with buckets from a hot venue's 5 ms to the hour a long
-	// outage may cost, so that one p99 reads right both in normal running and in a recovery.
-	metricReleaseLag = promauto.NewHistogram(prometheus.HistogramOpts{
-		Name: "slotwheel_release_lag_seconds", Help: "Seconds between a booking's release_at and its release.",
-		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 1800, 3600},
-	})
-	metricReleaseFailures = promauto.NewCounter(prometheus.CounterOpts{
-		Name: "slotwheel_release_failures_total", Help: "Release runs (of the release loop, a release task or reconciliation) that failed; their bookings stay CONFIRMED until a later run releases them.",
-	})
-	metricUnitsRestored = promauto.NewCounter(prometheus.CounterOpts{
-		Name: "slotwheel_units_restored_total", Help: "Released bookings whose units the release gave back to inventory, each once; short of slotwheel_releases_total{outcome=\"released\"} by the units a failed give-back left to a redelivered task or to reconciliation.",
-	})
 	metricRepairs = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "slotwheel_reconcile_repairs_total", Help: "Repairs made by reconciliation and the sweeps, by kind.",
 	}, []string{"kind"})
 	metricPromotions = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "slotwheel_waitlist_promotions_total", Help: "Waiters promoted to a hold.",
 	})
-	metricReleases = promauto.NewCounterVec(prometheus.CounterOpts{
-		Name: "slotwheel_releases_total", Help: "Release decisions by outcome: released, held_dry_run (decided, announced as booking.release_skipped, units kept), held_off.",
-	}, []string{"outcome"})
-	metricReleaseMode = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "slotwheel_venue_release_mode", Help: "A venue's release mode: 1 for the mode it is in, 0 for the others (as last read by this instance).",
-	}, []string{"venue_id", "mode"})
 	metricEventsPublished = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "slotwheel_events_published_total", Help: "Outbox events handed to their sinks by the relay.",
 	})
@@ -97,9 +76,6 @@ func init() {
 			metricDeliveries.WithLabelValues(s, o)
 		}
 	}
-	for _, o := range []string{"released", "held_dry_run", "held_off"} {
-		metricReleases.WithLabelValues(o)
-	}
 	for _, r := range (ReconcileReport{}).repairs() {
 		metricRepairs.WithLabelValues(r.kind)
 	}
@@ -140,13 +116,5 @@ func (r ReconcileReport) repairs() []repairCount {
 func countRepairs(r ReconcileReport) {
 	for _, c := range r.repairs() {
 		metricRepairs.WithLabelValues(c.kind).Add(float64(c.n))
-	}
-}
-
-// countReleaseFailure counts a failed release attempt. A cancelled context is a shutdown or a
-// caller that gave up, not a failure of the release; a deadline is counted (the backend was slow).
-func countReleaseFailure(err error) {
-	if err != nil && !errors.Is(err, context.Canceled) {
-		metricReleaseFailures.Inc()
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/release"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 )
 
@@ -52,12 +53,27 @@ func labelsOf(m *dto.Metric) map[string]string {
 	return out
 }
 
-func lagHistogram() (count uint64, sum float64) {
-	var m dto.Metric
-	if err := metricReleaseLag.Write(&m); err != nil {
-		panic(err)
+// releaseSeries is the value of the series name{labels} of engine/release's metrics, which it registers
+// with the default registry.
+func releaseSeries(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	v, ok := series(t, prometheus.DefaultGatherer, name, labels)
+	require.True(t, ok, "%s%v", name, labels)
+	return v
+}
+
+func lagHistogram(t *testing.T) (count uint64, sum float64) {
+	t.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == "slotwheel_release_lag_seconds" {
+			h := mf.GetMetric()[0].GetHistogram()
+			return h.GetSampleCount(), h.GetSampleSum()
+		}
 	}
-	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+	t.Fatal("no slotwheel_release_lag_seconds")
+	return 0, 0
 }
 
 // What an operator watches of releases, read as a scrape reads it: an overdue booking shows in
@@ -100,26 +116,30 @@ func TestReleaseMetricsAnOperatorWatches(t *testing.T) {
 	require.True(t, ok)
 	require.InDelta(t, float64(time.Now().Unix()), readAt, 5, "wall time, which Prometheus compares with time()")
 
-	released := metricReleases.WithLabelValues("released")
+	releases := func() float64 {
+		return releaseSeries(t, "slotwheel_releases_total", map[string]string{"outcome": "released"})
+	}
+	units := func() float64 { return releaseSeries(t, "slotwheel_units_restored_total", nil) }
+	failures := func() float64 { return releaseSeries(t, "slotwheel_release_failures_total", nil) }
 	toReleased := metricTransitions.WithLabelValues(string(booking.Confirmed), string(booking.Released))
-	released0, units0, trans0, failed0 := counterValue(released), counterValue(metricUnitsRestored), counterValue(toReleased), counterValue(metricReleaseFailures)
-	lagN0, lagSum0 := lagHistogram()
+	released0, units0, trans0, failed0 := releases(), units(), counterValue(toReleased), failures()
+	lagN0, lagSum0 := lagHistogram(t)
 	got, err := tb.e.ReleaseDue(ctx, 0)
 	require.NoError(t, err)
 	require.Equal(t, 1, got)
-	require.Equal(t, 1.0, counterValue(released)-released0, "releases done")
-	require.Equal(t, 1.0, counterValue(metricUnitsRestored)-units0, "units restored")
+	require.Equal(t, 1.0, releases()-released0, "releases done")
+	require.Equal(t, 1.0, units()-units0, "units restored")
 	require.Equal(t, 1.0, counterValue(toReleased)-trans0, "CONFIRMED → RELEASED")
-	require.Equal(t, 0.0, counterValue(metricReleaseFailures)-failed0)
-	lagN, lagSum := lagHistogram()
+	require.Equal(t, 0.0, failures()-failed0)
+	lagN, lagSum := lagHistogram(t)
 	require.Equal(t, uint64(1), lagN-lagN0, "one release observed")
 	require.InDelta(t, 90, lagSum-lagSum0, 0.001, "its lag is how late it came")
 
 	// A repeated release restores nothing more.
-	out, err := tb.e.Release(ctx, ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
+	out, err := tb.e.Release(ctx, release.Ref{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
 	require.NoError(t, err)
-	require.Equal(t, AlreadyReleased, out)
-	require.Equal(t, 1.0, counterValue(metricUnitsRestored)-units0)
+	require.Equal(t, release.AlreadyReleased, out)
+	require.Equal(t, 1.0, units()-units0)
 
 	require.NoError(t, stats.Refresh(ctx))
 	n, age = overdue()
@@ -135,7 +155,7 @@ func TestReleaseMetricsAnOperatorWatches(t *testing.T) {
 	require.NoError(t, sqlDB.Close())
 	_, err = tb.e.ReleaseDue(ctx, 0)
 	require.Error(t, err)
-	require.Equal(t, 1.0, counterValue(metricReleaseFailures)-failed0, "release failures")
+	require.Equal(t, 1.0, failures()-failed0, "release failures")
 	before, _ := series(t, reg, "slotwheel_snapshot_last_success_timestamp_seconds", map[string]string{"snapshot": "bookings"})
 	require.Error(t, stats.Refresh(ctx))
 	after, _ := series(t, reg, "slotwheel_snapshot_last_success_timestamp_seconds", map[string]string{"snapshot": "bookings"})

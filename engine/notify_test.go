@@ -21,6 +21,7 @@ import (
 	"github.com/slotwheel/slotwheel/engine/notify/webhook"
 	"github.com/slotwheel/slotwheel/engine/notify/wechatmsg"
 	"github.com/slotwheel/slotwheel/engine/notify/wechatmsg/wechatfake"
+	"github.com/slotwheel/slotwheel/engine/release"
 	"github.com/slotwheel/slotwheel/models"
 )
 
@@ -39,8 +40,8 @@ type queuedDelivery struct {
 
 func newFakeQueue() *fakeQueue { return &fakeQueue{tasks: map[string]queuedDelivery{}} }
 
-func (q *fakeQueue) ScheduleRelease(context.Context, ReleaseRef) error { return nil }
-func (q *fakeQueue) CancelRelease(context.Context, ReleaseRef) error   { return nil }
+func (q *fakeQueue) ScheduleRelease(context.Context, release.Ref) error { return nil }
+func (q *fakeQueue) CancelRelease(context.Context, release.Ref) error   { return nil }
 
 func (q *fakeQueue) ScheduleDelivery(_ context.Context, id uint64, key string, at time.Time) error {
 	q.mu.Lock()
@@ -494,9 +495,10 @@ func TestReleaseModes(t *testing.T) {
 	ctx := context.Background()
 	res := tb.resource(t, 3, 60, "08:00", "22:00")
 	counts := func() (released, dry, off float64) {
-		return counterValue(metricReleases.WithLabelValues("released")),
-			counterValue(metricReleases.WithLabelValues("held_dry_run")),
-			counterValue(metricReleases.WithLabelValues("held_off"))
+		outcome := func(o string) float64 {
+			return releaseSeries(t, "slotwheel_releases_total", map[string]string{"outcome": o})
+		}
+		return outcome("released"), outcome("held_dry_run"), outcome("held_off")
 	}
 	rel0, dry0, off0 := counts()
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/loop"
+	"github.com/slotwheel/slotwheel/engine/release"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
 )
@@ -324,9 +325,9 @@ func (e *Upkeep) requeueReleases(ctx context.Context, rep *ReconcileReport) erro
 		if len(rows) == 0 {
 			return nil
 		}
-		refs := make([]ReleaseRef, 0, len(rows))
+		refs := make([]release.Ref, 0, len(rows))
 		for _, r := range rows {
-			ref := ReleaseRef{BookingID: r.BookingID, ReleaseAt: r.ReleaseAt}
+			ref := release.Ref{BookingID: r.BookingID, ReleaseAt: r.ReleaseAt}
 			if err := e.sched.ScheduleRelease(ctx, ref); err != nil {
 				return err
 			}

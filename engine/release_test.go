@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/release"
 	"github.com/slotwheel/slotwheel/internal/backend"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
@@ -29,9 +30,9 @@ func TestOverlappingBatchesReleaseABurstOnce(t *testing.T) {
 	tb := setup(t, func(o *Options) { o.DefaultGrace = 15 * time.Minute })
 	ctx := context.Background()
 	const n, later = 300, 20
-	tb.e.hooks.batchSize = 25
+	tb.e.hooks.release.BatchSize = 25
 	var mostOpen atomic.Int64
-	tb.e.hooks.batchLocked = func(open int) {
+	tb.e.hooks.release.BatchLocked = func(open int) {
 		for {
 			m := mostOpen.Load()
 			if int64(open) <= m || mostOpen.CompareAndSwap(m, int64(open)) {
@@ -146,7 +147,7 @@ func TestReleaseLoopWakesAtTheNextReleaseAt(t *testing.T) {
 	loops := tb.e.NewLoops(releaseOnly(time.Hour))
 	loops.Start(ctx)
 	defer loops.Stop()
-	require.NoError(t, loops.Run(ctx, releaseLoop))
+	require.NoError(t, loops.Run(ctx, release.LoopName))
 	got, err := tb.e.GetBooking(ctx, alice, b.ID)
 	require.NoError(t, err)
 	require.Equal(t, booking.Confirmed, got.Status, "not due yet")
@@ -168,9 +169,9 @@ func TestReleaseTasksSettledByTheLoop(t *testing.T) {
 	late := tb.book(t, alice, res, at("12:00"))
 	loops := tb.e.NewLoops(LoopsConfig{ReleaseInterval: time.Hour})
 	tb.clock.Set(early.ReleaseAt)
-	require.NoError(t, loops.Run(ctx, releaseLoop))
+	require.NoError(t, loops.Run(ctx, release.LoopName))
 
-	require.Equal(t, Settled, tb.releaseTask(t, early), "the loop released it")
+	require.Equal(t, release.Settled, tb.releaseTask(t, early), "the loop released it")
 	got, err := tb.e.GetBooking(ctx, alice, early.ID)
 	require.NoError(t, err)
 	require.Equal(t, booking.Released, got.Status)
@@ -178,7 +179,7 @@ func TestReleaseTasksSettledByTheLoop(t *testing.T) {
 	// The loop said "settled before 12:15" (the next release_at); nobody runs it any more, and the
 	// later booking's task does the work.
 	tb.clock.Set(late.ReleaseAt)
-	require.Equal(t, Released, tb.releaseTask(t, late))
+	require.Equal(t, release.Released, tb.releaseTask(t, late))
 	require.Equal(t, 0, tb.used(t, res.VenueID, res.ID, at("11:00")))
 	require.Equal(t, 0, tb.used(t, res.VenueID, res.ID, at("12:00")))
 }
@@ -195,25 +196,25 @@ func TestReleaseLoopTakeoverGivesBackLostUnits(t *testing.T) {
 		bs = append(bs, tb.book(t, Actor{UserID: "u" + strconv.Itoa(i), Role: RoleUser}, res, at("11:00")))
 	}
 	tb.clock.Set(bs[0].ReleaseAt)
-	tb.e.hooks.earlyGiveBackFails = true // Redis did not answer before the commit
-	tb.e.hooks.afterBatchCommit = func() error { return errSimulatedCrash }
-	require.ErrorIs(t, tb.e.NewLoops(LoopsConfig{}).Run(ctx, releaseLoop), errSimulatedCrash)
+	tb.e.hooks.release.EarlyGiveBackFails = true // Redis did not answer before the commit
+	tb.e.hooks.release.AfterBatchCommit = func() error { return errSimulatedCrash }
+	require.ErrorIs(t, tb.e.NewLoops(LoopsConfig{}).Run(ctx, release.LoopName), errSimulatedCrash)
 	require.Equal(t, 3, tb.used(t, res.VenueID, res.ID, at("11:00")), "committed, units not back yet")
-	_, settled, err := tb.e.rs.Looper(ctx, releaseLoop)
+	_, settled, err := tb.e.rs.Looper(ctx, release.LoopName)
 	require.NoError(t, err)
 	require.False(t, bs[0].ReleaseAt.Before(settled), "a run that died says nothing settled")
 
 	// A task that fires now finds its booking RELEASED and gives its units back.
-	require.Equal(t, AlreadyReleased, tb.releaseTask(t, bs[0]))
+	require.Equal(t, release.AlreadyReleased, tb.releaseTask(t, bs[0]))
 	require.Equal(t, 2, tb.used(t, res.VenueID, res.ID, at("11:00")))
 
 	// Another instance takes the loop over: the other two come back before it says they are settled.
 	tb.restart(t)
 	tb.clock.Advance(time.Second) // the lease of the dead holder runs out
-	require.NoError(t, tb.e.NewLoops(LoopsConfig{}).Run(ctx, releaseLoop))
+	require.NoError(t, tb.e.NewLoops(LoopsConfig{}).Run(ctx, release.LoopName))
 	require.Equal(t, 0, tb.used(t, res.VenueID, res.ID, at("11:00")))
 	for _, b := range bs[1:] {
-		require.Equal(t, Settled, tb.releaseTask(t, b))
+		require.Equal(t, release.Settled, tb.releaseTask(t, b))
 	}
 }
 
@@ -226,19 +227,19 @@ func TestReleaseLoopRepairsAfterAFailedRun(t *testing.T) {
 	res := tb.resource(t, 2, 60, "08:00", "22:00")
 	b := tb.book(t, alice, res, at("11:00"))
 	loops := tb.e.NewLoops(LoopsConfig{})
-	require.NoError(t, loops.Run(ctx, releaseLoop), "a run before, so that the next is no takeover")
+	require.NoError(t, loops.Run(ctx, release.LoopName), "a run before, so that the next is no takeover")
 	tb.clock.Set(b.ReleaseAt)
-	tb.e.hooks.earlyGiveBackFails = true // Redis did not answer before the commit
-	tb.e.hooks.afterBatchCommit = func() error { return sqlstore.ErrCommitUnknown }
-	require.ErrorIs(t, loops.Run(ctx, releaseLoop), sqlstore.ErrCommitUnknown)
-	tb.e.hooks.afterBatchCommit = nil
+	tb.e.hooks.release.EarlyGiveBackFails = true // Redis did not answer before the commit
+	tb.e.hooks.release.AfterBatchCommit = func() error { return sqlstore.ErrCommitUnknown }
+	require.ErrorIs(t, loops.Run(ctx, release.LoopName), sqlstore.ErrCommitUnknown)
+	tb.e.hooks.release.AfterBatchCommit = nil
 	require.Equal(t, 1, tb.used(t, res.VenueID, res.ID, at("11:00")), "committed, units not back yet")
 
-	require.NoError(t, loops.Run(ctx, releaseLoop))
+	require.NoError(t, loops.Run(ctx, release.LoopName))
 	require.Equal(t, 0, tb.used(t, res.VenueID, res.ID, at("11:00")), "the next run gave them back")
-	tb.clock.Advance(releaseRefresh) // the loop's next look at SQL
-	require.NoError(t, loops.Run(ctx, releaseLoop))
-	require.Equal(t, Settled, tb.releaseTask(t, b))
+	tb.clock.Advance(tb.e.releases.Config().Refresh) // the loop's next look at SQL
+	require.NoError(t, loops.Run(ctx, release.LoopName))
+	require.Equal(t, release.Settled, tb.releaseTask(t, b))
 }
 
 // A release run stuck after its commit (a slow disk, a lost acknowledgement being waited for) does
@@ -261,9 +262,9 @@ func TestReleaseLoopRunsPastAStalledRun(t *testing.T) {
 		Updates(map[string]any{"release_at": behind.ReleaseAt, "due_at": behind.ReleaseAt}).Error)
 
 	stalled, resume := make(chan struct{}), make(chan struct{})
-	tb.e.hooks.earlyGiveBackFails = true // Redis did not answer before the commit
+	tb.e.hooks.release.EarlyGiveBackFails = true // Redis did not answer before the commit
 	var later atomic.Bool
-	tb.e.hooks.afterBatchCommit = func() error {
+	tb.e.hooks.release.AfterBatchCommit = func() error {
 		if !later.Swap(true) {
 			close(stalled)
 			<-resume
@@ -293,7 +294,7 @@ func TestReleaseLoopRunsPastAStalledRun(t *testing.T) {
 		if err != nil {
 			return 0, false, time.Time{}, err
 		}
-		_, settled, err = tb.e.rs.Looper(ctx, releaseLoop)
+		_, settled, err = tb.e.rs.Looper(ctx, release.LoopName)
 		return used, got.Status == booking.Released, settled, err
 	}
 	tb.clock.Set(behind.ReleaseAt)
@@ -303,7 +304,7 @@ func TestReleaseLoopRunsPastAStalledRun(t *testing.T) {
 		used, released, settled, err := state()
 		return err == nil && released && used == 1 && settled.Equal(stuck.ReleaseAt)
 	}, 10*time.Second, 5*time.Millisecond, "behind released, its unit back, while the run before it is stuck")
-	require.Equal(t, AlreadyReleased, tb.releaseTask(t, behind), "its task reads the booking")
+	require.Equal(t, release.AlreadyReleased, tb.releaseTask(t, behind), "its task reads the booking")
 
 	resumed.Do(func() { close(resume) })
 	tb.clock.Advance(time.Millisecond)
@@ -389,7 +390,7 @@ func TestReleasedIsBookableOnceVisible(t *testing.T) {
 	res := tb.resource(t, 1, 60, "08:00", "22:00")
 	b := tb.book(t, alice, res, at("11:00"))
 	var ownersAtCommit []string
-	tb.e.hooks.afterBatchCommit = func() error {
+	tb.e.hooks.release.AfterBatchCommit = func() error {
 		ownersAtCommit = tb.owners(t, res.VenueID)
 		return nil
 	}

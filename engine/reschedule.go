@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/release"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
 )
@@ -108,7 +109,7 @@ func (e *Bookings) Reschedule(ctx context.Context, a Actor, req RescheduleReques
 	if err := e.reserveMove(ctx, ri, redisstore.BookingUnits{BookingID: b.ID, Qty: b.Quantity, Fields: fields, Version: ver}, days); err != nil {
 		return Booking{}, err
 	}
-	old := ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt}
+	old := release.Ref{BookingID: b.ID, ReleaseAt: b.ReleaseAt}
 	if h := e.hooks.beforeMoveCommit; h != nil {
 		if err := h(); errors.Is(err, errSimulatedCrash) {
 			return Booking{}, err

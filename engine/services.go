@@ -4,18 +4,19 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"golang.org/x/sync/singleflight"
-
 	"github.com/slotwheel/slotwheel/engine/idem"
 	"github.com/slotwheel/slotwheel/engine/notify/webhook"
+	"github.com/slotwheel/slotwheel/engine/release"
 )
 
 // The engine's capability services. Each owns the methods of its files; it reaches the shared stores
 // through core and another capability only through the fields it names, so that what a capability
 // depends on is written here once. Engine assembles them (assemble) and offers their methods.
+// Releasing no-shows is a service of its own package, engine/release, built on core's stores with
+// ports over these (assembleReleases, releases.go).
 
-// Catalog owns venues, resources, services, schedules and policies, and loading a day's inventory
-// into Redis (catalog.go, schedule.go, availability.go, policy.go).
+// Catalog owns venues (their release mode too), resources, services, schedules and policies, and
+// loading a day's inventory into Redis (catalog.go, schedule.go, availability.go, policy.go).
 type Catalog struct {
 	*core
 	bookings *Bookings // a schedule change cancels the bookings it strands
@@ -33,8 +34,9 @@ type Holds struct {
 	holdIdem *idem.Redis
 	bookings *Bookings
 	catalog  *Catalog
-	payments *Payments // an expired or cancelled hold's WeChat order is closed
-	upkeep   *Upkeep   // the wheel repairs a hold it cannot settle
+	payments *Payments        // an expired or cancelled hold's WeChat order is closed
+	upkeep   *Upkeep          // the wheel repairs a hold it cannot settle
+	releases *release.Service // the freezes loop reads back as far as a release run may last
 }
 
 // Bookings owns a booking after its confirm: reads, cancel, check-in, restore, reschedule, erasure,
@@ -70,18 +72,6 @@ type Notifications struct {
 	sender     *webhook.Sender // webhookSender's default
 }
 
-// Releases owns releasing no-shows at release_at: the release loop's runs, a task's release, and
-// the venue's release mode (release.go).
-type Releases struct {
-	*core
-	// releaseFlight lets one release run per venue key go on at a time in this process: release
-	// tasks of one venue fire together, and each starting a SELECT … FOR UPDATE SKIP LOCKED of its
-	// own starves the batch that holds the rows (and swells InnoDB's lock memory).
-	releaseFlight singleflight.Group
-	bookings      *Bookings
-	catalog       *Catalog
-}
-
 // Upkeep owns reconciliation of Redis against SQL, repairs after a Redis failover or data loss, and
 // the statistics collector (reconcile.go, failover.go, stats.go).
 type Upkeep struct {
@@ -91,19 +81,19 @@ type Upkeep struct {
 	bookings *Bookings
 	catalog  *Catalog
 	payments *Payments
-	releases *Releases
+	releases *release.Service // reconciliation releases overdue bookings
 }
 
 // assemble builds the services on c and wires each to the ones it names.
 func assemble(c *core) *Engine {
 	e := &Engine{core: c, Catalog: &Catalog{core: c}, Holds: &Holds{core: c}, Bookings: &Bookings{core: c},
-		Payments: &Payments{core: c}, Notifications: &Notifications{core: c}, Releases: &Releases{core: c}, Upkeep: &Upkeep{core: c}}
+		Payments: &Payments{core: c}, Notifications: &Notifications{core: c}, Upkeep: &Upkeep{core: c}}
 	e.Catalog.bookings, e.Catalog.holds = e.Bookings, e.Holds
 	e.Holds.bookings, e.Holds.catalog, e.Holds.payments, e.Holds.upkeep = e.Bookings, e.Catalog, e.Payments, e.Upkeep
 	e.Bookings.catalog, e.Bookings.holds, e.Bookings.payments, e.Bookings.upkeep = e.Catalog, e.Holds, e.Payments, e.Upkeep
 	e.Payments.bookings, e.Payments.catalog, e.Payments.holds, e.Payments.upkeep = e.Bookings, e.Catalog, e.Holds, e.Upkeep
-	e.Releases.bookings, e.Releases.catalog = e.Bookings, e.Catalog
 	c.onFreed = append(c.onFreed, e.Holds.reactToFreed)
-	e.Upkeep.bookings, e.Upkeep.catalog, e.Upkeep.payments, e.Upkeep.releases = e.Bookings, e.Catalog, e.Payments, e.Releases
+	e.Upkeep.bookings, e.Upkeep.catalog, e.Upkeep.payments = e.Bookings, e.Catalog, e.Payments
+	e.assembleReleases()
 	return e
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/release"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 	"github.com/slotwheel/slotwheel/internal/testenv"
 )
@@ -111,9 +112,9 @@ func (tb *testBundle) usedErr(venueID, resourceID uint64, start time.Time) (int,
 }
 
 // releaseTask runs b's release task as the queue would deliver it, and answers its outcome.
-func (tb *testBundle) releaseTask(t testing.TB, b Booking) ReleaseOutcome {
+func (tb *testBundle) releaseTask(t testing.TB, b Booking) release.Outcome {
 	t.Helper()
-	out, err := tb.e.Release(context.Background(), ReleaseRef{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
+	out, err := tb.e.Release(context.Background(), release.Ref{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
 	require.NoError(t, err)
 	return out
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
@@ -214,34 +213,6 @@ type PaymentResult struct {
 	HoldID    string
 	Booking   *Booking
 }
-
-// ReleaseRef names one scheduled release: a booking and the release_at it was scheduled for. A
-// restored booking gets a new release_at and so a new ref; tasks of the old one do nothing.
-type ReleaseRef struct {
-	BookingID uint64
-	ReleaseAt time.Time
-	// Retried marks a delivery of the task after one that failed: Release then reads the booking
-	// whatever the release loop says (not part of the task's identity).
-	Retried bool
-}
-
-// ReleaseScheduler puts release tasks into the durable queue. jobs/ implements it; the engine calls
-// it when a booking's release_at comes within the horizon and when a booking no longer needs one.
-type ReleaseScheduler interface {
-	ScheduleRelease(ctx context.Context, ref ReleaseRef) error
-	CancelRelease(ctx context.Context, ref ReleaseRef) error
-}
-
-// ReleaseOutcome says what Release did.
-type ReleaseOutcome string
-
-// Release outcomes.
-const (
-	Released        ReleaseOutcome = "released"         // CONFIRMED → RELEASED now
-	AlreadyReleased ReleaseOutcome = "already_released" // a duplicate delivery
-	NotApplicable   ReleaseOutcome = "not_applicable"   // checked in, cancelled, restored or rescheduled
-	Settled         ReleaseOutcome = "settled"          // the release loop had decided it: nothing read
-)
 
 // ReconcileReport counts what a reconciliation found and repaired.
 type ReconcileReport struct {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/loop"
+	"github.com/slotwheel/slotwheel/engine/release"
 )
 
 // maxEarlyWait is the longest a release handler waits out an early start before handing the task
@@ -22,7 +23,7 @@ const maxEarlyWait = 5 * time.Second
 
 // releaser, reconciler and their methods are what the handlers need of *engine.Engine.
 type releaser interface {
-	Release(ctx context.Context, ref engine.ReleaseRef) (engine.ReleaseOutcome, error)
+	Release(ctx context.Context, ref release.Ref) (release.Outcome, error)
 }
 
 type reconciler interface {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/release"
 )
 
 // fakeReleaser behaves like Engine.Release on the wall clock: early calls get a NotDueError.
@@ -21,7 +22,7 @@ type fakeReleaser struct {
 	err        error
 }
 
-func (f *fakeReleaser) Release(_ context.Context, ref engine.ReleaseRef) (engine.ReleaseOutcome, error) {
+func (f *fakeReleaser) Release(_ context.Context, ref release.Ref) (release.Outcome, error) {
 	f.calls.Add(1)
 	if f.err != nil {
 		return "", f.err
@@ -31,16 +32,16 @@ func (f *fakeReleaser) Release(_ context.Context, ref engine.ReleaseRef) (engine
 		return "", &engine.NotDueError{Wait: ref.ReleaseAt.Sub(now)}
 	}
 	if !f.releasedAt.CompareAndSwap(nil, &now) {
-		return engine.AlreadyReleased, nil
+		return release.AlreadyReleased, nil
 	}
-	return engine.Released, nil
+	return release.Released, nil
 }
 
 func newTestHandlers(rel releaser) *handlers {
 	return &handlers{rel: rel, clock: engine.RealClock{}, log: slog.New(slog.DiscardHandler)}
 }
 
-func releaseTask(ref engine.ReleaseRef) *asynq.Task {
+func releaseTask(ref release.Ref) *asynq.Task {
 	return asynq.NewTask(TypeRelease, encodeRef(ref))
 }
 
@@ -48,7 +49,7 @@ func TestReleaseHandlerWaitsOutEarlyStart(t *testing.T) {
 	t.Parallel()
 	f := &fakeReleaser{}
 	h := newTestHandlers(f)
-	ref := engine.ReleaseRef{BookingID: 1, ReleaseAt: time.Now().Add(300 * time.Millisecond).Truncate(time.Millisecond)}
+	ref := release.Ref{BookingID: 1, ReleaseAt: time.Now().Add(300 * time.Millisecond).Truncate(time.Millisecond)}
 
 	require.NoError(t, h.release(context.Background(), releaseTask(ref)))
 	at := f.releasedAt.Load()
@@ -69,15 +70,15 @@ type skewedReleaser struct {
 	skew time.Duration
 }
 
-func (s *skewedReleaser) Release(ctx context.Context, ref engine.ReleaseRef) (engine.ReleaseOutcome, error) {
-	return s.fakeReleaser.Release(ctx, engine.ReleaseRef{BookingID: ref.BookingID, ReleaseAt: ref.ReleaseAt.Add(s.skew)})
+func (s *skewedReleaser) Release(ctx context.Context, ref release.Ref) (release.Outcome, error) {
+	return s.fakeReleaser.Release(ctx, release.Ref{BookingID: ref.BookingID, ReleaseAt: ref.ReleaseAt.Add(s.skew)})
 }
 
 func TestReleaseHandlerWaitsForTheEngine(t *testing.T) {
 	t.Parallel()
 	f := &skewedReleaser{skew: 200 * time.Millisecond}
 	h := newTestHandlers(f)
-	ref := engine.ReleaseRef{BookingID: 1, ReleaseAt: time.Now().Add(100 * time.Millisecond).Truncate(time.Millisecond)}
+	ref := release.Ref{BookingID: 1, ReleaseAt: time.Now().Add(100 * time.Millisecond).Truncate(time.Millisecond)}
 
 	require.NoError(t, h.release(context.Background(), releaseTask(ref)))
 	at := f.releasedAt.Load()
@@ -90,7 +91,7 @@ func TestReleaseHandlerHandsBackFarEarlyStart(t *testing.T) {
 	t.Parallel()
 	f := &fakeReleaser{}
 	h := newTestHandlers(f)
-	ref := engine.ReleaseRef{BookingID: 1, ReleaseAt: time.Now().Add(time.Minute)}
+	ref := release.Ref{BookingID: 1, ReleaseAt: time.Now().Add(time.Minute)}
 
 	start := time.Now()
 	err := h.release(context.Background(), releaseTask(ref))
@@ -106,7 +107,7 @@ func TestReleaseHandlerHandsBackFarEarlyStart(t *testing.T) {
 func TestReleaseHandlerStopsWaitingOnShutdown(t *testing.T) {
 	t.Parallel()
 	h := newTestHandlers(&fakeReleaser{})
-	ref := engine.ReleaseRef{BookingID: 1, ReleaseAt: time.Now().Add(3 * time.Second)}
+	ref := release.Ref{BookingID: 1, ReleaseAt: time.Now().Add(3 * time.Second)}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -119,7 +120,7 @@ func TestReleaseHandlerErrors(t *testing.T) {
 	t.Parallel()
 	f := &fakeReleaser{err: engine.ErrUnavailable}
 	h := newTestHandlers(f)
-	ref := engine.ReleaseRef{BookingID: 9, ReleaseAt: time.Now()}
+	ref := release.Ref{BookingID: 9, ReleaseAt: time.Now()}
 	err := h.release(context.Background(), releaseTask(ref))
 	require.ErrorIs(t, err, engine.ErrUnavailable)
 	require.True(t, isFailure(err))

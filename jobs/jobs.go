@@ -20,6 +20,7 @@ import (
 
 	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/loop"
+	"github.com/slotwheel/slotwheel/engine/release"
 )
 
 // Options configure Jobs. Zero values take the documented defaults.
@@ -63,7 +64,7 @@ const (
 	DefaultConcurrency    = 64
 )
 
-// Jobs is slotwheel's task queue: it implements engine.ReleaseScheduler for the engine and, once
+// Jobs is slotwheel's task queue: it implements release.Scheduler for the engine and, once
 // started, runs the Asynq worker, the loader and the periodic reconciliation.
 type Jobs struct {
 	opts      Options
@@ -83,12 +84,12 @@ type Jobs struct {
 
 // Compile-time checks that Jobs is what the engine needs.
 var (
-	_ engine.ReleaseScheduler  = (*Jobs)(nil)
+	_ release.Scheduler        = (*Jobs)(nil)
 	_ engine.DeliveryScheduler = (*Jobs)(nil)
 )
 
 // New builds Jobs. It opens Redis connections lazily and starts nothing; call Start to run the
-// worker, or use it only as the engine's ReleaseScheduler (an API-only instance). Stop releases it.
+// worker, or use it only as the engine's release.Scheduler (an API-only instance). Stop releases it.
 func New(opts Options) (*Jobs, error) {
 	if opts.Redis == nil {
 		return nil, errors.New("jobs: Redis is required")

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/release"
 	"github.com/slotwheel/slotwheel/internal/testenv"
 )
 
@@ -128,8 +129,8 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool
 	}
 }
 
-func refOf(bk engine.Booking) engine.ReleaseRef {
-	return engine.ReleaseRef{BookingID: bk.ID, ReleaseAt: bk.ReleaseAt}
+func refOf(bk engine.Booking) release.Ref {
+	return release.Ref{BookingID: bk.ID, ReleaseAt: bk.ReleaseAt}
 }
 
 // lookupTask returns the state of a task, or 0 when it is not in the queue. It does not fail the

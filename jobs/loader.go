@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/release"
 )
 
 // dueSource is what the loader needs of *engine.Engine.
 type dueSource interface {
-	DueReleases(ctx context.Context, until time.Time, limit int) ([]engine.ReleaseRef, error)
-	MarkReleaseQueued(ctx context.Context, refs []engine.ReleaseRef) error
+	DueReleases(ctx context.Context, until time.Time, limit int) ([]release.Ref, error)
+	MarkReleaseQueued(ctx context.Context, refs []release.Ref) error
 }
 
 // loader brings bookings whose release_at comes within the horizon from SQL into the queue, so that
@@ -20,7 +21,7 @@ type dueSource interface {
 type loader struct {
 	horizon    time.Duration
 	src        dueSource
-	sched      engine.ReleaseScheduler
+	sched      release.Scheduler
 	clock      engine.Clock
 	batch      int // bookings one engine call returns
 	maxBatches int // bounds one run, so that a burst is drained quickly but a run always ends
@@ -35,7 +36,7 @@ func (l *loader) runOnce(ctx context.Context) (int, error) {
 		if err != nil {
 			return total, fmt.Errorf("due releases: %w", err)
 		}
-		queued, errs := make([]engine.ReleaseRef, 0, len(refs)), []error(nil)
+		queued, errs := make([]release.Ref, 0, len(refs)), []error(nil)
 		for _, ref := range refs {
 			if err := l.sched.ScheduleRelease(ctx, ref); err != nil {
 				errs = append(errs, err)

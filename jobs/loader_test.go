@@ -11,19 +11,20 @@ import (
 
 	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/release"
 )
 
 // fakeDue is an in-memory DueReleases/MarkReleaseQueued: bookings by release_at, oldest first.
 type fakeDue struct {
 	mu     sync.Mutex
-	refs   []engine.ReleaseRef
+	refs   []release.Ref
 	queued map[uint64]bool
 }
 
-func (f *fakeDue) DueReleases(_ context.Context, until time.Time, limit int) ([]engine.ReleaseRef, error) {
+func (f *fakeDue) DueReleases(_ context.Context, until time.Time, limit int) ([]release.Ref, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []engine.ReleaseRef
+	var out []release.Ref
 	for _, r := range f.refs {
 		if r.ReleaseAt.Before(until) && !f.queued[r.BookingID] && len(out) < limit {
 			out = append(out, r)
@@ -32,7 +33,7 @@ func (f *fakeDue) DueReleases(_ context.Context, until time.Time, limit int) ([]
 	return out, nil
 }
 
-func (f *fakeDue) MarkReleaseQueued(_ context.Context, refs []engine.ReleaseRef) error {
+func (f *fakeDue) MarkReleaseQueued(_ context.Context, refs []release.Ref) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, r := range refs {
@@ -47,7 +48,7 @@ type fakeScheduler struct {
 	failFor   uint64
 }
 
-func (s *fakeScheduler) ScheduleRelease(_ context.Context, ref engine.ReleaseRef) error {
+func (s *fakeScheduler) ScheduleRelease(_ context.Context, ref release.Ref) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ref.BookingID == s.failFor {
@@ -57,7 +58,7 @@ func (s *fakeScheduler) ScheduleRelease(_ context.Context, ref engine.ReleaseRef
 	return nil
 }
 
-func (s *fakeScheduler) CancelRelease(context.Context, engine.ReleaseRef) error { return nil }
+func (s *fakeScheduler) CancelRelease(context.Context, release.Ref) error { return nil }
 
 func TestLoaderRunOnce(t *testing.T) {
 	t.Parallel()
@@ -65,7 +66,7 @@ func TestLoaderRunOnce(t *testing.T) {
 	clock := engine.NewSimulatedClock(now)
 	src := &fakeDue{queued: map[uint64]bool{}}
 	for i := range 7 {
-		src.refs = append(src.refs, engine.ReleaseRef{BookingID: uint64(i + 1), ReleaseAt: now.Add(time.Duration(i) * 20 * time.Minute)})
+		src.refs = append(src.refs, release.Ref{BookingID: uint64(i + 1), ReleaseAt: now.Add(time.Duration(i) * 20 * time.Minute)})
 	}
 	sched := &fakeScheduler{failFor: 2}
 	l := &loader{horizon: time.Hour, src: src, sched: sched, clock: clock, batch: 2, maxBatches: 20}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/release"
 )
 
 // recordingReleaser stands in for the engine: it refuses early calls like Engine.Release and records
@@ -20,7 +21,7 @@ type recordingReleaser struct {
 	calls    map[uint64]int
 }
 
-func (r *recordingReleaser) Release(_ context.Context, ref engine.ReleaseRef) (engine.ReleaseOutcome, error) {
+func (r *recordingReleaser) Release(_ context.Context, ref release.Ref) (release.Outcome, error) {
 	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -29,10 +30,10 @@ func (r *recordingReleaser) Release(_ context.Context, ref engine.ReleaseRef) (e
 		return "", &engine.NotDueError{Wait: ref.ReleaseAt.Sub(now)}
 	}
 	if _, ok := r.released[ref.BookingID]; ok {
-		return engine.AlreadyReleased, nil
+		return release.AlreadyReleased, nil
 	}
 	r.released[ref.BookingID] = now
-	return engine.Released, nil
+	return release.Released, nil
 }
 
 func (r *recordingReleaser) count() int {
@@ -54,11 +55,11 @@ func TestQueueReleasesOnTime(t *testing.T) {
 	require.NoError(t, b.jobs.Start(ctx))
 
 	const n = 60
-	refs := make([]engine.ReleaseRef, n)
+	refs := make([]release.Ref, n)
 	base := time.Now().Add(2 * time.Second)
 	for i := range refs {
 		// Spread over ~1.5 s so every sub-second offset of release_at is exercised.
-		refs[i] = engine.ReleaseRef{BookingID: uint64(i + 1), ReleaseAt: base.Add(time.Duration(i) * 25 * time.Millisecond).Truncate(time.Millisecond)}
+		refs[i] = release.Ref{BookingID: uint64(i + 1), ReleaseAt: base.Add(time.Duration(i) * 25 * time.Millisecond).Truncate(time.Millisecond)}
 		require.NoError(t, b.jobs.ScheduleRelease(ctx, refs[i]))
 	}
 	waitFor(t, 15*time.Second, "all releases", func() (bool, error) { return rec.count() == n, nil })

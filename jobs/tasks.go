@@ -12,7 +12,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/release"
 )
 
 // Task types.
@@ -34,19 +34,19 @@ const releaseTimeout = time.Minute
 // short, because every booking within the horizon keeps one task in Redis. Its task ID is the same
 // ref behind "release:". Tasks queued by versions before 2026-12 carry it as JSON
 // ({"booking_id":…,"release_at_ms":…}), which is still read.
-func encodeRef(ref engine.ReleaseRef) []byte {
+func encodeRef(ref release.Ref) []byte {
 	b := append(strconv.AppendUint(make([]byte, 0, 34), ref.BookingID, 10), ':')
 	return strconv.AppendInt(b, ref.ReleaseAt.UnixMilli(), 10)
 }
 
-func decodeRef(b []byte) (engine.ReleaseRef, error) {
+func decodeRef(b []byte) (release.Ref, error) {
 	var p struct {
 		BookingID   uint64 `json:"booking_id"`
 		ReleaseAtMs int64  `json:"release_at_ms"`
 	}
 	if bytes.HasPrefix(b, []byte("{")) {
 		if err := json.Unmarshal(b, &p); err != nil {
-			return engine.ReleaseRef{}, fmt.Errorf("decode payload: %w", err)
+			return release.Ref{}, fmt.Errorf("decode payload: %w", err)
 		}
 	} else {
 		id, at, ok := strings.Cut(string(b), ":")
@@ -54,18 +54,18 @@ func decodeRef(b []byte) (engine.ReleaseRef, error) {
 		p.BookingID, err1 = strconv.ParseUint(id, 10, 64)
 		p.ReleaseAtMs, err2 = strconv.ParseInt(at, 10, 64)
 		if !ok || err1 != nil || err2 != nil {
-			return engine.ReleaseRef{}, fmt.Errorf("decode payload: want <booking_id>:<release_at_ms>, got %q", b)
+			return release.Ref{}, fmt.Errorf("decode payload: want <booking_id>:<release_at_ms>, got %q", b)
 		}
 	}
 	if p.BookingID == 0 || p.ReleaseAtMs <= 0 {
-		return engine.ReleaseRef{}, fmt.Errorf("decode payload: booking_id and release_at_ms are required: %s", b)
+		return release.Ref{}, fmt.Errorf("decode payload: booking_id and release_at_ms are required: %s", b)
 	}
-	return engine.ReleaseRef{BookingID: p.BookingID, ReleaseAt: time.UnixMilli(p.ReleaseAtMs).UTC()}, nil
+	return release.Ref{BookingID: p.BookingID, ReleaseAt: time.UnixMilli(p.ReleaseAtMs).UTC()}, nil
 }
 
 // ReleaseTaskID is the Asynq task ID of a release: one per booking and release_at, so scheduling twice
 // is a no-op and a restored booking (new release_at) gets a new task.
-func ReleaseTaskID(ref engine.ReleaseRef) string {
+func ReleaseTaskID(ref release.Ref) string {
 	return "release:" + string(encodeRef(ref))
 }
 
@@ -81,7 +81,7 @@ func ReconcileTaskID(start time.Time) string {
 // seconds and may start a task up to a second before the one it stores, so the task is due at the
 // first whole second at or after release_at: it does not start early, and rarely finds its booking
 // still undecided. A task already queued counts as success.
-func (j *Jobs) ScheduleRelease(ctx context.Context, ref engine.ReleaseRef) error {
+func (j *Jobs) ScheduleRelease(ctx context.Context, ref release.Ref) error {
 	task := asynq.NewTask(TypeRelease, encodeRef(ref))
 	err := j.enqueue(ctx, task,
 		asynq.TaskID(ReleaseTaskID(ref)),
@@ -121,7 +121,7 @@ func (j *Jobs) enqueue(ctx context.Context, task *asynq.Task, opts ...asynq.Opti
 
 // CancelRelease removes the release task of ref. A task already gone is fine; so is a release task
 // running right now, whose handler will find the booking no longer releasable.
-func (j *Jobs) CancelRelease(ctx context.Context, ref engine.ReleaseRef) error {
+func (j *Jobs) CancelRelease(ctx context.Context, ref release.Ref) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/release"
 )
 
 func TestNewValidates(t *testing.T) {
@@ -22,7 +23,7 @@ func TestNewValidates(t *testing.T) {
 
 func TestPayloadRoundTrip(t *testing.T) {
 	t.Parallel()
-	ref := engine.ReleaseRef{BookingID: 7, ReleaseAt: time.UnixMilli(1_700_000_000_123).UTC()}
+	ref := release.Ref{BookingID: 7, ReleaseAt: time.UnixMilli(1_700_000_000_123).UTC()}
 	require.Equal(t, "7:1700000000123", string(encodeRef(ref)))
 	got, err := decodeRef(encodeRef(ref))
 	require.NoError(t, err)
@@ -48,7 +49,7 @@ func TestScheduleAndCancelRelease(t *testing.T) {
 	now := time.Now().UTC()
 
 	// Cancelling before anything was queued (the queues do not even exist yet) is fine.
-	ref := engine.ReleaseRef{BookingID: 42, ReleaseAt: now.Add(time.Hour).Truncate(time.Millisecond)}
+	ref := release.Ref{BookingID: 42, ReleaseAt: now.Add(time.Hour).Truncate(time.Millisecond)}
 	require.NoError(t, j.CancelRelease(ctx, ref))
 
 	require.NoError(t, j.ScheduleRelease(ctx, ref))
@@ -70,7 +71,7 @@ func TestScheduleAndCancelRelease(t *testing.T) {
 	require.Len(t, scheduled, 1)
 
 	// A restored booking has a new release_at and so a task of its own.
-	restored := engine.ReleaseRef{BookingID: 42, ReleaseAt: ref.ReleaseAt.Add(20 * time.Minute)}
+	restored := release.Ref{BookingID: 42, ReleaseAt: ref.ReleaseAt.Add(20 * time.Minute)}
 	require.NoError(t, j.ScheduleRelease(ctx, restored))
 	scheduled, err = b.inspector.ListScheduledTasks(j.ReleaseQueue())
 	require.NoError(t, err)

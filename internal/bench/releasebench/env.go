@@ -21,6 +21,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/release"
 	"github.com/slotwheel/slotwheel/models"
 )
 
@@ -66,7 +67,7 @@ type Env struct {
 // ReleaseQueue is the release queue of the slotwheel design (a *jobs.Jobs): the engine's release
 // scheduler and, once started, the worker and the loader that release what falls due.
 type ReleaseQueue interface {
-	engine.ReleaseScheduler
+	release.Scheduler
 	// Start starts the worker and the loops; they run until Stop or until ctx ends.
 	Start(ctx context.Context) error
 	Stop()
