@@ -104,8 +104,9 @@ type Hooks struct {
 	// EarlyGiveBackFails makes a release batch's give-back before its commit fail, as when Redis
 	// does not answer then: its units go back after the commit instead (afterRelease).
 	EarlyGiveBackFails bool
-	// AfterBatchCommit runs after a release batch committed and before its units go back; an error
-	// makes the run stop there as a killed process would.
+	// AfterBatchCommit runs after a release batch that decided bookings committed and before their
+	// units go back (a batch that found nothing due, such as a run's beside one that holds the rows,
+	// does not run it); an error makes the run stop there as a killed process would.
 	AfterBatchCommit func() error
 	// BatchLocked runs when a release batch has locked its rows, with how many batch transactions
 	// of its run are open then (itself included).

@@ -318,6 +318,8 @@ func (r *releaser) followUp(ctx context.Context, f func(context.Context)) {
 func (r *releaser) running() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// The wall clock, not the injected one: the lease's TTL runs out in Redis's real time, so
+	// whether another instance may have taken the loop over meanwhile is a question of real time.
 	now := time.Now()
 	if r.lastHeld.IsZero() || now.Sub(r.lastHeld) > r.cfg.Takeover {
 		r.failed++

@@ -118,7 +118,7 @@ func (s *Service) releaseRun(ctx context.Context, venueID uint64, locked func(ea
 			}
 		})
 		<-open
-		if err == nil && s.hooks.AfterBatchCommit != nil {
+		if err == nil && len(bs) > 0 && s.hooks.AfterBatchCommit != nil {
 			err = s.hooks.AfterBatchCommit()
 		}
 		if err == nil {
