@@ -92,7 +92,7 @@ func (s *server) setSchedule(c *gin.Context) {
 		horizon = *req.HorizonDays
 	}
 	sched, err := s.eng.ChangeSchedule(c.Request.Context(), actorOf(c), id, engine.ScheduleChange{
-		ScheduleInput: engine.ScheduleInput{SlotMinutes: *req.SlotMinutes, Weekly: *req.Weekly, Exceptions: req.Exceptions,
+		ScheduleInput: booking.ScheduleInput{SlotMinutes: *req.SlotMinutes, Weekly: *req.Weekly, Exceptions: req.Exceptions,
 			HorizonDays: horizon},
 		CancelAffected: req.CancelAffected,
 	})
@@ -183,7 +183,7 @@ func (s *server) setGracePolicy(c *gin.Context) {
 	in := engine.GracePolicy{Category: deref(req.Category), GraceSeconds: deref(req.GraceSeconds)}
 	for _, p := range req.Peak {
 		errs = append(errs, required("peak.grace_seconds", p.GraceSeconds != nil))
-		in.Peak = append(in.Peak, engine.PeakRule{Weekdays: p.Weekdays, From: p.From, To: p.To, GraceSeconds: deref(p.GraceSeconds)})
+		in.Peak = append(in.Peak, booking.PeakRule{Weekdays: p.Weekdays, From: p.From, To: p.To, GraceSeconds: deref(p.GraceSeconds)})
 	}
 	if err := firstError(errs...); err != nil {
 		s.fail(c, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/notify/wechatmsg"
 )
 
@@ -180,7 +181,7 @@ func newHandler(opts Options) (*handler, error) {
 
 	idem := s.idempotent(opts.Idempotency)
 
-	admin := v1.Group("/admin", s.authenticate(engine.RoleAdmin))
+	admin := v1.Group("/admin", s.authenticate(booking.RoleAdmin))
 	admin.POST("/venues", s.readBody, idem, s.createVenue)
 	admin.POST("/resources", s.readBody, idem, s.createResource)
 	admin.PUT("/resources/:id/schedule", s.readBody, s.setSchedule)
@@ -200,7 +201,7 @@ func newHandler(opts Options) (*handler, error) {
 	admin.GET("/refunds", s.listRefunds)
 	admin.POST("/users/:id/erase", s.readBody, idem, s.eraseUser)
 	// The front desk's list: staff of the venue, or admin.
-	v1.GET("/admin/bookings", s.authenticate(engine.RoleStaff, engine.RoleAdmin), s.venueBookings)
+	v1.GET("/admin/bookings", s.authenticate(booking.RoleStaff, booking.RoleAdmin), s.venueBookings)
 
 	// Browsing needs no token: mini-program reviews reject forced log-in before browsing.
 	v1.GET("/venues", s.listVenues)
@@ -209,7 +210,7 @@ func newHandler(opts Options) (*handler, error) {
 	v1.GET("/availability", s.availability)
 	v1.GET("/resources/:id/policy", s.getPolicy)
 
-	anyRole := s.authenticate(engine.RoleUser, engine.RoleStaff, engine.RoleAdmin)
+	anyRole := s.authenticate(booking.RoleUser, booking.RoleStaff, booking.RoleAdmin)
 	v1.POST("/holds", anyRole, s.readBody, s.createHold)
 	v1.GET("/holds", anyRole, s.listHolds)
 	v1.GET("/holds/:id", anyRole, s.getHold)
@@ -230,7 +231,7 @@ func newHandler(opts Options) (*handler, error) {
 	v1.POST("/bookings/:id/restore", anyRole, s.readBody, idem, s.restoreBooking)
 	v1.POST("/bookings/:id/reschedule", anyRole, s.readBody, idem, s.rescheduleBooking)
 
-	v1.POST("/checkins", s.authenticate(engine.RoleStaff, engine.RoleAdmin), s.readBody, idem, s.checkIn)
+	v1.POST("/checkins", s.authenticate(booking.RoleStaff, booking.RoleAdmin), s.readBody, idem, s.checkIn)
 
 	v1.POST("/waitlist", anyRole, s.readBody, idem, s.joinWaitlist)
 	v1.GET("/waitlist", anyRole, s.listWaitlist)

@@ -18,7 +18,6 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
@@ -55,7 +54,7 @@ func (id claimID) MarshalJSON() ([]byte, error) {
 }
 
 // issueToken signs a token for actor that lasts tokenTTL.
-func (s *server) issueToken(a engine.Actor) (string, time.Time, error) {
+func (s *server) issueToken(a booking.Actor) (string, time.Time, error) {
 	now := s.now()
 	exp := now.Add(tokenTTL)
 	c := claims{
@@ -83,24 +82,24 @@ type tokenCache struct {
 }
 
 type cachedToken struct {
-	actor engine.Actor
+	actor booking.Actor
 	exp   time.Time
 }
 
 // tokenCacheSize bounds the cache; when full it starts over, which costs one verification a token.
 const tokenCacheSize = 10000
 
-func (tc *tokenCache) get(tok string, now time.Time) (engine.Actor, bool) {
+func (tc *tokenCache) get(tok string, now time.Time) (booking.Actor, bool) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	c, ok := tc.m[tok]
 	if !ok || !now.Before(c.exp) {
-		return engine.Actor{}, false
+		return booking.Actor{}, false
 	}
 	return c.actor, true
 }
 
-func (tc *tokenCache) put(tok string, a engine.Actor, exp time.Time) {
+func (tc *tokenCache) put(tok string, a booking.Actor, exp time.Time) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	if tc.m == nil || len(tc.m) >= tokenCacheSize {
@@ -110,36 +109,36 @@ func (tc *tokenCache) put(tok string, a engine.Actor, exp time.Time) {
 }
 
 // parseToken verifies a compact HS256 token and returns its actor.
-func (s *server) parseToken(tok string) (engine.Actor, error) {
+func (s *server) parseToken(tok string) (booking.Actor, error) {
 	if a, ok := s.tokens.get(tok, s.now()); ok {
 		return a, nil
 	}
 	a, exp, err := s.verifyToken(tok)
 	if err != nil {
-		return engine.Actor{}, err
+		return booking.Actor{}, err
 	}
 	s.tokens.put(tok, a, exp)
 	return a, nil
 }
 
-func (s *server) verifyToken(tok string) (engine.Actor, time.Time, error) {
+func (s *server) verifyToken(tok string) (booking.Actor, time.Time, error) {
 	c, err := s.hs256.verify(tok, s.now())
 	if err != nil {
-		return engine.Actor{}, time.Time{}, err
+		return booking.Actor{}, time.Time{}, err
 	}
 	if !validUserID(c.Subject) {
-		return engine.Actor{}, time.Time{}, errors.New("token has no valid sub")
+		return booking.Actor{}, time.Time{}, errors.New("token has no valid sub")
 	}
-	a := engine.Actor{UserID: c.Subject, Role: c.Role}
+	a := booking.Actor{UserID: c.Subject, Role: c.Role}
 	switch c.Role {
-	case engine.RoleUser, engine.RoleAdmin:
-	case engine.RoleStaff:
+	case booking.RoleUser, booking.RoleAdmin:
+	case booking.RoleStaff:
 		if c.VenueID == 0 {
-			return engine.Actor{}, time.Time{}, errors.New("staff token without venue_id")
+			return booking.Actor{}, time.Time{}, errors.New("staff token without venue_id")
 		}
 		a.VenueID = uint64(c.VenueID)
 	default:
-		return engine.Actor{}, time.Time{}, fmt.Errorf("token has unknown role %q", c.Role)
+		return booking.Actor{}, time.Time{}, fmt.Errorf("token has unknown role %q", c.Role)
 	}
 	return a, c.ExpiresAt.Time, nil
 }
@@ -182,9 +181,9 @@ func (s *server) authenticate(roles ...string) gin.HandlerFunc {
 	}
 }
 
-func actorOf(c *gin.Context) engine.Actor {
+func actorOf(c *gin.Context) booking.Actor {
 	v, _ := c.Get(ctxActor)
-	a, _ := v.(engine.Actor)
+	a, _ := v.(booking.Actor)
 	return a
 }
 
@@ -213,7 +212,7 @@ func (s *server) dashboardGuard() gin.HandlerFunc {
 			a, err := s.parseToken(tok)
 			switch {
 			case err != nil:
-			case a.Role == engine.RoleAdmin:
+			case a.Role == booking.RoleAdmin:
 				c.Next()
 				return
 			default:
@@ -265,13 +264,13 @@ func (s *server) devLogin(c *gin.Context) {
 		s.fail(c, unprocessable("invalid_user_id", "user_id must be 1..128 of A-Z a-z 0-9 - _ . : @").withField("user_id"))
 		return
 	}
-	a := engine.Actor{UserID: *req.UserID, Role: engine.RoleUser}
+	a := booking.Actor{UserID: *req.UserID, Role: booking.RoleUser}
 	if req.Role != nil {
 		a.Role = *req.Role
 	}
 	switch a.Role {
-	case engine.RoleUser, engine.RoleAdmin:
-	case engine.RoleStaff:
+	case booking.RoleUser, booking.RoleAdmin:
+	case booking.RoleStaff:
 		if req.VenueID == nil {
 			s.fail(c, missing("venue_id"))
 			return
@@ -284,7 +283,7 @@ func (s *server) devLogin(c *gin.Context) {
 	s.writeToken(c, a)
 }
 
-func (s *server) writeToken(c *gin.Context, a engine.Actor) {
+func (s *server) writeToken(c *gin.Context, a booking.Actor) {
 	tok, exp, err := s.issueToken(a)
 	if err != nil {
 		s.fail(c, err)
@@ -328,7 +327,7 @@ func (s *server) wechatLogin(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	s.writeToken(c, engine.Actor{UserID: booking.WechatUserID(openID), Role: engine.RoleUser})
+	s.writeToken(c, booking.Actor{UserID: booking.WechatUserID(openID), Role: booking.RoleUser})
 }
 
 func (s *server) code2Session(c *gin.Context, code string) (string, error) {

@@ -10,7 +10,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/release"
 )
 
@@ -19,9 +19,9 @@ import (
 func TestNobodyReachesWhatIsNotTheirs(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	alice := hs.token("alice", engine.RoleUser, 0)
-	bob := hs.token("bob", engine.RoleUser, 0)
-	otherStaff := hs.token("olga", engine.RoleStaff, hs.venueNum()+1000)
+	alice := hs.token("alice", booking.RoleUser, 0)
+	bob := hs.token("bob", booking.RoleUser, 0)
+	otherStaff := hs.token("olga", booking.RoleStaff, hs.venueNum()+1000)
 	held := hs.hold(alice, 1, 9)
 	booked := hs.booking(alice, 1, 11)
 
@@ -58,7 +58,7 @@ func TestNobodyReachesWhatIsNotTheirs(t *testing.T) {
 	// Alice's things are untouched, and she and an admin can read them.
 	var h holdResponse
 	hs.do(http.MethodGet, "/api/v1/holds/"+held.HoldID, alice, nil).expect(t, http.StatusOK).decode(t, &h)
-	require.Equal(t, string(engine.HoldHeld), h.Status)
+	require.Equal(t, string(booking.HoldHeld), h.Status)
 	hs.do(http.MethodGet, "/api/v1/holds/"+held.HoldID, hs.admin, nil).expect(t, http.StatusOK)
 	var b bookingResponse
 	hs.do(http.MethodGet, "/api/v1/bookings/"+booked.BookingID, hs.admin, nil).expect(t, http.StatusOK).decode(t, &b)
@@ -70,8 +70,8 @@ func TestNobodyReachesWhatIsNotTheirs(t *testing.T) {
 func TestRolesAndTokens(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	alice := hs.token("alice", engine.RoleUser, 0)
-	staff := hs.token("sam", engine.RoleStaff, hs.venueNum())
+	alice := hs.token("alice", booking.RoleUser, 0)
+	staff := hs.token("sam", booking.RoleStaff, hs.venueNum())
 	booked := hs.booking(alice, 1, 11)
 
 	admin := []struct{ method, path string }{
@@ -150,7 +150,7 @@ func TestRolesAndTokens(t *testing.T) {
 	start, err := time.Parse(time.RFC3339, booked.Start)
 	require.NoError(t, err)
 	hs.clock.Set(start.Add(-10 * time.Minute))
-	staff = hs.token("sam", engine.RoleStaff, hs.venueNum())
+	staff = hs.token("sam", booking.RoleStaff, hs.venueNum())
 	var b bookingResponse
 	hs.do(http.MethodPost, "/api/v1/checkins", staff, set{"checkin_code": booked.CheckinCode}).expect(t, http.StatusOK).decode(t, &b)
 	require.Equal(t, "ARRIVED", b.Status)
@@ -168,8 +168,8 @@ func signWith(t *testing.T, key any, m jwt.SigningMethod, c jwt.MapClaims) strin
 func TestDashboardGuard(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	alice := hs.token("alice", engine.RoleUser, 0)
-	staff := hs.token("sam", engine.RoleStaff, hs.venueNum())
+	alice := hs.token("alice", booking.RoleUser, 0)
+	staff := hs.token("sam", booking.RoleStaff, hs.venueNum())
 
 	for _, path := range []string{"/monitoring/", "/monitoring/api/queues", "/monitoring"} {
 		r := hs.do(http.MethodGet, path, "", nil).expect(t, http.StatusUnauthorized)
@@ -217,7 +217,7 @@ func TestDevLogin(t *testing.T) {
 
 	// A staff token carries its venue (as a string claim) and reads that venue's bookings by id; its
 	// list is its own ("mine"), so a desk account does not list guests' check-in codes.
-	alice := hs.token("alice", engine.RoleUser, 0)
+	alice := hs.token("alice", booking.RoleUser, 0)
 	booked := hs.booking(alice, 2, 10)
 	hs.do(http.MethodPost, "/api/v1/auth/dev-login", "", set{"user_id": "sam", "role": "staff", "venue_id": hs.venue}).
 		expect(t, http.StatusOK).decode(t, &tok)
@@ -242,7 +242,7 @@ func TestDevLogin(t *testing.T) {
 func TestDevPaymentsOff(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t, withOptions(func(o *Options) { o.DevPayments = false }))
-	alice := hs.token("alice", engine.RoleUser, 0)
+	alice := hs.token("alice", booking.RoleUser, 0)
 	h := hs.hold(alice, 1, 10)
 	r := hs.do(http.MethodPost, "/api/v1/holds/"+h.HoldID+"/confirm", alice, nil).expect(t, http.StatusNotFound)
 	require.Equal(t, "not_found", r.errorCode())
@@ -252,7 +252,7 @@ func TestDevPaymentsOff(t *testing.T) {
 func TestHoldLifecycle(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	alice := hs.token("alice", engine.RoleUser, 0)
+	alice := hs.token("alice", booking.RoleUser, 0)
 
 	// Browsing needs no token.
 	var venues listResponse[venueResponse]
@@ -276,7 +276,7 @@ func TestHoldLifecycle(t *testing.T) {
 	var h holdResponse
 	hs.do(http.MethodPost, "/api/v1/holds", alice, set{"resource_id": hs.res, "start": start, "end": end, "quantity": 2}).
 		expect(t, http.StatusCreated).decode(t, &h)
-	require.Equal(t, string(engine.HoldHeld), h.Status)
+	require.Equal(t, string(booking.HoldHeld), h.Status)
 	require.Equal(t, 2, h.Quantity)
 	require.Equal(t, int64(2*5000), h.AmountCents)
 	require.Equal(t, start, h.Start)
@@ -289,7 +289,7 @@ func TestHoldLifecycle(t *testing.T) {
 	// Give it up: 200 with the hold, now cancelled; units back.
 	var cancelled holdResponse
 	hs.do(http.MethodDelete, "/api/v1/holds/"+h.HoldID, alice, nil).expect(t, http.StatusOK).decode(t, &cancelled)
-	require.Equal(t, string(engine.HoldCancelled), cancelled.Status)
+	require.Equal(t, string(booking.HoldCancelled), cancelled.Status)
 	hs.do(http.MethodDelete, "/api/v1/holds/"+h.HoldID, alice, nil).expect(t, http.StatusConflict)
 	hs.do(http.MethodGet, "/api/v1/availability?resource_id="+hs.res+"&date="+start[:10], "", nil).
 		expect(t, http.StatusOK).decode(t, &avail)
@@ -305,7 +305,7 @@ func TestHoldLifecycle(t *testing.T) {
 	require.Equal(t, b, again)
 	var held holdResponse
 	hs.do(http.MethodGet, "/api/v1/holds/"+b.HoldID, alice, nil).expect(t, http.StatusOK).decode(t, &held)
-	require.Equal(t, string(engine.HoldConfirmed), held.Status)
+	require.Equal(t, string(booking.HoldConfirmed), held.Status)
 	require.Equal(t, b.BookingID, held.BookingID)
 	// Restoring a booking that was not released is a conflict.
 	hs.do(http.MethodPost, "/api/v1/bookings/"+b.BookingID+"/restore", alice, nil).expect(t, http.StatusConflict)
@@ -375,7 +375,7 @@ func TestReleaseRestoreAndCheckIn(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
 	ctx := t.Context()
-	alice := hs.token("alice", engine.RoleUser, 0)
+	alice := hs.token("alice", booking.RoleUser, 0)
 	first := hs.booking(alice, 1, 10)
 	second := hs.booking(alice, 1, 12)
 	third := hs.booking(alice, 1, 14)
@@ -396,7 +396,7 @@ func TestReleaseRestoreAndCheckIn(t *testing.T) {
 	}
 
 	release(first)
-	alice = hs.token("alice", engine.RoleUser, 0)
+	alice = hs.token("alice", booking.RoleUser, 0)
 	var b bookingResponse
 	hs.do(http.MethodGet, "/api/v1/bookings/"+first.BookingID, alice, nil).expect(t, http.StatusOK).decode(t, &b)
 	require.Equal(t, "RELEASED", b.Status)
@@ -408,13 +408,13 @@ func TestReleaseRestoreAndCheckIn(t *testing.T) {
 
 	// An admin cancels for the user (before the restored booking falls due again: a release takes
 	// every due booking of the venue in one batch).
-	hs.admin = hs.token("root", engine.RoleAdmin, 0) // the clock moved past the first token's expiry
+	hs.admin = hs.token("root", booking.RoleAdmin, 0) // the clock moved past the first token's expiry
 	var cancelled bookingResponse
 	hs.do(http.MethodPost, "/api/v1/bookings/"+first.BookingID+"/cancel", hs.admin, nil).expect(t, http.StatusOK).decode(t, &cancelled)
 	require.Equal(t, "CANCELLED_BY_ADMIN", cancelled.Status)
 
 	release(second)
-	staff := hs.token("sam", engine.RoleStaff, hs.venueNum())
+	staff := hs.token("sam", booking.RoleStaff, hs.venueNum())
 	var arrived bookingResponse
 	hs.do(http.MethodPost, "/api/v1/checkins", staff, set{"checkin_code": second.CheckinCode}).expect(t, http.StatusOK).decode(t, &arrived)
 	require.Equal(t, "ARRIVED", arrived.Status)
@@ -422,8 +422,8 @@ func TestReleaseRestoreAndCheckIn(t *testing.T) {
 
 	at := release(third)
 	hs.clock.Set(at.Add(31 * time.Minute)) // past the default 30-minute restore window
-	alice = hs.token("alice", engine.RoleUser, 0)
-	staff = hs.token("sam", engine.RoleStaff, hs.venueNum())
+	alice = hs.token("alice", booking.RoleUser, 0)
+	staff = hs.token("sam", booking.RoleStaff, hs.venueNum())
 	r := hs.do(http.MethodPost, "/api/v1/bookings/"+third.BookingID+"/restore", alice, nil).expect(t, http.StatusConflict)
 	require.Equal(t, "restore_window_closed", r.errorCode())
 	r = hs.do(http.MethodPost, "/api/v1/checkins", staff, set{"checkin_code": third.CheckinCode}).expect(t, http.StatusConflict)
@@ -436,7 +436,7 @@ func TestConfirmRules(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
 	single := hs.newResource(1)
-	alice := hs.token("alice", engine.RoleUser, 0)
+	alice := hs.token("alice", booking.RoleUser, 0)
 
 	h := hs.hold(alice, 1, 10)
 	var b1, b2 bookingResponse
@@ -454,8 +454,8 @@ func TestConfirmRules(t *testing.T) {
 	hs.do(http.MethodPost, "/api/v1/holds", alice, set{"resource_id": single, "start": start, "end": end}).
 		expect(t, http.StatusCreated).decode(t, &lost)
 	hs.clock.Advance(11 * time.Minute)
-	alice = hs.token("alice", engine.RoleUser, 0)
-	bob := hs.token("bob", engine.RoleUser, 0)
+	alice = hs.token("alice", booking.RoleUser, 0)
+	bob := hs.token("bob", booking.RoleUser, 0)
 	hs.do(http.MethodPost, "/api/v1/holds", bob, set{"resource_id": single, "start": start, "end": end}).expect(t, http.StatusCreated)
 	r = hs.do(http.MethodPost, "/api/v1/holds/"+lost.HoldID+"/confirm", alice, nil).expect(t, http.StatusConflict)
 	require.Equal(t, "hold_expired", r.errorCode())

@@ -12,6 +12,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/internal/bench"
 	"github.com/slotwheel/slotwheel/internal/testenv/faultproxy"
 )
@@ -127,7 +128,7 @@ func outageHarness(b *testing.B) (*harness, []benchSlot, *faultproxy.Proxy) {
 	if proxy == nil {
 		b.Skip("the embedded SQLite is in-process: there is no outage to measure")
 	}
-	hs.hold(hs.token("warm", engine.RoleUser, 0), 1, 8)
+	hs.hold(hs.token("warm", booking.RoleUser, 0), 1, 8)
 	return hs, slots, proxy
 }
 
@@ -192,7 +193,7 @@ func attackWith(b *testing.B, hs *harness, slots []benchSlot, next *atomic.Uint6
 	const users = 1000
 	tokens := make([]string, users)
 	for i := range tokens {
-		tokens[i] = "Bearer " + hs.token("bench-"+strconv.Itoa(i), engine.RoleUser, 0)
+		tokens[i] = "Bearer " + hs.token("bench-"+strconv.Itoa(i), booking.RoleUser, 0)
 	}
 	targeter := func(t *vegeta.Target) error {
 		i := next.Add(1) - 1

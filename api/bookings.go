@@ -6,6 +6,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
 func (s *server) listBookings(c *gin.Context) {
@@ -40,7 +41,7 @@ func (s *server) venueBookings(c *gin.Context) {
 		return
 	}
 	a := actorOf(c)
-	if venueID == 0 && a.Role == engine.RoleStaff {
+	if venueID == 0 && a.Role == booking.RoleStaff {
 		venueID = a.VenueID // a desk lists its own venue by default
 	}
 	bs, next, err := s.eng.VenueBookings(c.Request.Context(), a, engine.BookingQuery{VenueID: venueID, Date: date,
@@ -60,15 +61,15 @@ func (s *server) getBooking(c *gin.Context) {
 
 // pathBooking reads the booking the path names, as the caller may see it (the engine's read rule:
 // owner, the venue's staff, admin); false when it answered an error instead.
-func (s *server) pathBooking(c *gin.Context) (engine.Booking, bool) {
+func (s *server) pathBooking(c *gin.Context) (booking.Booking, bool) {
 	id, ok := s.pathID(c)
 	if !ok {
-		return engine.Booking{}, false
+		return booking.Booking{}, false
 	}
 	b, err := s.eng.GetBooking(c.Request.Context(), actorOf(c), id)
 	if err != nil {
 		s.fail(c, err)
-		return engine.Booking{}, false
+		return booking.Booking{}, false
 	}
 	return b, true
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/wire"
 )
 
@@ -219,9 +220,9 @@ type (
 	refundResponse   = wire.Refund
 )
 
-func toHoldResponse(h engine.Hold) holdResponse                  { return wire.FromHold(h) }
-func toBookingResponse(b engine.Booking) bookingResponse         { return wire.FromBooking(b) }
-func toWaitlistResponse(w engine.WaitlistEntry) waitlistResponse { return wire.FromWaitlist(w) }
+func toHoldResponse(h booking.Hold) holdResponse                  { return wire.FromHold(h) }
+func toBookingResponse(b booking.Booking) bookingResponse         { return wire.FromBooking(b) }
+func toWaitlistResponse(w booking.WaitlistEntry) waitlistResponse { return wire.FromWaitlist(w) }
 
 type historyEntryResponse struct {
 	From   string `json:"from"`

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
@@ -18,8 +17,8 @@ import (
 func TestEraseUserRoute(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	alice := hs.token("alice", engine.RoleUser, 0)
-	staff := hs.token("sam", engine.RoleStaff, hs.venueNum())
+	alice := hs.token("alice", booking.RoleUser, 0)
+	staff := hs.token("sam", booking.RoleStaff, hs.venueNum())
 	h := hs.hold(alice, 1, 11)
 	var b bookingResponse
 	hs.do(http.MethodPost, "/api/v1/holds/"+h.HoldID+"/confirm", alice, nil, header{headerIdempotencyKey, "confirm-1"}).
@@ -72,5 +71,5 @@ func TestEraseUserRoute(t *testing.T) {
 	// Nobody becomes the pseudonym: not by dev log-in, not with a token.
 	r = hs.do(http.MethodPost, "/api/v1/auth/dev-login", "", set{"user_id": pseudonym}).expect(t, http.StatusUnprocessableEntity)
 	require.Equal(t, "invalid_user_id", r.errorCode())
-	hs.do(http.MethodGet, "/api/v1/bookings", hs.token(pseudonym, engine.RoleUser, 0), nil).expect(t, http.StatusUnauthorized)
+	hs.do(http.MethodGet, "/api/v1/bookings", hs.token(pseudonym, booking.RoleUser, 0), nil).expect(t, http.StatusUnauthorized)
 }

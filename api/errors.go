@@ -8,7 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/idem"
 	"github.com/slotwheel/slotwheel/engine/wire"
 )
@@ -79,13 +79,13 @@ type errorDetail struct {
 }
 
 // statusOfKind maps the engine's kinds of failure to HTTP.
-var statusOfKind = map[engine.Kind]int{
-	engine.KindInvalid:     http.StatusUnprocessableEntity,
-	engine.KindNotFound:    http.StatusNotFound,
-	engine.KindForbidden:   http.StatusForbidden,
-	engine.KindConflict:    http.StatusConflict,
-	engine.KindUnavailable: http.StatusServiceUnavailable,
-	engine.KindLimited:     http.StatusTooManyRequests,
+var statusOfKind = map[booking.Kind]int{
+	booking.KindInvalid:     http.StatusUnprocessableEntity,
+	booking.KindNotFound:    http.StatusNotFound,
+	booking.KindForbidden:   http.StatusForbidden,
+	booking.KindConflict:    http.StatusConflict,
+	booking.KindUnavailable: http.StatusServiceUnavailable,
+	booking.KindLimited:     http.StatusTooManyRequests,
 }
 
 // classify is the one error mapper: status, stable code, English fallback message, blamed field and
@@ -95,7 +95,7 @@ func classify(err error) (status int, code, fallback, field string, details map[
 	if errors.As(err, &ae) {
 		return ae.Status, ae.Code, ae.Message, ae.Field, nil
 	}
-	if ee, ok := engine.AsError(err); ok {
+	if ee, ok := booking.AsError(err); ok {
 		if st, ok := statusOfKind[ee.Kind]; ok {
 			return st, ee.Code, ee.Message, ee.Field, wireDetails(ee.Details)
 		}
@@ -121,7 +121,7 @@ func wireDetails(d map[string]any) map[string]any {
 // retryLater names the codes whose answer tells the client to come back: the same request may
 // succeed in a moment.
 var retryLater = map[string]bool{
-	idem.ErrInProgress.Code: true, engine.ErrConfirmInProgress.Code: true,
+	idem.ErrInProgress.Code: true, booking.ErrConfirmInProgress.Code: true,
 }
 
 // fail answers c with err mapped to the error body, logs server-side failures with their cause, and

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
 // The admin routes of "Events and webhooks": an endpoint is created with a server-made secret shown
@@ -17,7 +17,7 @@ import (
 func TestEventRoutes(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	alice := hs.token("alice", engine.RoleUser, 0)
+	alice := hs.token("alice", booking.RoleUser, 0)
 
 	var w webhookResponse
 	hs.do(http.MethodPost, "/api/v1/admin/webhooks", hs.admin, set{"url": "https://127.0.0.1:9/slotwheel",

@@ -26,6 +26,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/idem"
 	"github.com/slotwheel/slotwheel/internal/testenv"
 	"github.com/slotwheel/slotwheel/internal/testenv/faultproxy"
@@ -119,7 +120,7 @@ func newHarness(t testing.TB, options ...harnessOption) *harness {
 	require.NoError(t, err)
 
 	hs := &harness{t: t, eng: eng, clock: clock, opts: opts, h: h, redis: rd, loc: loc, resCap: cfg.capacity}
-	hs.admin = hs.token("root", engine.RoleAdmin, 0)
+	hs.admin = hs.token("root", booking.RoleAdmin, 0)
 
 	var v venueResponse
 	hs.do(http.MethodPost, "/api/v1/admin/venues", hs.admin, map[string]any{"name": "Court Club", "timezone": testZone}).

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/idem"
 )
 
@@ -48,7 +49,7 @@ func (s *server) createHold(c *gin.Context) {
 func (s *server) createHoldOnce(c *gin.Context, hr engine.HoldRequest, key string, badInput error) {
 	sum := sha256.Sum256(bodyOf(c))
 	k := engine.IdempotentHold{Scope: idempotencyScope(callerOf(c), c.Request.Method, c.Request.URL.Path, key),
-		Hash: hex.EncodeToString(sum[:]), Answer: func(h engine.Hold, err error) idem.Response {
+		Hash: hex.EncodeToString(sum[:]), Answer: func(h booking.Hold, err error) idem.Response {
 			if err != nil {
 				a, _ := s.errorAnswer(c, err)
 				return a

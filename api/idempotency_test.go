@@ -12,14 +12,14 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
 func TestIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	alice := hs.token("alice", engine.RoleUser, 0)
-	bob := hs.token("bob", engine.RoleUser, 0)
+	alice := hs.token("alice", booking.RoleUser, 0)
+	bob := hs.token("bob", booking.RoleUser, 0)
 	start, end := hs.slot(1, 10)
 	body := set{"resource_id": hs.res, "start": start, "end": end}
 	key := header{headerIdempotencyKey, "k-1"}
@@ -86,7 +86,7 @@ func TestIdempotencyConcurrent(t *testing.T) {
 	hs := newHarness(t)
 	srv := httptest.NewServer(hs.h)
 	t.Cleanup(srv.Close)
-	carol := hs.token("carol", engine.RoleUser, 0)
+	carol := hs.token("carol", booking.RoleUser, 0)
 	start, end := hs.slot(1, 10)
 	body := []byte(`{"resource_id":"` + hs.res + `","start":"` + start + `","end":"` + end + `"}`)
 
@@ -149,7 +149,7 @@ func TestIdempotencyForgetsServerFailures(t *testing.T) {
 	hs := newHarness(t)
 	s := hs.h.srv
 	var calls atomic.Int32
-	hs.h.Engine.POST("/test-flaky", s.authenticate(engine.RoleUser), s.readBody, s.idempotent(hs.opts.Idempotency), func(c *gin.Context) {
+	hs.h.Engine.POST("/test-flaky", s.authenticate(booking.RoleUser), s.readBody, s.idempotent(hs.opts.Idempotency), func(c *gin.Context) {
 		switch calls.Add(1) {
 		case 1:
 			s.fail(c, errBackendUnavailable)
@@ -159,7 +159,7 @@ func TestIdempotencyForgetsServerFailures(t *testing.T) {
 			c.JSON(http.StatusCreated, gin.H{"call": calls.Load()})
 		}
 	})
-	alice := hs.token("alice", engine.RoleUser, 0)
+	alice := hs.token("alice", booking.RoleUser, 0)
 	key := header{headerIdempotencyKey, "flaky"}
 	hs.do(http.MethodPost, "/test-flaky", alice, set{}, key).expect(t, http.StatusServiceUnavailable)
 	hs.do(http.MethodPost, "/test-flaky", alice, set{}, key).expect(t, http.StatusInternalServerError)

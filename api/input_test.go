@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
 // bodyCase is one request body fed to a route: raw JSON text (a string) or an object (a map, merged
@@ -30,8 +30,8 @@ type set map[string]any
 func TestBadInputIsA4xxOnEveryWriteRoute(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	alice := hs.token("alice", engine.RoleUser, 0)
-	staff := hs.token("sam", engine.RoleStaff, hs.venueNum())
+	alice := hs.token("alice", booking.RoleUser, 0)
+	staff := hs.token("sam", booking.RoleStaff, hs.venueNum())
 	held := hs.hold(alice, 1, 9)
 	booked := hs.booking(alice, 1, 11)
 
@@ -267,7 +267,7 @@ func TestBadInputIsA4xxOnEveryWriteRoute(t *testing.T) {
 	// Nothing above changed anything: the hold is still held, the booking still confirmed.
 	var h holdResponse
 	hs.do(http.MethodGet, "/api/v1/holds/"+held.HoldID, alice, nil).expect(t, http.StatusOK).decode(t, &h)
-	require.Equal(t, string(engine.HoldHeld), h.Status)
+	require.Equal(t, string(booking.HoldHeld), h.Status)
 	var b bookingResponse
 	hs.do(http.MethodGet, "/api/v1/bookings/"+booked.BookingID, alice, nil).expect(t, http.StatusOK).decode(t, &b)
 	require.Equal(t, "CONFIRMED", b.Status)
@@ -299,7 +299,7 @@ func bodyText(t *testing.T, base set, body any) string {
 func TestBadQueryIsA4xx(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	alice := hs.token("alice", engine.RoleUser, 0)
+	alice := hs.token("alice", booking.RoleUser, 0)
 	for _, tc := range []struct {
 		path, token string
 		status      int
@@ -363,7 +363,7 @@ func TestDecodeTime(t *testing.T) {
 func TestRefusedInputNamesTheField(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	alice := hs.token("alice", engine.RoleUser, 0)
+	alice := hs.token("alice", booking.RoleUser, 0)
 	start, end := hs.slot(1, 10)
 
 	for _, tc := range []struct {

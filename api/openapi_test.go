@@ -12,7 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
 // TestOpenAPIDocumentsEveryRoute fails on any route of the router that openapi.json lacks.
@@ -170,7 +170,7 @@ func TestRequestIDAndLanguage(t *testing.T) {
 func TestNoImplicitRedirects(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	alice := hs.token("alice", engine.RoleUser, 0)
+	alice := hs.token("alice", booking.RoleUser, 0)
 	for _, tc := range []struct{ method, path, token string }{
 		{http.MethodGet, "/api/v1/holds/", alice},
 		{http.MethodGet, "/api/v1/holds/", ""},

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/internal/testenv/faultproxy"
 )
 
@@ -32,8 +32,8 @@ func TestHoldsThroughMySQLOutage(t *testing.T) {
 			if proxy == nil {
 				t.Skip("the embedded SQLite is in-process: there is no connection to lose")
 			}
-			alice := hs.token("alice", engine.RoleUser, 0)
-			bob := hs.token("bob", engine.RoleUser, 0)
+			alice := hs.token("alice", booking.RoleUser, 0)
+			bob := hs.token("bob", booking.RoleUser, 0)
 			date := func(days int) string { s, _ := hs.slot(days, 10); return s[:10] }
 
 			// Before the outage: the day is loaded and the catalog cached, as on a live server.

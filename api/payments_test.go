@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
 // notify sends a payment notification signed at signedAt with secret.
@@ -31,7 +32,7 @@ func paymentBody(t *testing.T, holdID, paymentID string, amount int64, paidAt ti
 func TestPaymentSignature(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	alice := hs.token("alice", engine.RoleUser, 0)
+	alice := hs.token("alice", booking.RoleUser, 0)
 	h := hs.hold(alice, 1, 10)
 	now := hs.clock.Now()
 	body := paymentBody(t, h.HoldID, "pay-1", h.AmountCents, now)
@@ -82,7 +83,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 func TestPaymentIsDeduplicated(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	alice := hs.token("alice", engine.RoleUser, 0)
+	alice := hs.token("alice", booking.RoleUser, 0)
 	h := hs.hold(alice, 1, 10)
 	body := paymentBody(t, h.HoldID, "pay-dup", h.AmountCents, hs.clock.Now())
 	sent := hs.clock.Now()
@@ -134,7 +135,7 @@ func TestPaymentAfterExpiry(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
 	single := hs.newResource(1)
-	alice := hs.token("alice", engine.RoleUser, 0)
+	alice := hs.token("alice", booking.RoleUser, 0)
 	start, end := hs.slot(1, 10)
 	start2, end2 := hs.slot(1, 11)
 
@@ -145,7 +146,7 @@ func TestPaymentAfterExpiry(t *testing.T) {
 		expect(t, http.StatusCreated).decode(t, &kept)
 
 	hs.clock.Advance(11 * time.Minute) // both holds expire
-	bob := hs.token("bob", engine.RoleUser, 0)
+	bob := hs.token("bob", booking.RoleUser, 0)
 	hs.do(http.MethodPost, "/api/v1/holds", bob, set{"resource_id": single, "start": start, "end": end}).
 		expect(t, http.StatusCreated)
 
@@ -167,7 +168,7 @@ func TestPaymentAfterExpiry(t *testing.T) {
 func TestPaymentConcurrentDuplicates(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	alice := hs.token("alice", engine.RoleUser, 0)
+	alice := hs.token("alice", booking.RoleUser, 0)
 	h := hs.hold(alice, 1, 10)
 	body := paymentBody(t, h.HoldID, "pay-burst", h.AmountCents, hs.clock.Now())
 

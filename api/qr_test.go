@@ -12,7 +12,7 @@ import (
 	qrcode "github.com/skip2/go-qrcode"
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
 // TestCheckinQR: the owner and the venue's staff get a PNG whose modules are exactly the QR code of
@@ -22,11 +22,11 @@ import (
 func TestCheckinQR(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	alice := hs.token("alice", engine.RoleUser, 0)
+	alice := hs.token("alice", booking.RoleUser, 0)
 	booked := hs.booking(alice, 1, 11)
 	path := "/api/v1/bookings/" + booked.BookingID + "/checkin.png"
 
-	for _, who := range []string{alice, hs.token("desk", engine.RoleStaff, hs.venueNum()), hs.admin} {
+	for _, who := range []string{alice, hs.token("desk", booking.RoleStaff, hs.venueNum()), hs.admin} {
 		r := hs.do(http.MethodGet, path, who, nil).expect(t, http.StatusOK)
 		require.Equal(t, "image/png", r.Header.Get("Content-Type"))
 		require.Contains(t, r.Header.Get("Cache-Control"), "no-store", "an entry ticket is not cached on the way")
@@ -39,7 +39,7 @@ func TestCheckinQR(t *testing.T) {
 		requireModules(t, want.Bitmap(), img)
 	}
 
-	for _, who := range []string{hs.token("bob", engine.RoleUser, 0), hs.token("olga", engine.RoleStaff, hs.venueNum()+1000)} {
+	for _, who := range []string{hs.token("bob", booking.RoleUser, 0), hs.token("olga", booking.RoleStaff, hs.venueNum()+1000)} {
 		r := hs.do(http.MethodGet, path, who, nil).expect(t, http.StatusNotFound)
 		require.Equal(t, "not_found", r.errorCode())
 	}
@@ -70,10 +70,10 @@ func requireModules(t *testing.T, bitmap [][]bool, img image.Image) {
 func TestScanningTwiceIsHarmless(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	alice := hs.token("alice", engine.RoleUser, 0)
+	alice := hs.token("alice", booking.RoleUser, 0)
 	booked := hs.booking(alice, 1, 11)
 	hs.clock.Set(mustTime(t, booked.Start).Add(-10 * time.Minute))
-	staff := hs.token("desk", engine.RoleStaff, hs.venueNum()) // minted after the clock moved
+	staff := hs.token("desk", booking.RoleStaff, hs.venueNum()) // minted after the clock moved
 
 	var first, second bookingResponse
 	hs.do(http.MethodPost, "/api/v1/checkins", staff, set{"checkin_code": "SWCHK:" + booked.CheckinCode}).expect(t, http.StatusOK).decode(t, &first)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
 // TestRaceForTheLastUnits: 200 users race over HTTP for a slot of capacity 3; exactly three get a
@@ -28,7 +28,7 @@ func TestRaceForTheLastUnits(t *testing.T) {
 	body := []byte(`{"resource_id":"` + hs.res + `","start":"` + start + `","end":"` + end + `"}`)
 	tokens := make([]string, users)
 	for i := range tokens {
-		tokens[i] = hs.token("racer-"+strconv.Itoa(i), engine.RoleUser, 0)
+		tokens[i] = hs.token("racer-"+strconv.Itoa(i), booking.RoleUser, 0)
 	}
 
 	statuses := make([]int, users)
@@ -77,5 +77,5 @@ func TestRaceForTheLastUnits(t *testing.T) {
 	s := slotAt(t, avail, start)
 	require.False(t, s.Available)
 	require.Equal(t, 0, s.Remaining)
-	require.Equal(t, engine.ReasonFull, s.Reason)
+	require.Equal(t, booking.ReasonFull, s.Reason)
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
 // These targets send fuzzed bodies through the whole handler to a real engine (the test's own
@@ -27,7 +27,7 @@ type fuzzHarness struct {
 
 func newFuzzHarness(f *testing.F) *fuzzHarness {
 	hs := newHarness(f)
-	fh := &fuzzHarness{harness: hs, user: hs.token("fuzzer", engine.RoleUser, 0), res2: hs.newResource(2)}
+	fh := &fuzzHarness{harness: hs, user: hs.token("fuzzer", booking.RoleUser, 0), res2: hs.newResource(2)}
 	var svc serviceResponse
 	hs.do(http.MethodPost, "/api/v1/admin/services", hs.admin, map[string]any{"venue_id": hs.venue, "name": "Lesson",
 		"duration_minutes": 60, "prep_minutes": 10, "resource_ids": []string{hs.res}, "price_cents": 900}).

@@ -202,7 +202,7 @@ func (s *server) wechatPayNotify(c *gin.Context) {
 		return
 	}
 	status, code, fallback, _, _ := classify(err)
-	if errors.Is(err, engine.ErrNotificationRefuse) {
+	if errors.Is(err, booking.ErrNotificationRefused) {
 		status = http.StatusUnauthorized
 	}
 	if status >= 500 {

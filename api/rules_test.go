@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
 // Closing hours under a confirmed booking is 409 schedule_conflict naming it in
@@ -16,7 +16,7 @@ import (
 func TestScheduleChangeUnderBookingsOverHTTP(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	alice := hs.token("alice", engine.RoleUser, 0)
+	alice := hs.token("alice", booking.RoleUser, 0)
 	b := hs.booking(alice, 1, 10)
 	day := b.Start[:10]
 	closing := map[string]any{
@@ -53,8 +53,8 @@ func TestScheduleChangeUnderBookingsOverHTTP(t *testing.T) {
 func TestConflictCodesOverHTTP(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	alice := hs.token("alice", engine.RoleUser, 0)
-	bob := hs.token("bob", engine.RoleUser, 0)
+	alice := hs.token("alice", booking.RoleUser, 0)
+	bob := hs.token("bob", booking.RoleUser, 0)
 	h1, h2 := hs.hold(alice, 1, 10), hs.hold(bob, 1, 10)
 	now := hs.clock.Now()
 	hs.notify(paymentBody(t, h1.HoldID, "pay-x", h1.AmountCents, now), testPaymentSecret, now).expect(t, http.StatusOK)
@@ -72,10 +72,10 @@ func TestConflictCodesOverHTTP(t *testing.T) {
 func TestFrontDeskList(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	alice := hs.token("alice", engine.RoleUser, 0)
+	alice := hs.token("alice", booking.RoleUser, 0)
 	b := hs.booking(alice, 1, 10)
 	hs.booking(alice, 2, 10)
-	desk := hs.token("desk", engine.RoleStaff, hs.venueNum())
+	desk := hs.token("desk", booking.RoleStaff, hs.venueNum())
 	var list listResponse[bookingResponse]
 	hs.do(http.MethodGet, "/api/v1/admin/bookings?date="+b.Start[:10], desk, nil).expect(t, http.StatusOK).decode(t, &list)
 	require.Len(t, list.Items, 1)
@@ -84,7 +84,7 @@ func TestFrontDeskList(t *testing.T) {
 	require.Empty(t, list.Items)
 	r := hs.do(http.MethodGet, "/api/v1/admin/bookings?status=NOPE", desk, nil).expect(t, http.StatusUnprocessableEntity)
 	require.Equal(t, "invalid_status", r.errorCode())
-	other := hs.token("desk2", engine.RoleStaff, hs.venueNum()+1)
+	other := hs.token("desk2", booking.RoleStaff, hs.venueNum()+1)
 	hs.do(http.MethodGet, "/api/v1/admin/bookings?venue_id="+hs.venue, other, nil).expect(t, http.StatusForbidden)
 	hs.do(http.MethodGet, "/api/v1/admin/bookings?venue_id="+strconv.FormatUint(hs.venueNum(), 10), hs.admin, nil).
 		expect(t, http.StatusOK).decode(t, &list)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
 // TestWaitlistOverHTTP: a user waiting for a full slot is promoted to a hold when its owner cancels;
@@ -14,32 +14,32 @@ import (
 func TestWaitlistOverHTTP(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t, withCapacity(1))
-	alice := hs.token("alice", engine.RoleUser, 0)
-	bob := hs.token("bob", engine.RoleUser, 0)
+	alice := hs.token("alice", booking.RoleUser, 0)
+	bob := hs.token("bob", booking.RoleUser, 0)
 	b := hs.booking(alice, 1, 10)
 	start, end := hs.slot(1, 10)
 
 	var entry waitlistResponse
 	hs.do(http.MethodPost, "/api/v1/waitlist", bob, map[string]any{"resource_id": hs.res, "start": start, "end": end}).
 		expect(t, http.StatusCreated).decode(t, &entry)
-	require.Equal(t, string(engine.WaitWaiting), entry.Status)
+	require.Equal(t, string(booking.WaitWaiting), entry.Status)
 	hs.do(http.MethodDelete, "/api/v1/waitlist/"+entry.WaitlistID, alice, nil).expect(t, http.StatusNotFound)
 
 	hs.do(http.MethodPost, "/api/v1/bookings/"+b.BookingID+"/cancel", alice, nil).expect(t, http.StatusOK)
 	var list listResponse[waitlistResponse]
 	hs.do(http.MethodGet, "/api/v1/waitlist", bob, nil).expect(t, http.StatusOK).decode(t, &list)
 	require.Len(t, list.Items, 1)
-	require.Equal(t, string(engine.WaitPromoted), list.Items[0].Status)
+	require.Equal(t, string(booking.WaitPromoted), list.Items[0].Status)
 	require.NotEmpty(t, list.Items[0].HoldID)
 	var h holdResponse
 	hs.do(http.MethodGet, "/api/v1/holds/"+list.Items[0].HoldID, bob, nil).expect(t, http.StatusOK).decode(t, &h)
-	require.Equal(t, string(engine.HoldHeld), h.Status)
+	require.Equal(t, string(booking.HoldHeld), h.Status)
 
 	// Joining for a window that is free promotes at once.
 	s2, e2 := hs.slot(1, 11)
 	hs.do(http.MethodPost, "/api/v1/waitlist", alice, map[string]any{"resource_id": hs.res, "start": s2, "end": e2}).
 		expect(t, http.StatusCreated).decode(t, &entry)
-	require.Equal(t, string(engine.WaitPromoted), entry.Status)
+	require.Equal(t, string(booking.WaitPromoted), entry.Status)
 	hs.do(http.MethodDelete, "/api/v1/waitlist/"+entry.WaitlistID, alice, nil).expect(t, http.StatusOK).decode(t, &entry)
-	require.Equal(t, string(engine.WaitPromoted), entry.Status, "a promoted entry keeps its hold")
+	require.Equal(t, string(booking.WaitPromoted), entry.Status, "a promoted entry keeps its hold")
 }

@@ -71,20 +71,20 @@ func BenchmarkRuleOps(b *testing.B) {
 		e, err := engine.New(engine.Options{DB: db.Gorm, Redis: r.Client, Prefix: r.Prefix, HoldTTL: time.Hour})
 		require.NoError(b, err)
 		ctx := context.Background()
-		v, err := e.CreateVenue(ctx, engine.System, engine.VenueInput{Name: "bench", Timezone: "Asia/Shanghai"})
+		v, err := e.CreateVenue(ctx, booking.System, engine.VenueInput{Name: "bench", Timezone: "Asia/Shanghai"})
 		require.NoError(b, err)
 		mk := func() engine.Resource {
-			res, err := e.CreateResource(ctx, engine.System, engine.ResourceInput{VenueID: v.ID, Name: "r", Kind: "room", Capacity: bench.Capacity})
+			res, err := e.CreateResource(ctx, booking.System, engine.ResourceInput{VenueID: v.ID, Name: "r", Kind: "room", Capacity: bench.Capacity})
 			require.NoError(b, err)
-			_, err = e.SetSchedule(ctx, engine.System, res.ID, engine.ScheduleInput{SlotMinutes: 60, HorizonDays: 3,
-				Weekly: []engine.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "00:00", Close: "24:00"}}})
+			_, err = e.SetSchedule(ctx, booking.System, res.ID, booking.ScheduleInput{SlotMinutes: 60, HorizonDays: 3,
+				Weekly: []booking.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "00:00", Close: "24:00"}}})
 			require.NoError(b, err)
-			_, err = e.SetResourcePolicy(ctx, engine.System, res.ID, booking.PolicyInput{MaxReschedules: ptr(100)})
+			_, err = e.SetResourcePolicy(ctx, booking.System, res.ID, booking.PolicyInput{MaxReschedules: ptr(100)})
 			require.NoError(b, err)
 			return res
 		}
 		single, counsellor, room := mk(), mk(), mk()
-		svc, err := e.CreateService(ctx, engine.System, engine.ServiceInput{VenueID: v.ID, Name: "session", DurationMinutes: 60,
+		svc, err := e.CreateService(ctx, booking.System, engine.ServiceInput{VenueID: v.ID, Name: "session", DurationMinutes: 60,
 			Roles: []engine.ServiceRole{{Role: "counsellor", ResourceIDs: []uint64{counsellor.ID}}, {Role: "room", ResourceIDs: []uint64{room.ID}}}})
 		require.NoError(b, err)
 		return e, single, svc
@@ -118,7 +118,7 @@ func BenchmarkRuleOps(b *testing.B) {
 			user := "c" + strconv.FormatUint(n, 10)
 			h, err := e.Hold(ctx, engine.HoldRequest{UserID: user, ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
 			if err == nil {
-				_, err = e.Confirm(ctx, engine.Actor{UserID: user, Role: engine.RoleUser}, h.ID)
+				_, err = e.Confirm(ctx, booking.Actor{UserID: user, Role: booking.RoleUser}, h.ID)
 			}
 			return err
 		})
@@ -133,7 +133,7 @@ func BenchmarkRuleOps(b *testing.B) {
 			user := "r" + strconv.Itoa(i)
 			h, err := e.Hold(ctx, engine.HoldRequest{UserID: user, ResourceID: res.ID, Start: tomorrow(e, 10), End: tomorrow(e, 11)})
 			require.NoError(b, err)
-			bk, err := e.Confirm(ctx, engine.Actor{UserID: user, Role: engine.RoleUser}, h.ID)
+			bk, err := e.Confirm(ctx, booking.Actor{UserID: user, Role: booking.RoleUser}, h.ID)
 			require.NoError(b, err)
 			ids[i] = bk.ID
 		}
@@ -141,9 +141,9 @@ func BenchmarkRuleOps(b *testing.B) {
 		run(b, func(ctx context.Context, n uint64) error {
 			i := n % owners
 			at := tomorrow(e, 12+int(turn[i].Add(1)%2))
-			_, err := e.Reschedule(ctx, engine.Actor{UserID: "r" + strconv.FormatUint(i, 10), Role: engine.RoleUser},
+			_, err := e.Reschedule(ctx, booking.Actor{UserID: "r" + strconv.FormatUint(i, 10), Role: booking.RoleUser},
 				engine.RescheduleRequest{BookingID: ids[i], Start: at, End: at.Add(time.Hour)})
-			if errors.Is(err, engine.ErrConfirmInProgress) || errors.Is(err, engine.ErrInvalidTransition) {
+			if errors.Is(err, booking.ErrConfirmInProgress) || errors.Is(err, booking.ErrInvalidTransition) {
 				return nil // two goroutines on one booking: one of them moves it
 			}
 			return err

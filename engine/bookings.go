@@ -12,10 +12,10 @@ import (
 )
 
 // view is a booking as callers see it: in its venue's zone.
-func (e *Bookings) view(ctx context.Context, b *Booking) (Booking, error) {
+func (e *Bookings) view(ctx context.Context, b *booking.Booking) (booking.Booking, error) {
 	vi, err := e.cat.venue(ctx, b.VenueID)
 	if err != nil {
-		return Booking{}, err
+		return booking.Booking{}, err
 	}
 	return b.In(vi.loc), nil
 }
@@ -55,8 +55,8 @@ func (e *Bookings) apply(ctx context.Context, id uint64, decide func(b *sqlstore
 			// them after all (a concurrent change won the race).
 			e.freeIfNotOccupying(ctx, id)
 		}
-		if errors.Is(err, ErrNotFound) {
-			return b, c, ErrNotFound
+		if errors.Is(err, booking.ErrNotFound) {
+			return b, c, booking.ErrNotFound
 		}
 		return b, c, e.ledgerRefusal(b.VenueID, err)
 	}
@@ -96,32 +96,32 @@ func (e *Bookings) ledgerRefusal(venueID uint64, err error) error {
 	e.log.Warn("the capacity ledger refused a booking change that Redis allowed; rebuilding the venue from MySQL",
 		"venue_id", venueID, "err", err)
 	e.payments.rebuildVenueSoon(venueID)
-	return ErrSlotFull
+	return booking.ErrSlotFull
 }
 
 // mayRead answers a booking if actor may see it, else ErrNotFound (nobody learns what exists).
-func (e *Bookings) mayRead(ctx context.Context, a Actor, id uint64) (sqlstore.Booking, error) {
+func (e *Bookings) mayRead(ctx context.Context, a booking.Actor, id uint64) (sqlstore.Booking, error) {
 	b, err := e.ss.Booking(ctx, id)
 	if err != nil {
 		return b, err
 	}
 	if !a.MaySee(&b.Booking) {
-		return b, ErrNotFound
+		return b, booking.ErrNotFound
 	}
 	return b, nil
 }
 
 // GetBooking reads a booking. Owner, staff of its venue, or admin; others get ErrNotFound.
-func (e *Bookings) GetBooking(ctx context.Context, a Actor, id uint64) (Booking, error) {
+func (e *Bookings) GetBooking(ctx context.Context, a booking.Actor, id uint64) (booking.Booking, error) {
 	b, err := e.mayRead(ctx, a, id)
 	if err != nil {
-		return Booking{}, err
+		return booking.Booking{}, err
 	}
 	return e.view(ctx, &b.Booking)
 }
 
 // History lists a booking's status changes, oldest first. Owner, staff of its venue, or admin.
-func (e *Bookings) History(ctx context.Context, a Actor, id uint64) ([]HistoryEntry, error) {
+func (e *Bookings) History(ctx context.Context, a booking.Actor, id uint64) ([]HistoryEntry, error) {
 	b, err := e.mayRead(ctx, a, id)
 	if err != nil {
 		return nil, err
@@ -144,9 +144,9 @@ func (e *Bookings) History(ctx context.Context, a Actor, id uint64) ([]HistoryEn
 // ListBookings lists bookings newest first: the caller's own (docs/API.md's "mine"; staff included,
 // so that a desk account does not see guests' check-in codes), or all for an admin. The cursor is
 // opaque to callers.
-func (e *Bookings) ListBookings(ctx context.Context, a Actor, cursor string, limit int) ([]Booking, string, error) {
+func (e *Bookings) ListBookings(ctx context.Context, a booking.Actor, cursor string, limit int) ([]booking.Booking, string, error) {
 	q := sqlstore.ListQuery{UserID: a.UserID}
-	if a.Role == RoleAdmin {
+	if a.Role == booking.RoleAdmin {
 		q.UserID = ""
 	}
 	return e.list(ctx, q, cursor, limit)
@@ -154,12 +154,12 @@ func (e *Bookings) ListBookings(ctx context.Context, a Actor, cursor string, lim
 
 // VenueBookings lists a venue's bookings for the front desk, newest first, optionally of one
 // venue-local day, status or resource. Staff of the venue, or admin.
-func (e *Bookings) VenueBookings(ctx context.Context, a Actor, bq BookingQuery) ([]Booking, string, error) {
+func (e *Bookings) VenueBookings(ctx context.Context, a booking.Actor, bq BookingQuery) ([]booking.Booking, string, error) {
 	if bq.VenueID == 0 {
 		return nil, "", booking.Invalid("missing_venue_id", "venue_id is required").WithField("venue_id")
 	}
 	if !a.MayListVenue(bq.VenueID) {
-		return nil, "", ErrForbidden
+		return nil, "", booking.ErrForbidden
 	}
 	vi, err := e.cat.venue(ctx, bq.VenueID)
 	if err != nil {
@@ -183,7 +183,7 @@ func (e *Bookings) VenueBookings(ctx context.Context, a Actor, bq BookingQuery) 
 	return e.list(ctx, q, bq.Cursor, bq.Limit)
 }
 
-func (e *Bookings) list(ctx context.Context, q sqlstore.ListQuery, cursor string, limit int) ([]Booking, string, error) {
+func (e *Bookings) list(ctx context.Context, q sqlstore.ListQuery, cursor string, limit int) ([]booking.Booking, string, error) {
 	var err error
 	if q.Page, err = sqlstore.ParsePage(cursor, limit); err != nil {
 		return nil, "", err
@@ -193,7 +193,7 @@ func (e *Bookings) list(ctx context.Context, q sqlstore.ListQuery, cursor string
 		return nil, "", err
 	}
 	rows, next := sqlstore.NextPage(q.Page, rows, func(b sqlstore.Booking) uint64 { return b.ID })
-	out := make([]Booking, 0, len(rows))
+	out := make([]booking.Booking, 0, len(rows))
 	for i := range rows {
 		b, err := e.view(ctx, &rows[i].Booking)
 		if err != nil {
@@ -206,10 +206,10 @@ func (e *Bookings) list(ctx context.Context, q sqlstore.ListQuery, cursor string
 
 // CancelBooking cancels a booking and gives its units back. Owner (CANCELLED_BY_USER) or admin
 // (CANCELLED_BY_ADMIN).
-func (e *Bookings) CancelBooking(ctx context.Context, a Actor, id uint64) (Booking, error) {
+func (e *Bookings) CancelBooking(ctx context.Context, a booking.Actor, id uint64) (booking.Booking, error) {
 	b, _, err := e.apply(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
 		if !a.MayChange(b.UserID) {
-			return booking.Change{}, ErrNotFound
+			return booking.Change{}, booking.ErrNotFound
 		}
 		ri, err := e.cat.resource(ctx, b.ResourceID)
 		if err != nil {
@@ -218,7 +218,7 @@ func (e *Bookings) CancelBooking(ctx context.Context, a Actor, id uint64) (Booki
 		return b.Cancel(a, e.clock.Now(), ri.policy)
 	})
 	if err != nil {
-		return Booking{}, err
+		return booking.Booking{}, err
 	}
 	return e.view(ctx, &b.Booking)
 }
@@ -226,37 +226,37 @@ func (e *Bookings) CancelBooking(ctx context.Context, a Actor, id uint64) (Booki
 // CheckIn accepts a booking's check-in code. Staff of its venue or admin. A check-in received
 // before release_at always wins over the release: if the release got there first, the booking comes
 // back (if its units are still free).
-func (e *Bookings) CheckIn(ctx context.Context, a Actor, code string) (Booking, error) {
-	if a.Role != RoleStaff && a.Role != RoleAdmin {
-		return Booking{}, ErrForbidden
+func (e *Bookings) CheckIn(ctx context.Context, a booking.Actor, code string) (booking.Booking, error) {
+	if a.Role != booking.RoleStaff && a.Role != booking.RoleAdmin {
+		return booking.Booking{}, booking.ErrForbidden
 	}
 	received := e.clock.Now()
 	code = booking.ScannedCheckinCode(code)
 	if code == "" || len(code) > booking.MaxCheckinCodeLen {
-		return Booking{}, booking.Invalid("invalid_checkin_code", "checkin_code is not a check-in code").WithField("checkin_code")
+		return booking.Booking{}, booking.Invalid("invalid_checkin_code", "checkin_code is not a check-in code").WithField("checkin_code")
 	}
 	id, err := e.ss.BookingIDByCode(ctx, code)
 	if err != nil {
-		return Booking{}, err
+		return booking.Booking{}, err
 	}
 	b, _, err := e.apply(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
 		if !a.MayCheckIn(b.VenueID) {
-			return booking.Change{}, ErrNotFound
+			return booking.Change{}, booking.ErrNotFound
 		}
 		return b.CheckIn(received, a.Name(), e.rules)
 	})
 	if err != nil {
-		return Booking{}, err
+		return booking.Booking{}, err
 	}
 	return e.view(ctx, &b.Booking)
 }
 
 // Restore takes a released booking back within the restore window, if its units are still free:
 // RELEASED → CONFIRMED with release_at = now + grace and a new release task. Owner or admin.
-func (e *Bookings) Restore(ctx context.Context, a Actor, id uint64) (Booking, error) {
+func (e *Bookings) Restore(ctx context.Context, a booking.Actor, id uint64) (booking.Booking, error) {
 	b, _, err := e.apply(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
 		if !a.MayChange(b.UserID) {
-			return booking.Change{}, ErrNotFound
+			return booking.Change{}, booking.ErrNotFound
 		}
 		ri, err := e.cat.resource(ctx, b.ResourceID)
 		if err != nil {
@@ -269,7 +269,7 @@ func (e *Bookings) Restore(ctx context.Context, a Actor, id uint64) (Booking, er
 		return b.Restore(e.clock.Now(), grace, a.Name(), e.rules)
 	})
 	if err != nil {
-		return Booking{}, err
+		return booking.Booking{}, err
 	}
 	return e.view(ctx, &b.Booking)
 }
@@ -367,7 +367,7 @@ func (e *Bookings) takeUnits(ctx context.Context, b *sqlstore.Booking, version i
 		return err
 	}
 	if out == "full" || out == "closed" {
-		return ErrSlotFull
+		return booking.ErrSlotFull
 	}
 	return nil
 }
@@ -377,7 +377,7 @@ func freed(b *sqlstore.Booking) redisstore.Freed {
 	return redisstore.Freed{Owner: redisstore.BookingOwner(b.ID), Version: b.Version}
 }
 
-func bookingDays(b *Booking, loc *time.Location) []string {
+func bookingDays(b *booking.Booking, loc *time.Location) []string {
 	var days []string
 	for d := booking.LocalDay(b.OccupyStart, loc); d.Before(b.OccupyEnd); d = d.AddDate(0, 0, 1) {
 		days = append(days, d.Format(booking.DayLayout))

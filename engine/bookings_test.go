@@ -15,10 +15,10 @@ import (
 	"github.com/slotwheel/slotwheel/models"
 )
 
-var alice = Actor{UserID: "alice", Role: RoleUser}
+var alice = booking.Actor{UserID: "alice", Role: booking.RoleUser}
 
 // book holds and confirms one slot for actor.
-func (tb *testBundle) book(t testing.TB, a Actor, res Resource, start time.Time) Booking {
+func (tb *testBundle) book(t testing.TB, a booking.Actor, res Resource, start time.Time) booking.Booking {
 	t.Helper()
 	ctx := context.Background()
 	h, err := tb.e.Hold(ctx, HoldRequest{UserID: a.UserID, ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
@@ -39,7 +39,7 @@ func TestReleaseNeverEarlyExactlyOnce(t *testing.T) {
 
 	tb.clock.Set(at("11:15").Add(-time.Millisecond))
 	_, err := tb.e.Release(ctx, ref)
-	var notDue *NotDueError
+	var notDue *booking.NotDueError
 	require.ErrorAs(t, err, &notDue, "a millisecond early does nothing")
 	require.Equal(t, time.Millisecond, notDue.Wait)
 	got, err := tb.e.GetBooking(ctx, alice, b.ID)
@@ -67,7 +67,7 @@ func TestReleaseNeverEarlyExactlyOnce(t *testing.T) {
 	require.Equal(t, string(booking.Released), history[1].ToStatus)
 
 	// The slot is bookable again by someone else.
-	tb.book(t, Actor{UserID: "bob", Role: RoleUser}, res, at("11:00"))
+	tb.book(t, booking.Actor{UserID: "bob", Role: booking.RoleUser}, res, at("11:00"))
 }
 
 func TestReleaseAtForLateConfirmKeepsGrace(t *testing.T) {
@@ -84,15 +84,15 @@ func TestCheckInBeatsRelease(t *testing.T) {
 	tb := setup(t)
 	ctx := context.Background()
 	res := tb.resource(t, 1, 60, "08:00", "22:00")
-	staff := Actor{UserID: "s", Role: RoleStaff, VenueID: res.VenueID}
+	staff := booking.Actor{UserID: "s", Role: booking.RoleStaff, VenueID: res.VenueID}
 	b := tb.book(t, alice, res, at("12:00"))
 
 	_, err := tb.e.CheckIn(ctx, staff, b.CheckinCode)
-	require.ErrorIs(t, err, ErrTooEarly, "check-in opens 30 minutes before start")
-	_, err = tb.e.CheckIn(ctx, Actor{UserID: "s2", Role: RoleStaff, VenueID: res.VenueID + 1000}, b.CheckinCode)
+	require.ErrorIs(t, err, booking.ErrTooEarly, "check-in opens 30 minutes before start")
+	_, err = tb.e.CheckIn(ctx, booking.Actor{UserID: "s2", Role: booking.RoleStaff, VenueID: res.VenueID + 1000}, b.CheckinCode)
 	require.Error(t, err, "staff of another venue cannot check in")
 	_, err = tb.e.CheckIn(ctx, alice, b.CheckinCode)
-	require.ErrorIs(t, err, ErrForbidden)
+	require.ErrorIs(t, err, booking.ErrForbidden)
 
 	tb.clock.Set(b.ReleaseAt.Add(-time.Millisecond))
 	got, err := tb.e.CheckIn(ctx, staff, b.CheckinCode)
@@ -114,8 +114,8 @@ func TestCancelGivesUnitsBackAndIsGuarded(t *testing.T) {
 	ctx := context.Background()
 	res := tb.resource(t, 1, 60, "08:00", "22:00")
 	b := tb.book(t, alice, res, at("13:00"))
-	_, err := tb.e.CancelBooking(ctx, Actor{UserID: "mallory", Role: RoleUser}, b.ID)
-	require.ErrorIs(t, err, ErrNotFound, "another user cannot cancel it")
+	_, err := tb.e.CancelBooking(ctx, booking.Actor{UserID: "mallory", Role: booking.RoleUser}, b.ID)
+	require.ErrorIs(t, err, booking.ErrNotFound, "another user cannot cancel it")
 	got, err := tb.e.CancelBooking(ctx, alice, b.ID)
 	require.NoError(t, err)
 	require.Equal(t, booking.CancelledByUser, got.Status)
@@ -127,7 +127,7 @@ func TestCancelGivesUnitsBackAndIsGuarded(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, release.NotApplicable, out, "a cancelled booking is never released")
 	_, err = tb.e.Restore(ctx, alice, b.ID)
-	require.ErrorIs(t, err, ErrInvalidTransition)
+	require.ErrorIs(t, err, booking.ErrInvalidTransition)
 }
 
 func TestRestoreWithinWindow(t *testing.T) {
@@ -154,12 +154,12 @@ func TestRestoreWithinWindow(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, release.Released, out)
 	// Someone else takes the unit; restore is then refused, and so is a late one.
-	tb.book(t, Actor{UserID: "bob", Role: RoleUser}, res, at("12:00"))
+	tb.book(t, booking.Actor{UserID: "bob", Role: booking.RoleUser}, res, at("12:00"))
 	_, err = tb.e.Restore(ctx, alice, b.ID)
-	require.ErrorIs(t, err, ErrSlotFull)
+	require.ErrorIs(t, err, booking.ErrSlotFull)
 	tb.clock.Advance(31 * time.Minute)
 	_, err = tb.e.Restore(ctx, alice, b.ID)
-	require.ErrorIs(t, err, ErrRestoreWindowClosed)
+	require.ErrorIs(t, err, booking.ErrRestoreWindowClosed)
 }
 
 func TestPaymentIsIdempotentPerPaymentID(t *testing.T) {
@@ -170,7 +170,7 @@ func TestPaymentIsIdempotentPerPaymentID(t *testing.T) {
 	h, err := tb.e.Hold(ctx, HoldRequest{UserID: "alice", ResourceID: res.ID, Start: at("16:00"), End: at("17:00")})
 	require.NoError(t, err)
 	_, err = tb.e.Pay(ctx, PaymentNotice{HoldID: h.ID, PaymentID: "p1", AmountCents: h.AmountCents + 1, PaidAt: tb.clock.Now()})
-	require.ErrorIs(t, err, ErrAmountMismatch)
+	require.ErrorIs(t, err, booking.ErrAmountMismatch)
 	first, err := tb.e.Pay(ctx, PaymentNotice{HoldID: h.ID, PaymentID: "p1", AmountCents: h.AmountCents, PaidAt: tb.clock.Now()})
 	require.NoError(t, err)
 	require.Equal(t, OutcomeBooked, first.Outcome)
@@ -200,7 +200,7 @@ func TestFailureBetweenConfirmingAndCommit(t *testing.T) {
 	require.Error(t, err)
 	got, err := tb.e.GetHold(ctx, alice, h.ID)
 	require.NoError(t, err)
-	require.Equal(t, HoldHeld, got.Status)
+	require.Equal(t, booking.HoldHeld, got.Status)
 	tb.clock.Advance(time.Minute)
 	require.True(t, tb.slotOf(t, res.ID, start).Available)
 
@@ -220,9 +220,9 @@ func TestFailureBetweenConfirmingAndCommit(t *testing.T) {
 	require.True(t, s.Available, "start-up reconciliation gave the unit back")
 	require.Equal(t, 1, s.Remaining)
 	// No oversell afterwards.
-	tb.book(t, Actor{UserID: "bob", Role: RoleUser}, res, start)
+	tb.book(t, booking.Actor{UserID: "bob", Role: booking.RoleUser}, res, start)
 	_, err = tb.e.Hold(ctx, HoldRequest{UserID: "carol", ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
-	require.ErrorIs(t, err, ErrSlotFull)
+	require.ErrorIs(t, err, booking.ErrSlotFull)
 }
 
 func TestRedisLossRebuildsFromSQL(t *testing.T) {
@@ -230,9 +230,9 @@ func TestRedisLossRebuildsFromSQL(t *testing.T) {
 	tb := setup(t)
 	ctx := context.Background()
 	res := tb.resource(t, 2, 60, "08:00", "22:00")
-	var booked []Booking
+	var booked []booking.Booking
 	for i := 0; i < 4; i++ {
-		booked = append(booked, tb.book(t, Actor{UserID: fmt.Sprintf("u%d", i), Role: RoleUser}, res, at("18:00").Add(time.Duration(i/2)*time.Hour)))
+		booked = append(booked, tb.book(t, booking.Actor{UserID: fmt.Sprintf("u%d", i), Role: booking.RoleUser}, res, at("18:00").Add(time.Duration(i/2)*time.Hour)))
 	}
 	_, err := tb.e.Hold(ctx, HoldRequest{UserID: "unpaid", ResourceID: res.ID, Start: at("20:00"), End: at("21:00")})
 	require.NoError(t, err)
@@ -245,17 +245,17 @@ func TestRedisLossRebuildsFromSQL(t *testing.T) {
 	for _, start := range []time.Time{at("18:00"), at("19:00")} {
 		require.Equal(t, 2, tb.used(t, res.VenueID, res.ID, start), "confirmed bookings are counted again")
 		_, err := tb.e.Hold(ctx, HoldRequest{UserID: "late", ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
-		require.ErrorIs(t, err, ErrSlotFull, "no oversell after the rebuild")
+		require.ErrorIs(t, err, booking.ErrSlotFull, "no oversell after the rebuild")
 	}
 	for _, b := range booked {
-		got, err := tb.e.GetBooking(ctx, System, b.ID)
+		got, err := tb.e.GetBooking(ctx, booking.System, b.ID)
 		require.NoError(t, err)
 		require.Equal(t, booking.Confirmed, got.Status)
 	}
 	// Without a restart, a cold day is also rebuilt with its bookings before any hold sees it.
 	tb.wipeRedis(t, res.VenueID)
 	_, err = tb.e.Hold(ctx, HoldRequest{UserID: "late", ResourceID: res.ID, Start: at("18:00"), End: at("19:00")})
-	require.ErrorIs(t, err, ErrSlotFull)
+	require.ErrorIs(t, err, booking.ErrSlotFull)
 }
 
 // wipeRedis deletes every key of a venue, as FLUSHDB would (the Redis may be shared with other tests).
@@ -323,7 +323,7 @@ func TestWheelResolvesConfirmsADeadProcessLeft(t *testing.T) {
 	require.Equal(t, 1, tb.used(t, res.VenueID, res.ID, start), "the abandoned hold's unit is back; the booking's stays")
 	got, err := tb.e.GetHold(ctx, alice, h2.ID)
 	require.NoError(t, err)
-	require.Equal(t, HoldConfirmed, got.Status)
+	require.Equal(t, booking.HoldConfirmed, got.Status)
 	require.Equal(t, b.ID, got.BookingID)
 	owners, err := tb.redis.Client.HKeys(ctx, tb.e.rs.Keys().Venue(res.VenueID).Owners()).Result()
 	require.NoError(t, err)
@@ -346,32 +346,32 @@ func TestWaitlistPromotesFirstWaiterWhenUnitsFree(t *testing.T) {
 	// The slot is taken: bob and carol wait, in that order.
 	bob, err := tb.e.JoinWaitlist(ctx, WaitlistRequest{UserID: "bob", ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
 	require.NoError(t, err)
-	require.Equal(t, WaitWaiting, bob.Status)
+	require.Equal(t, booking.WaitWaiting, bob.Status)
 	carol, err := tb.e.JoinWaitlist(ctx, WaitlistRequest{UserID: "carol", ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
 	require.NoError(t, err)
 	_, err = tb.e.JoinWaitlist(ctx, WaitlistRequest{UserID: "dave", ResourceID: res.ID, Start: at("12:30"), End: at("13:30")})
-	require.ErrorIs(t, err, ErrOffGrid)
+	require.ErrorIs(t, err, booking.ErrOffGrid)
 	_, err = tb.e.LeaveWaitlist(ctx, alice, carol.ID)
-	require.ErrorIs(t, err, ErrNotFound, "only the owner leaves")
+	require.ErrorIs(t, err, booking.ErrNotFound, "only the owner leaves")
 
 	// Alice does not turn up: the release hands the unit to bob as a hold he can pay.
 	tb.clock.Set(b.ReleaseAt.UTC())
 	_, err = tb.e.Release(ctx, release.Ref{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
 	require.NoError(t, err)
-	list, err := tb.e.ListWaitlist(ctx, Actor{UserID: "bob", Role: RoleUser})
+	list, err := tb.e.ListWaitlist(ctx, booking.Actor{UserID: "bob", Role: booking.RoleUser})
 	require.NoError(t, err)
 	require.Len(t, list, 1)
-	require.Equal(t, WaitPromoted, list[0].Status)
-	h, err := tb.e.GetHold(ctx, Actor{UserID: "bob", Role: RoleUser}, list[0].HoldID)
+	require.Equal(t, booking.WaitPromoted, list[0].Status)
+	h, err := tb.e.GetHold(ctx, booking.Actor{UserID: "bob", Role: booking.RoleUser}, list[0].HoldID)
 	require.NoError(t, err)
-	require.Equal(t, HoldHeld, h.Status)
+	require.Equal(t, booking.HoldHeld, h.Status)
 	require.Equal(t, 1, tb.used(t, res.VenueID, res.ID, start), "bob's hold took the unit, no more")
-	got, err := tb.e.LeaveWaitlist(ctx, Actor{UserID: "carol", Role: RoleUser}, carol.ID)
+	got, err := tb.e.LeaveWaitlist(ctx, booking.Actor{UserID: "carol", Role: booking.RoleUser}, carol.ID)
 	require.NoError(t, err)
-	require.Equal(t, WaitCancelled, got.Status)
+	require.Equal(t, booking.WaitCancelled, got.Status)
 
 	// Bob gives it up; nobody waits any more, so the unit is simply free.
-	_, err = tb.e.CancelHold(ctx, Actor{UserID: "bob", Role: RoleUser}, h.ID)
+	_, err = tb.e.CancelHold(ctx, booking.Actor{UserID: "bob", Role: booking.RoleUser}, h.ID)
 	require.NoError(t, err)
 	require.Equal(t, 0, tb.used(t, res.VenueID, res.ID, start))
 }
@@ -386,13 +386,13 @@ func TestWaitlistPromotedByTheWheelWhenAHoldExpires(t *testing.T) {
 	require.NoError(t, err)
 	entry, err := tb.e.JoinWaitlist(ctx, WaitlistRequest{UserID: "bob", ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
 	require.NoError(t, err)
-	require.Equal(t, WaitWaiting, entry.Status)
+	require.Equal(t, booking.WaitWaiting, entry.Status)
 	tb.clock.Advance(time.Minute)
 	err = tb.e.NewLoops(LoopsConfig{}).RunOnce(ctx)
 	require.NoError(t, err)
-	list, err := tb.e.ListWaitlist(ctx, Actor{UserID: "bob", Role: RoleUser})
+	list, err := tb.e.ListWaitlist(ctx, booking.Actor{UserID: "bob", Role: booking.RoleUser})
 	require.NoError(t, err)
-	require.Equal(t, WaitPromoted, list[0].Status)
+	require.Equal(t, booking.WaitPromoted, list[0].Status)
 	require.Equal(t, 1, tb.used(t, res.VenueID, res.ID, start))
 }
 
@@ -401,7 +401,7 @@ func TestArrivedProgressesWithTheClock(t *testing.T) {
 	tb := setup(t)
 	ctx := context.Background()
 	res := tb.resource(t, 1, 60, "08:00", "22:00")
-	staff := Actor{UserID: "s", Role: RoleStaff, VenueID: res.VenueID}
+	staff := booking.Actor{UserID: "s", Role: booking.RoleStaff, VenueID: res.VenueID}
 	b := tb.book(t, alice, res, at("11:00"))
 	tb.clock.Set(at("10:45"))
 	_, err := tb.e.CheckIn(ctx, staff, b.CheckinCode)
@@ -432,10 +432,10 @@ func TestPaidHoldReadableAfterRedisLoss(t *testing.T) {
 	tb.wipeRedis(t, res.VenueID)
 	h, err := tb.e.GetHold(ctx, alice, b.HoldID)
 	require.NoError(t, err)
-	require.Equal(t, HoldConfirmed, h.Status)
+	require.Equal(t, booking.HoldConfirmed, h.Status)
 	require.Equal(t, b.ID, h.BookingID)
-	_, err = tb.e.GetHold(ctx, Actor{UserID: "mallory", Role: RoleUser}, b.HoldID)
-	require.ErrorIs(t, err, ErrNotFound)
+	_, err = tb.e.GetHold(ctx, booking.Actor{UserID: "mallory", Role: booking.RoleUser}, b.HoldID)
+	require.ErrorIs(t, err, booking.ErrNotFound)
 }
 
 func TestPaymentAfterTheSlotEndedIsRefunded(t *testing.T) {

@@ -397,15 +397,15 @@ func unknown(err error, code, format string, args ...any) error {
 	return err
 }
 
-func requireAdmin(a Actor) error {
-	if a.Role != RoleAdmin {
-		return ErrForbidden
+func requireAdmin(a booking.Actor) error {
+	if a.Role != booking.RoleAdmin {
+		return booking.ErrForbidden
 	}
 	return nil
 }
 
 // CreateVenue adds a venue. Admin only.
-func (e *Catalog) CreateVenue(ctx context.Context, a Actor, in VenueInput) (Venue, error) {
+func (e *Catalog) CreateVenue(ctx context.Context, a booking.Actor, in VenueInput) (Venue, error) {
 	if err := requireAdmin(a); err != nil {
 		return Venue{}, err
 	}
@@ -462,7 +462,7 @@ func (e *Catalog) ListVenues(ctx context.Context) ([]Venue, error) {
 }
 
 // CreateResource adds a resource to a venue. Admin only.
-func (e *Catalog) CreateResource(ctx context.Context, a Actor, in ResourceInput) (Resource, error) {
+func (e *Catalog) CreateResource(ctx context.Context, a booking.Actor, in ResourceInput) (Resource, error) {
 	if err := requireAdmin(a); err != nil {
 		return Resource{}, err
 	}
@@ -530,7 +530,7 @@ func (e *Catalog) ListResources(ctx context.Context, venueID uint64) ([]Resource
 
 // CreateService adds a service deliverable on some resources of one venue — any one of ResourceIDs,
 // or, for a service that needs several resources at once, one of every role's. Admin only.
-func (e *Catalog) CreateService(ctx context.Context, a Actor, in ServiceInput) (Service, error) {
+func (e *Catalog) CreateService(ctx context.Context, a booking.Actor, in ServiceInput) (Service, error) {
 	if err := requireAdmin(a); err != nil {
 		return Service{}, err
 	}
@@ -640,7 +640,7 @@ func (e *Catalog) ListServices(ctx context.Context, venueID uint64) ([]Service, 
 }
 
 // SetGracePolicy sets the grace of a resource category. Admin only.
-func (e *Catalog) SetGracePolicy(ctx context.Context, a Actor, in GracePolicy) (GracePolicy, error) {
+func (e *Catalog) SetGracePolicy(ctx context.Context, a booking.Actor, in GracePolicy) (GracePolicy, error) {
 	if err := requireAdmin(a); err != nil {
 		return GracePolicy{}, err
 	}
@@ -648,7 +648,7 @@ func (e *Catalog) SetGracePolicy(ctx context.Context, a Actor, in GracePolicy) (
 		return GracePolicy{}, err
 	}
 	if in.Peak == nil {
-		in.Peak = []PeakRule{}
+		in.Peak = []booking.PeakRule{}
 	}
 	if err := e.ss.SetGrace(ctx, booking.GraceInput{Category: in.Category, GraceSeconds: in.GraceSeconds, Peak: in.Peak}, e.clock.Now()); err != nil {
 		return GracePolicy{}, err
@@ -659,7 +659,7 @@ func (e *Catalog) SetGracePolicy(ctx context.Context, a Actor, in GracePolicy) (
 
 // SetReleaseMode sets a venue's release mode; it takes effect at the venue's next release batch, on
 // every instance. Admin only.
-func (e *Catalog) SetReleaseMode(ctx context.Context, a Actor, venueID uint64, mode string) (Venue, error) {
+func (e *Catalog) SetReleaseMode(ctx context.Context, a booking.Actor, venueID uint64, mode string) (Venue, error) {
 	if err := requireAdmin(a); err != nil {
 		return Venue{}, err
 	}

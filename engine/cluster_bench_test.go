@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/internal/bench"
 	"github.com/slotwheel/slotwheel/internal/testenv"
 	"github.com/slotwheel/slotwheel/internal/testenv/redistest"
@@ -95,13 +96,13 @@ func spreadFixture(b *testing.B, e *engine.Engine) func(context.Context, uint64)
 	var resources []engine.Resource
 	var start time.Time
 	for i := range spreadVenues {
-		v, err := e.CreateVenue(ctx, engine.System, engine.VenueInput{Name: "bench " + strconv.Itoa(i), Timezone: "Asia/Shanghai"})
+		v, err := e.CreateVenue(ctx, booking.System, engine.VenueInput{Name: "bench " + strconv.Itoa(i), Timezone: "Asia/Shanghai"})
 		require.NoError(b, err)
-		r, err := e.CreateResource(ctx, engine.System, engine.ResourceInput{VenueID: v.ID, Name: "desk", Kind: "desk",
+		r, err := e.CreateResource(ctx, booking.System, engine.ResourceInput{VenueID: v.ID, Name: "desk", Kind: "desk",
 			Capacity: bench.Capacity})
 		require.NoError(b, err)
-		_, err = e.SetSchedule(ctx, engine.System, r.ID, engine.ScheduleInput{SlotMinutes: 60, HorizonDays: 3,
-			Weekly: []engine.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "00:00", Close: "24:00"}}})
+		_, err = e.SetSchedule(ctx, booking.System, r.ID, booking.ScheduleInput{SlotMinutes: 60, HorizonDays: 3,
+			Weekly: []booking.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "00:00", Close: "24:00"}}})
 		require.NoError(b, err)
 		loc, _ := time.LoadLocation(v.Timezone)
 		tomorrow := e.Clock().Now().In(loc).AddDate(0, 0, 1)

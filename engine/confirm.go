@@ -14,30 +14,30 @@ import (
 // Confirm turns a hold into a booking without a payment (dev payments). Owner or admin. A hold that
 // expired re-takes its units if they are still free; otherwise ErrHoldExpired. Confirming a hold
 // that is already a booking answers that booking.
-func (e *Payments) Confirm(ctx context.Context, a Actor, holdID string) (Booking, error) {
+func (e *Payments) Confirm(ctx context.Context, a booking.Actor, holdID string) (booking.Booking, error) {
 	r, err := e.holds.readHold(ctx, holdID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, booking.ErrNotFound) {
 		b, ok, err := e.ss.BookingByHold(ctx, holdID)
 		if err != nil {
-			return Booking{}, err
+			return booking.Booking{}, err
 		}
 		if !ok || !a.MayChange(b.UserID) {
-			return Booking{}, ErrNotFound
+			return booking.Booking{}, booking.ErrNotFound
 		}
 		return e.bookings.view(ctx, &b.Booking)
 	}
 	if err != nil {
-		return Booking{}, err
+		return booking.Booking{}, err
 	}
 	if !a.MayChange(r.UserID) {
-		return Booking{}, ErrNotFound
+		return booking.Booking{}, booking.ErrNotFound
 	}
 	b, err := e.confirm(ctx, r, nil)
 	switch {
 	case errors.Is(err, errUnitsGone):
-		return Booking{}, ErrHoldExpired
+		return booking.Booking{}, booking.ErrHoldExpired
 	case errors.Is(err, errLedgerRefused):
-		return Booking{}, ErrSoldOut
+		return booking.Booking{}, ErrSoldOut
 	}
 	return b, err
 }
@@ -63,7 +63,7 @@ func (e *Payments) Pay(ctx context.Context, n PaymentNotice) (PaymentResult, err
 		return e.answerPayment(ctx, n, prev)
 	}
 	r, err := e.holds.readHold(ctx, n.HoldID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, booking.ErrNotFound) {
 		// No hold record (paid already, over a day old, or lost with Redis): nothing to book; the
 		// money is kept for refund unless this payment made the booking.
 		return e.paymentForHold(ctx, n)
@@ -73,11 +73,11 @@ func (e *Payments) Pay(ctx context.Context, n PaymentNotice) (PaymentResult, err
 	}
 	n.user = r.UserID
 	if n.AmountCents != r.AmountCents {
-		return PaymentResult{}, ErrAmountMismatch
+		return PaymentResult{}, booking.ErrAmountMismatch
 	}
 	b, err := e.confirm(ctx, r, &n)
 	switch {
-	case errors.Is(err, ErrConfirmInProgress), errors.Is(err, errPaymentTaken):
+	case errors.Is(err, booking.ErrConfirmInProgress), errors.Is(err, errPaymentTaken):
 		// The same notification, delivered twice at once: answer as the first one will.
 		return e.awaitPayment(ctx, n)
 	case errors.Is(err, errUnitsGone):
@@ -102,7 +102,7 @@ var errPaymentTaken = errors.New("payment id taken")
 // hold is still waiting to be settled (the commit's acknowledgement was lost), it is settled now.
 func (e *Payments) answerPayment(ctx context.Context, n PaymentNotice, p sqlstore.Payment) (PaymentResult, error) {
 	if p.HoldID != n.HoldID {
-		return PaymentResult{}, ErrPaymentIDConflict
+		return PaymentResult{}, booking.ErrPaymentIDConflict
 	}
 	res := PaymentResult{Outcome: OutcomeRefund, PaymentID: p.PaymentID, HoldID: p.HoldID}
 	if p.BookingID == 0 {
@@ -141,11 +141,11 @@ func (e *Payments) awaitPayment(ctx context.Context, n PaymentNotice) (PaymentRe
 		}
 		select {
 		case <-ctx.Done():
-			return PaymentResult{}, errors.Join(ErrStorageUnavailable, ctx.Err())
+			return PaymentResult{}, errors.Join(booking.ErrStorageUnavailable, ctx.Err())
 		case <-t.C:
 		}
 	}
-	return PaymentResult{}, ErrConfirmInProgress
+	return PaymentResult{}, booking.ErrConfirmInProgress
 }
 
 // paymentForHold records a payment against whatever booking its hold became: booked if this payment
@@ -188,19 +188,19 @@ func (e *Payments) recordPayment(ctx context.Context, n PaymentNotice, b *sqlsto
 // expire it), commit the booking to SQL, then settle the hold. Units go back only when the booking
 // was certainly not committed; a commit whose outcome is unknown leaves the hold CONFIRMING, and
 // the sweep settles it once SQL can tell.
-func (e *Payments) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *PaymentNotice) (Booking, error) {
+func (e *Payments) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *PaymentNotice) (booking.Booking, error) {
 	now := e.clock.Now()
-	if st := r.Effective(now); (st == HoldHeld || st == HoldExpired || st == HoldCancelled) && !r.End.After(now) {
+	if st := r.Effective(now); (st == booking.HoldHeld || st == booking.HoldExpired || st == booking.HoldCancelled) && !r.End.After(now) {
 		// The slot is over: a booking of it is worth nothing, so the payment is refunded.
 		if b, ok, err := e.booked(ctx, r.ID); err != nil || ok {
 			return b, err
 		}
-		return Booking{}, errUnitsGone
+		return booking.Booking{}, errUnitsGone
 	}
 	for attempt := 0; ; attempt++ {
 		st, err := e.rs.MarkConfirming(ctx, r, e.clock.Now(), pay != nil, e.opts.ConfirmStaleAfter)
 		if err != nil {
-			return Booking{}, err
+			return booking.Booking{}, err
 		}
 		switch st.Outcome {
 		case "ok", "retaken":
@@ -211,7 +211,7 @@ func (e *Payments) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *P
 		case "confirmed":
 			b, err := e.ss.Booking(ctx, st.BookingID)
 			if err != nil {
-				return Booking{}, err
+				return booking.Booking{}, err
 			}
 			return e.bookings.view(ctx, &b.Booking)
 		case "busy":
@@ -219,46 +219,46 @@ func (e *Payments) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *P
 			// acknowledgement was lost: the booking row answers which.
 			if b, ok, err := e.ss.BookingByHold(ctx, r.ID); err != nil || ok {
 				if err != nil {
-					return Booking{}, err
+					return booking.Booking{}, err
 				}
 				e.settle(ctx, r, &b)
 				return e.bookings.view(ctx, &b.Booking)
 			}
-			return Booking{}, ErrConfirmInProgress
+			return booking.Booking{}, booking.ErrConfirmInProgress
 		case "missing":
 			// The record went since it was read: a concurrent confirm settled it into its booking.
 			if b, ok, err := e.booked(ctx, r.ID); err != nil || ok {
 				return b, err
 			}
-			return Booking{}, ErrNotFound
+			return booking.Booking{}, booking.ErrNotFound
 		case "cancelled":
 			if r.Refused {
-				return Booking{}, errLedgerRefused // ended because its units were sold: the same answer
+				return booking.Booking{}, errLedgerRefused // ended because its units were sold: the same answer
 			}
-			return Booking{}, ErrHoldNotActive
+			return booking.Booking{}, booking.ErrHoldNotActive
 		case "gone":
 			if b, ok, err := e.booked(ctx, r.ID); err != nil || ok {
 				return b, err
 			}
-			return Booking{}, errUnitsGone
+			return booking.Booking{}, errUnitsGone
 		case "cold":
 			if attempt >= 10 {
-				return Booking{}, backendFailure("confirm: day would not load")
+				return booking.Booking{}, backendFailure("confirm: day would not load")
 			}
 			if err := e.holds.loadDayField(ctx, st.Detail); err != nil {
-				return Booking{}, err
+				return booking.Booking{}, err
 			}
 		default:
-			return Booking{}, backendFailure("mark confirming: unexpected answer " + st.Outcome)
+			return booking.Booking{}, backendFailure("mark confirming: unexpected answer " + st.Outcome)
 		}
 	}
 }
 
 // booked answers the booking a hold became, if any.
-func (e *Payments) booked(ctx context.Context, holdID string) (Booking, bool, error) {
+func (e *Payments) booked(ctx context.Context, holdID string) (booking.Booking, bool, error) {
 	b, ok, err := e.ss.BookingByHold(ctx, holdID)
 	if err != nil || !ok {
-		return Booking{}, false, err
+		return booking.Booking{}, false, err
 	}
 	out, err := e.bookings.view(ctx, &b.Booking)
 	return out, err == nil, err
@@ -268,24 +268,24 @@ func (e *Payments) booked(ctx context.Context, holdID string) (Booking, bool, er
 // ConfirmStaleAfter can only belong to a dead process (or a commit whose outcome was lost).
 const confirmTimeout = 5 * time.Second
 
-func (e *Payments) commitBooking(ctx context.Context, r *redisstore.HoldRecord, pay *PaymentNotice) (Booking, error) {
+func (e *Payments) commitBooking(ctx context.Context, r *redisstore.HoldRecord, pay *PaymentNotice) (booking.Booking, error) {
 	if e.hooks.beforeCommit != nil {
 		if err := e.hooks.beforeCommit(r.ID); err != nil {
 			if !errors.Is(err, errSimulatedCrash) {
 				e.unconfirm(ctx, r)
 			}
-			return Booking{}, err
+			return booking.Booking{}, err
 		}
 	}
 	ri, err := e.cat.resource(ctx, r.ResourceID)
 	if err != nil {
 		e.unconfirm(ctx, r)
-		return Booking{}, err
+		return booking.Booking{}, err
 	}
 	grace, err := e.catalog.graceFor(ctx, ri, r.Start)
 	if err != nil {
 		e.unconfirm(ctx, r)
-		return Booking{}, err
+		return booking.Booking{}, err
 	}
 	now := e.clock.Now()
 	b := &sqlstore.Booking{Booking: booking.Booking{HoldID: r.ID, UserID: r.UserID, VenueID: r.VenueID,
@@ -307,7 +307,7 @@ func (e *Payments) commitBooking(ctx context.Context, r *redisstore.HoldRecord, 
 	err = e.ss.CreateBooking(commitCtx, nb)
 	if e.hooks.afterCommit != nil && (err == nil || errors.Is(err, sqlstore.ErrCommitUnknown)) {
 		if herr := e.hooks.afterCommit(r.ID); errors.Is(herr, errSimulatedCrash) {
-			return Booking{}, herr
+			return booking.Booking{}, herr
 		} else if herr != nil {
 			err = herr
 		}
@@ -319,9 +319,9 @@ func (e *Payments) commitBooking(ctx context.Context, r *redisstore.HoldRecord, 
 		return e.settleExisting(ctx, r)
 	case errors.Is(err, sqlstore.ErrPaymentTaken):
 		e.unconfirm(ctx, r)
-		return Booking{}, errPaymentTaken
+		return booking.Booking{}, errPaymentTaken
 	case errors.Is(err, sqlstore.ErrOverCapacity):
-		return Booking{}, e.refuseConfirm(ctx, r, err)
+		return booking.Booking{}, e.refuseConfirm(ctx, r, err)
 	case errors.Is(err, sqlstore.ErrCommitUnknown):
 		// The acknowledgement of COMMIT was lost. Giving the units back now could sell them twice if
 		// the booking did commit: find out, and while SQL cannot tell, leave the hold CONFIRMING.
@@ -330,11 +330,11 @@ func (e *Payments) commitBooking(ctx context.Context, r *redisstore.HoldRecord, 
 		if b, rerr := e.settleExisting(ctx, r); rerr == nil {
 			return b, nil
 		}
-		return Booking{}, errors.Join(ErrStorageUnavailable, err)
+		return booking.Booking{}, errors.Join(booking.ErrStorageUnavailable, err)
 	default:
 		metricConfirms.WithLabelValues("failed").Inc()
 		e.unconfirm(ctx, r)
-		return Booking{}, err
+		return booking.Booking{}, err
 	}
 	metricConfirms.WithLabelValues("booked").Inc()
 	countTransition(booking.Created)
@@ -345,15 +345,15 @@ func (e *Payments) commitBooking(ctx context.Context, r *redisstore.HoldRecord, 
 
 // settleExisting answers the booking a hold already became, settling the hold; ErrNotFound when
 // SQL (answering) has none.
-func (e *Payments) settleExisting(ctx context.Context, r *redisstore.HoldRecord) (Booking, error) {
+func (e *Payments) settleExisting(ctx context.Context, r *redisstore.HoldRecord) (booking.Booking, error) {
 	lctx, cancel := later(ctx)
 	defer cancel()
 	b, ok, err := e.ss.BookingByHold(lctx, r.ID)
 	if err != nil {
-		return Booking{}, err
+		return booking.Booking{}, err
 	}
 	if !ok {
-		return Booking{}, ErrNotFound
+		return booking.Booking{}, booking.ErrNotFound
 	}
 	e.settle(lctx, r, &b)
 	return e.bookings.view(ctx, &b.Booking)
@@ -377,7 +377,7 @@ func (e *Payments) settle(ctx context.Context, r *redisstore.HoldRecord, b *sqls
 // settlePending settles a booking's hold if its record is still waiting (its commit's
 // acknowledgement was lost, or the process died before settling).
 func (e *Payments) settlePending(ctx context.Context, b *sqlstore.Booking) {
-	if r, ok, err := e.rs.ReadHold(ctx, b.HoldID); err == nil && ok && r.Status == HoldConfirming {
+	if r, ok, err := e.rs.ReadHold(ctx, b.HoldID); err == nil && ok && r.Status == booking.HoldConfirming {
 		e.settle(ctx, &r, b)
 	}
 }

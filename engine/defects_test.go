@@ -81,17 +81,17 @@ func TestLostCommitAcknowledgementNeverGivesUnitsBack(t *testing.T) {
 			tb.e.hooks.afterCommit = nil
 			var b sqlstore.Booking
 			if proxy != nil {
-				require.ErrorIs(t, err, ErrStorageUnavailable, "the outcome is unknown to the caller")
+				require.ErrorIs(t, err, booking.ErrStorageUnavailable, "the outcome is unknown to the caller")
 				require.Equal(t, severed+1, proxy.Severed())
 				// Time passes beyond the hold's deadline while SQL is away: the hold must not expire.
 				tb.clock.Advance(2 * time.Minute)
 				// The wheel runs; it cannot resolve the confirm while SQL is away, and says so.
 				if err := tb.e.NewLoops(LoopsConfig{}).Run(ctx, "wheel_sweep"); err != nil {
-					require.ErrorIs(t, err, ErrStorageUnavailable)
+					require.ErrorIs(t, err, booking.ErrStorageUnavailable)
 				}
 				require.Equal(t, 1, tb.used(t, res.VenueID, res.ID, start), "the units stay taken while the outcome is unknown")
 				_, err = tb.e.Hold(ctx, HoldRequest{UserID: "bob", ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
-				require.ErrorIs(t, err, ErrSlotFull, "nobody else gets the unit the booking owns")
+				require.ErrorIs(t, err, booking.ErrSlotFull, "nobody else gets the unit the booking owns")
 				proxy.Refuse(false)
 			} else {
 				require.NoError(t, err, "SQL answers at once: the booking is found and settled")
@@ -109,7 +109,7 @@ func TestLostCommitAcknowledgementNeverGivesUnitsBack(t *testing.T) {
 			require.Contains(t, tb.owners(t, res.VenueID), string(redisstore.BookingOwner(b.ID)), "the booking owns the units")
 			require.NotContains(t, tb.owners(t, res.VenueID), string(redisstore.HoldOwner(h.ID)))
 			_, err = tb.e.Hold(ctx, HoldRequest{UserID: "carol", ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
-			require.ErrorIs(t, err, ErrSlotFull, "still one unit sold of one")
+			require.ErrorIs(t, err, booking.ErrSlotFull, "still one unit sold of one")
 		})
 	}
 }
@@ -141,7 +141,7 @@ func TestNoShowCountIsOnePerReleasedBooking(t *testing.T) {
 	tb := setup(t, func(o *Options) { o.DefaultGrace = 15 * time.Minute })
 	ctx := context.Background()
 	res := tb.resource(t, 1, 60, "08:00", "22:00")
-	staff := Actor{UserID: "desk", Role: RoleStaff, VenueID: res.VenueID}
+	staff := booking.Actor{UserID: "desk", Role: booking.RoleStaff, VenueID: res.VenueID}
 	count := func() int {
 		n, err := tb.e.NoShows(ctx, "alice")
 		require.NoError(t, err)
@@ -180,7 +180,7 @@ func TestRestoreAfterTheSlotEndedIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	tb.clock.Set(at("12:00"))
 	_, err = tb.e.Restore(ctx, alice, b.ID)
-	require.ErrorIs(t, err, ErrRestoreWindowClosed, "the slot is over")
+	require.ErrorIs(t, err, booking.ErrRestoreWindowClosed, "the slot is over")
 	got, err := tb.e.GetBooking(ctx, alice, b.ID)
 	require.NoError(t, err)
 	require.Equal(t, booking.Released, got.Status)
@@ -223,15 +223,15 @@ func TestRemindersOnlyForConfirmedBookings(t *testing.T) {
 	})
 	ctx := context.Background()
 	res := tb.resource(t, 3, 60, "08:00", "22:00")
-	staff := Actor{UserID: "desk", Role: RoleStaff, VenueID: res.VenueID}
+	staff := booking.Actor{UserID: "desk", Role: booking.RoleStaff, VenueID: res.VenueID}
 	kept := tb.book(t, alice, res, at("11:00"))
-	checked := tb.book(t, Actor{UserID: "bob", Role: RoleUser}, res, at("11:00"))
-	cancelled := tb.book(t, Actor{UserID: "carol", Role: RoleUser}, res, at("11:00"))
+	checked := tb.book(t, booking.Actor{UserID: "bob", Role: booking.RoleUser}, res, at("11:00"))
+	cancelled := tb.book(t, booking.Actor{UserID: "carol", Role: booking.RoleUser}, res, at("11:00"))
 
 	tb.clock.Set(at("10:40"))
 	_, err := tb.e.CheckIn(ctx, staff, checked.CheckinCode)
 	require.NoError(t, err)
-	_, err = tb.e.CancelBooking(ctx, Actor{UserID: "carol", Role: RoleUser}, cancelled.ID)
+	_, err = tb.e.CancelBooking(ctx, booking.Actor{UserID: "carol", Role: booking.RoleUser}, cancelled.ID)
 	require.NoError(t, err)
 	sched.mu.Lock()
 	cancels := map[uint64]bool{}
@@ -280,10 +280,10 @@ func TestPaymentIDReusedForAnotherHold(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, OutcomeBooked, first.Outcome)
 	_, err = tb.e.Pay(ctx, PaymentNotice{HoldID: h2.ID, PaymentID: "pay-1", AmountCents: h2.AmountCents, PaidAt: tb.clock.Now()})
-	require.ErrorIs(t, err, ErrPaymentIDConflict)
-	got, err := tb.e.GetHold(ctx, Actor{UserID: "bob", Role: RoleUser}, h2.ID)
+	require.ErrorIs(t, err, booking.ErrPaymentIDConflict)
+	got, err := tb.e.GetHold(ctx, booking.Actor{UserID: "bob", Role: booking.RoleUser}, h2.ID)
 	require.NoError(t, err)
-	require.Equal(t, HoldHeld, got.Status, "the other hold is untouched")
+	require.Equal(t, booking.HoldHeld, got.Status, "the other hold is untouched")
 	again, err := tb.e.Pay(ctx, PaymentNotice{HoldID: h1.ID, PaymentID: "pay-1", AmountCents: h1.AmountCents, PaidAt: tb.clock.Now()})
 	require.NoError(t, err)
 	require.Equal(t, first.Booking.ID, again.Booking.ID, "the same notice is still answered as the first time")
@@ -308,7 +308,7 @@ func TestWaitlistOncePerUserAndWindow(t *testing.T) {
 			switch {
 			case err == nil:
 				ok.Add(1)
-			case errors.Is(err, ErrAlreadyWaiting):
+			case errors.Is(err, booking.ErrAlreadyWaiting):
 				dup.Add(1)
 			default:
 				t.Error(err)
@@ -331,12 +331,12 @@ func TestDefaultPageSize(t *testing.T) {
 	ctx := context.Background()
 	res := tb.resource(t, 30, 60, "08:00", "22:00")
 	for i := range 25 {
-		tb.book(t, Actor{UserID: "u" + strconv.Itoa(i), Role: RoleUser}, res, at("14:00"))
+		tb.book(t, booking.Actor{UserID: "u" + strconv.Itoa(i), Role: booking.RoleUser}, res, at("14:00"))
 	}
-	page, next, err := tb.e.ListBookings(ctx, System, "", 0)
+	page, next, err := tb.e.ListBookings(ctx, booking.System, "", 0)
 	require.NoError(t, err)
 	require.Len(t, page, booking.DefaultPageSize)
-	rest, last, err := tb.e.ListBookings(ctx, System, next, 0)
+	rest, last, err := tb.e.ListBookings(ctx, booking.System, next, 0)
 	require.NoError(t, err)
 	require.Len(t, rest, 5)
 	require.Empty(t, last)
@@ -351,15 +351,15 @@ func TestCheckInBeatsABatchRelease(t *testing.T) {
 	ctx := context.Background()
 	const n = 200
 	res := tb.resource(t, n, 60, "08:00", "22:00")
-	var bs []Booking
+	var bs []booking.Booking
 	for i := range n {
-		bs = append(bs, tb.book(t, Actor{UserID: "u" + strconv.Itoa(i), Role: RoleUser}, res, at("11:00")))
+		bs = append(bs, tb.book(t, booking.Actor{UserID: "u" + strconv.Itoa(i), Role: booking.RoleUser}, res, at("11:00")))
 	}
 	releaseAt := bs[0].ReleaseAt.UTC()
 	tb.clock.Set(releaseAt)
 	gate := make(chan struct{})
 	var wg sync.WaitGroup
-	var desk []Booking
+	var desk []booking.Booking
 	for i := 0; i < n; i += 2 {
 		desk = append(desk, bs[i])
 	}
@@ -384,7 +384,7 @@ func TestCheckInBeatsABatchRelease(t *testing.T) {
 		owners[o] = true
 	}
 	for i, b := range bs {
-		got, err := tb.e.GetBooking(ctx, System, b.ID)
+		got, err := tb.e.GetBooking(ctx, booking.System, b.ID)
 		require.NoError(t, err)
 		owned := owners[string(redisstore.BookingOwner(b.ID))]
 		if i%2 == 0 {

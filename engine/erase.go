@@ -41,7 +41,7 @@ const eraseTimeout = time.Minute
 // The user id itself stays usable: a later request with it starts afresh, as a user with no holds,
 // bookings, no-shows or freeze. A request racing with the erasure (a hold or a confirm under way)
 // may still write the id after it; erasing again takes care of that.
-func (e *Bookings) EraseUser(ctx context.Context, a Actor, userID string) (Erased, error) {
+func (e *Bookings) EraseUser(ctx context.Context, a booking.Actor, userID string) (Erased, error) {
 	if err := requireAdmin(a); err != nil {
 		return Erased{}, err
 	}

@@ -112,11 +112,11 @@ func TestEraseUserLeavesNothingPersonal(t *testing.T) {
 	tb, q, r := webhookBundle(t, func(o *Options) { o.Refunds = refusingRefunds{} })
 	ctx := context.Background()
 	const openid = "o-erin-6c1f2a9b77d0"
-	erin := Actor{UserID: booking.WechatUserID(openid), Role: RoleUser}
-	bob := Actor{UserID: "bob", Role: RoleUser}
+	erin := booking.Actor{UserID: booking.WechatUserID(openid), Role: booking.RoleUser}
+	bob := booking.Actor{UserID: "bob", Role: booking.RoleUser}
 	res := tb.resource(t, 2, 60, "08:00", "22:00")
 	solo := tb.resourceAt(t, res.VenueID, 1, 60, "08:00", "22:00")
-	_, err := tb.e.SetNoshowPolicy(ctx, System, booking.NoshowPolicyInput{MaxNoshows: 1, WithinDays: 30, FreezeDays: 7})
+	_, err := tb.e.SetNoshowPolicy(ctx, booking.System, booking.NoshowPolicyInput{MaxNoshows: 1, WithinDays: 30, FreezeDays: 7})
 	require.NoError(t, err)
 
 	// Delivered before the erasure: the receiver keeps it.
@@ -183,16 +183,16 @@ func TestEraseUserLeavesNothingPersonal(t *testing.T) {
 	require.Equal(t, 1, noShows)
 
 	// Admins only, and only people's ids.
-	for _, a := range []Actor{erin, bob, {UserID: "desk", Role: RoleStaff, VenueID: res.VenueID}} {
+	for _, a := range []booking.Actor{erin, bob, {UserID: "desk", Role: booking.RoleStaff, VenueID: res.VenueID}} {
 		_, err := tb.e.EraseUser(ctx, a, erin.UserID)
-		require.ErrorIs(t, err, ErrForbidden)
+		require.ErrorIs(t, err, booking.ErrForbidden)
 	}
 	for _, id := range []string{"", booking.ActorSystem, booking.Pseudonym(tb.e.opts.ErasureKey, erin.UserID)} {
-		_, err := tb.e.EraseUser(ctx, System, id)
+		_, err := tb.e.EraseUser(ctx, booking.System, id)
 		require.ErrorIs(t, err, booking.Invalid("invalid_user_id", ""), "%q", id)
 	}
 
-	got, err := tb.e.EraseUser(ctx, System, erin.UserID)
+	got, err := tb.e.EraseUser(ctx, booking.System, erin.UserID)
 	require.NoError(t, err)
 	pseudonym := booking.Pseudonym(tb.e.opts.ErasureKey, erin.UserID)
 	require.Equal(t, Erased{Pseudonym: pseudonym, Bookings: 3, History: 1, Waitlist: 2, Refunds: 1, Events: int(events),
@@ -207,7 +207,7 @@ func TestEraseUserLeavesNothingPersonal(t *testing.T) {
 		require.Equal(t, want, slots)
 	}
 	for id, status := range map[uint64]booking.Status{noShow.ID: booking.Released, later.ID: booking.Confirmed, paid.ID: booking.CancelledByUser} {
-		b, err := tb.e.GetBooking(ctx, System, id)
+		b, err := tb.e.GetBooking(ctx, booking.System, id)
 		require.NoError(t, err)
 		require.Equal(t, status, b.Status)
 		require.Equal(t, pseudonym, b.UserID)
@@ -219,11 +219,11 @@ func TestEraseUserLeavesNothingPersonal(t *testing.T) {
 	require.EqualValues(t, 1, tb.redis.Client.ZCount(ctx, vk.UserLive(pseudonym), strconv.FormatInt(tb.clock.Now().UnixMilli()+1, 10), "+inf").Val(),
 		"the live hold counts under the pseudonym")
 	require.EqualValues(t, 3, tb.redis.Client.ZCard(ctx, vk.UserHolds(pseudonym)).Val())
-	h, err := tb.e.GetHold(ctx, System, live.ID)
+	h, err := tb.e.GetHold(ctx, booking.System, live.ID)
 	require.NoError(t, err)
 	require.Equal(t, pseudonym, h.UserID)
-	require.Equal(t, HoldHeld, h.Status, "the hold lives on, to be paid or to run out")
-	b, err := tb.e.GetBooking(ctx, System, bobs.ID)
+	require.Equal(t, booking.HoldHeld, h.Status, "the hold lives on, to be paid or to run out")
+	b, err := tb.e.GetBooking(ctx, booking.System, bobs.ID)
 	require.NoError(t, err)
 	require.Equal(t, "bob", b.UserID, "nobody else is touched")
 	w, err := tb.e.ss.WaitlistEntry(ctx, waiting.ID)
@@ -251,7 +251,7 @@ func TestEraseUserLeavesNothingPersonal(t *testing.T) {
 	require.Equal(t, int(events)-2, members, "every booking event shows the pseudonym (the refund's has no user)")
 
 	// A repeat answers the same.
-	again, err := tb.e.EraseUser(ctx, System, erin.UserID)
+	again, err := tb.e.EraseUser(ctx, booking.System, erin.UserID)
 	require.NoError(t, err)
 	require.Equal(t, got, again)
 
@@ -265,7 +265,7 @@ func TestEraseUserLeavesNothingPersonal(t *testing.T) {
 	fresh, err := tb.e.Hold(ctx, HoldRequest{UserID: erin.UserID, ResourceID: res.ID, Start: at("19:00"), End: at("20:00")})
 	require.NoError(t, err, "not frozen any more")
 	require.Equal(t, erin.UserID, fresh.UserID)
-	third, err := tb.e.EraseUser(ctx, System, erin.UserID)
+	third, err := tb.e.EraseUser(ctx, booking.System, erin.UserID)
 	require.NoError(t, err)
 	require.Equal(t, got.Holds+1, third.Holds, "a later erasure takes the new hold too")
 	require.Empty(t, tb.personalLeft(t, openid))
@@ -292,7 +292,7 @@ func TestEraseWechatUser(t *testing.T) {
 			t.Parallel()
 			tb, q, fake, msgs := wechatBundle(t)
 			ctx := context.Background()
-			wx := Actor{UserID: booking.WechatUserID(openid), Role: RoleUser}
+			wx := booking.Actor{UserID: booking.WechatUserID(openid), Role: booking.RoleUser}
 			res := tb.resource(t, 1, 60, "08:00", "22:00")
 			tb.clock.Set(time.Now().UTC().Truncate(time.Millisecond)) // the fake signs with real time
 			start := res.CreatedAt.Truncate(time.Hour).Add(48 * time.Hour)
@@ -310,7 +310,7 @@ func TestEraseWechatUser(t *testing.T) {
 			require.Empty(t, msgs.Messages())
 			require.NotEmpty(t, tb.personalLeft(t, openid))
 
-			got, err := tb.e.EraseUser(ctx, System, wx.UserID)
+			got, err := tb.e.EraseUser(ctx, booking.System, wx.UserID)
 			require.NoError(t, err)
 			require.Equal(t, 1, got.WechatOrders)
 			require.Equal(t, 1, got.Bookings)
@@ -344,13 +344,13 @@ func TestEraseUserOutage(t *testing.T) {
 	res := tb.resource(t, 1, 60, "08:00", "22:00")
 	b := tb.book(t, alice, res, at("11:00"))
 	tb.redis.Mini.SetError("LOADING")
-	_, err := tb.e.EraseUser(ctx, System, alice.UserID)
-	require.True(t, errors.Is(err, ErrUnavailable), "%v", err)
+	_, err := tb.e.EraseUser(ctx, booking.System, alice.UserID)
+	require.True(t, errors.Is(err, booking.ErrBackendUnavailable), "%v", err)
 	tb.redis.Mini.SetError("")
-	got, err := tb.e.GetBooking(ctx, System, b.ID)
+	got, err := tb.e.GetBooking(ctx, booking.System, b.ID)
 	require.NoError(t, err)
 	require.Equal(t, alice.UserID, got.UserID, "nothing was erased")
-	erased, err := tb.e.EraseUser(ctx, System, alice.UserID)
+	erased, err := tb.e.EraseUser(ctx, booking.System, alice.UserID)
 	require.NoError(t, err)
 	require.Equal(t, 1, erased.Bookings)
 }
@@ -366,7 +366,7 @@ func wechatBundle(t *testing.T) (*testBundle, *fakeQueue, *wechatpayfake.Fake, *
 		o.WechatPay = pay.Client("https://slotwheel.invalid/notify")
 		o.Notify.Wechat = &wechatmsg.Client{AppID: "wx-app", Secret: "wx-secret", APIBase: msgs.URL, HTTP: msgs.Client()}
 	})
-	_, err := tb.e.SetWechatTemplate(context.Background(), System, WechatTemplate{EventType: booking.EventConfirmed,
+	_, err := tb.e.SetWechatTemplate(context.Background(), booking.System, WechatTemplate{EventType: booking.EventConfirmed,
 		TemplateID: "tpl-confirmed", Page: "pages/booking", Data: map[string]string{"thing1": "resource_name"}})
 	require.NoError(t, err)
 	return tb, q, pay, msgs

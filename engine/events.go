@@ -39,13 +39,13 @@ func (e *core) bookingEvent(typ string, b *sqlstore.Booking, prev string, at tim
 }
 
 // waitlistEvent renders an event about a waitlist entry (already in the venue's zone).
-func (e *core) waitlistEvent(typ string, w WaitlistEntry, at time.Time) sqlstore.Event {
+func (e *core) waitlistEvent(typ string, w booking.WaitlistEntry, at time.Time) sqlstore.Event {
 	return sqlstore.Event{Type: typ, Subject: "waitlist:" + strconv.FormatUint(w.ID, 10), VenueID: w.VenueID,
 		UserID: w.UserID, Data: mustJSON(wire.FromWaitlist(w)), At: at}
 }
 
 // holdEvent renders an event about a hold (already in the venue's zone).
-func (e *core) holdEvent(typ string, h Hold, at time.Time) sqlstore.Event {
+func (e *core) holdEvent(typ string, h booking.Hold, at time.Time) sqlstore.Event {
 	return sqlstore.Event{Type: typ, Subject: "hold:" + h.ID, VenueID: h.VenueID, UserID: h.UserID,
 		Data: mustJSON(wire.FromHold(h)), At: at}
 }

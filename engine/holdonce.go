@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/idem"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 )
@@ -21,7 +22,7 @@ import (
 type IdempotentHold struct {
 	Scope, Hash string
 	// Answer renders the answer to the hold h, or to its refusal err.
-	Answer func(h Hold, err error) idem.Response
+	Answer func(h booking.Hold, err error) idem.Response
 }
 
 // holdOnce is a keyed hold's idempotency step on its way through Hold to the hold script.
@@ -73,12 +74,12 @@ func (e *Holds) AnswerOnce(ctx context.Context, k IdempotentHold, err error) (id
 		}
 		return idem.Response{}, false, berr
 	}
-	return e.finishOnce(ctx, k, Hold{}, err)
+	return e.finishOnce(ctx, k, booking.Hold{}, err)
 }
 
 // finishOnce answers a keyed hold whose record is reserved, and stores the answer; one that failed
 // on the server's side (5xx) gives the reservation up, so that a retry runs again.
-func (e *Holds) finishOnce(ctx context.Context, k IdempotentHold, h Hold, err error) (idem.Response, bool, error) {
+func (e *Holds) finishOnce(ctx context.Context, k IdempotentHold, h booking.Hold, err error) (idem.Response, bool, error) {
 	a := k.Answer(h, err)
 	lctx, cancel := later(ctx)
 	defer cancel()
@@ -96,8 +97,8 @@ func (e *Holds) finishOnce(ctx context.Context, k IdempotentHold, h Hold, err er
 
 // prepare renders the answers the hold script may store for the hold view (the new hold, as the
 // client is to see it): its own, and a full slot's, the refusal of a sold-out rush.
-func (o *holdOnce) prepare(view Hold) *redisstore.IdemStep {
-	ok, full := o.Answer(view, nil), o.Answer(Hold{}, ErrSlotFull)
+func (o *holdOnce) prepare(view booking.Hold) *redisstore.IdemStep {
+	ok, full := o.Answer(view, nil), o.Answer(booking.Hold{}, booking.ErrSlotFull)
 	o.step = &redisstore.IdemStep{Scope: o.Scope, Hash: o.Hash, TTL: idem.TTL, Stale: idem.InProgressTTL,
 		OK: redisstore.IdemAnswer{Status: ok.Status, Body: ok.Body}, Full: redisstore.IdemAnswer{Status: full.Status, Body: full.Body}}
 	return o.step

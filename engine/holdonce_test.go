@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/idem"
 )
 
@@ -29,9 +30,9 @@ func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // keyed is an idempotent hold's step as the API would take it: key names the record, body the
 // request, and the answers are JSON of the hold or the error's code.
 func keyed(key, body string) IdempotentHold {
-	return IdempotentHold{Scope: "test:" + key, Hash: body, Answer: func(h Hold, err error) idem.Response {
+	return IdempotentHold{Scope: "test:" + key, Hash: body, Answer: func(h booking.Hold, err error) idem.Response {
 		if err != nil {
-			e, _ := AsError(err)
+			e, _ := booking.AsError(err)
 			b, _ := json.Marshal(map[string]string{"code": e.Code})
 			return idem.Response{Status: 409, Body: b}
 		}
@@ -86,7 +87,7 @@ func TestKeyedHoldIsOneRoundTrip(t *testing.T) {
 		HoldID string `json:"hold_id"`
 	}
 	require.NoError(t, json.Unmarshal(first.Body, &h))
-	_, err = tb.e.CancelHold(ctx, Actor{UserID: "alice", Role: RoleUser}, h.HoldID)
+	_, err = tb.e.CancelHold(ctx, booking.Actor{UserID: "alice", Role: booking.RoleUser}, h.HoldID)
 	require.NoError(t, err)
 	again, replayed, err = tb.e.HoldOnce(ctx, bob, keyed("k2", "body-2"))
 	require.NoError(t, err)

@@ -14,51 +14,51 @@ import (
 
 // Hold takes units for a user, all or nothing. A service hold without a resource takes the first of
 // the service's resources that has room.
-func (e *Holds) Hold(ctx context.Context, req HoldRequest) (Hold, error) {
+func (e *Holds) Hold(ctx context.Context, req HoldRequest) (booking.Hold, error) {
 	if req.UserID == "" {
-		return Hold{}, ErrForbidden
+		return booking.Hold{}, booking.ErrForbidden
 	}
 	var err error
 	if req.Quantity, err = booking.Quantity(req.Quantity); err != nil {
-		return Hold{}, err
+		return booking.Hold{}, err
 	}
 	if req.Start.IsZero() {
-		return Hold{}, booking.Invalid("missing_start", "start is required").WithField("start")
+		return booking.Hold{}, booking.Invalid("missing_start", "start is required").WithField("start")
 	}
 	if req.ServiceID == 0 {
 		if req.ResourceID == 0 {
-			return Hold{}, booking.Invalid("missing_resource_id", "resource_id or service_id is required").WithField("resource_id")
+			return booking.Hold{}, booking.Invalid("missing_resource_id", "resource_id or service_id is required").WithField("resource_id")
 		}
 		ri, err := e.cat.resource(ctx, req.ResourceID)
 		if err != nil {
-			return Hold{}, unknown(err, "unknown_resource", "resource %d does not exist", req.ResourceID)
+			return booking.Hold{}, unknown(err, "unknown_resource", "resource %d does not exist", req.ResourceID)
 		}
 		if err := e.checkFrozen(ctx, req.UserID, ri.venue.loc); err != nil {
-			return Hold{}, err
+			return booking.Hold{}, err
 		}
 		return e.take(ctx, req, ri, nil)
 	}
 	si, err := e.cat.service(ctx, req.ServiceID)
 	if err != nil {
-		return Hold{}, unknown(err, "unknown_service", "service %d does not exist", req.ServiceID)
+		return booking.Hold{}, unknown(err, "unknown_service", "service %d does not exist", req.ServiceID)
 	}
 	vi, err := e.cat.venue(ctx, si.svc.VenueID)
 	if err != nil {
-		return Hold{}, err
+		return booking.Hold{}, err
 	}
 	if err := e.checkFrozen(ctx, req.UserID, vi.loc); err != nil {
-		return Hold{}, err
+		return booking.Hold{}, err
 	}
 	if len(si.roles) > 0 {
 		return e.holdRoles(ctx, req, si)
 	}
 	if len(req.Resources) > 0 {
-		return Hold{}, booking.Invalid("invalid_resources", "service %d has no roles: name one resource_id", si.svc.ID).WithField("resources")
+		return booking.Hold{}, booking.Invalid("invalid_resources", "service %d has no roles: name one resource_id", si.svc.ID).WithField("resources")
 	}
 	candidates := si.resources
 	if req.ResourceID != 0 {
 		if !containsID(si.resources, req.ResourceID) {
-			return Hold{}, booking.Invalid("resource_not_in_service", "resource %d does not deliver service %d", req.ResourceID, req.ServiceID).WithField("resource_id")
+			return booking.Hold{}, booking.Invalid("resource_not_in_service", "resource %d does not deliver service %d", req.ResourceID, req.ServiceID).WithField("resource_id")
 		}
 		candidates = []uint64{req.ResourceID}
 	}
@@ -66,19 +66,19 @@ func (e *Holds) Hold(ctx context.Context, req HoldRequest) (Hold, error) {
 	for _, rid := range candidates {
 		ri, err := e.cat.resource(ctx, rid)
 		if err == nil {
-			var h Hold
+			var h booking.Hold
 			if h, err = e.take(ctx, req, ri, si); err == nil {
 				return h, nil
 			}
 		}
-		if firstErr == nil || errors.Is(firstErr, ErrSlotClosed) {
+		if firstErr == nil || errors.Is(firstErr, booking.ErrSlotClosed) {
 			firstErr = err
 		}
-		if !errors.Is(err, ErrSlotFull) && !errors.Is(err, ErrSlotClosed) && !errors.Is(err, ErrResourceInactive) {
-			return Hold{}, err
+		if !errors.Is(err, booking.ErrSlotFull) && !errors.Is(err, booking.ErrSlotClosed) && !errors.Is(err, booking.ErrResourceInactive) {
+			return booking.Hold{}, err
 		}
 	}
-	return Hold{}, firstErr
+	return booking.Hold{}, firstErr
 }
 
 func containsID(ids []uint64, id uint64) bool {
@@ -91,11 +91,11 @@ func containsID(ids []uint64, id uint64) bool {
 }
 
 // take places the request on ri's grid and runs the hold script, loading cold days from SQL first.
-func (e *Holds) take(ctx context.Context, req HoldRequest, ri *resourceInfo, si *serviceInfo) (Hold, error) {
+func (e *Holds) take(ctx context.Context, req HoldRequest, ri *resourceInfo, si *serviceInfo) (booking.Hold, error) {
 	now := e.clock.Now()
 	p, err := offer(ri, si).Place(req.Start, req.End, req.Quantity, now)
 	if err != nil {
-		return Hold{}, err
+		return booking.Hold{}, err
 	}
 	v := ri.res.VenueID
 	r := &redisstore.HoldRecord{ID: redisstore.NewHoldID(v), UserID: req.UserID, VenueID: v, ResourceID: ri.res.ID,
@@ -120,51 +120,51 @@ func (e *Holds) take(ctx context.Context, req HoldRequest, ri *resourceInfo, si 
 
 // runHold runs a hold script (script) until it answers something other than a cold day, loading
 // each cold day it names, and turns its answer into the hold or the error the client gets.
-func (e *Holds) runHold(ctx context.Context, r *redisstore.HoldRecord, loc *time.Location, script func() (redisstore.HoldOutcome, string, error)) (Hold, error) {
+func (e *Holds) runHold(ctx context.Context, r *redisstore.HoldRecord, loc *time.Location, script func() (redisstore.HoldOutcome, string, error)) (booking.Hold, error) {
 	// Each attempt loads one more day; a hold spans at most a few (a role service's resources'
 	// days), so more attempts than this mean the day does not stay loaded.
 	const maxAttempts = 10
 	for attempt := 0; ; attempt++ {
 		out, cold, err := script()
 		if err != nil {
-			return Hold{}, err
+			return booking.Hold{}, err
 		}
 		metricHolds.WithLabelValues(string(out)).Inc()
 		switch out {
 		case redisstore.HoldOK:
 			return holdOf(r).In(loc), nil
 		case redisstore.HoldDone:
-			return Hold{}, nil // a repeat: its first answer is the keyed hold's (HoldOnce)
+			return booking.Hold{}, nil // a repeat: its first answer is the keyed hold's (HoldOnce)
 		case redisstore.HoldReused:
-			return Hold{}, idem.ErrKeyReused
+			return booking.Hold{}, idem.ErrKeyReused
 		case redisstore.HoldRunning:
-			return Hold{}, idem.ErrInProgress
+			return booking.Hold{}, idem.ErrInProgress
 		case redisstore.HoldCold:
 			if attempt >= maxAttempts {
-				return Hold{}, backendFailure("hold: day would not load")
+				return booking.Hold{}, backendFailure("hold: day would not load")
 			}
 			if err := e.loadDayField(ctx, cold); err != nil {
-				return Hold{}, err
+				return booking.Hold{}, err
 			}
 		case redisstore.HoldFull:
-			return Hold{}, ErrSlotFull
+			return booking.Hold{}, booking.ErrSlotFull
 		case redisstore.HoldLimit:
-			return Hold{}, ErrTooManyHolds.WithDetail("max_active_holds", e.opts.MaxActiveHolds)
+			return booking.Hold{}, booking.ErrTooManyHolds.WithDetail("max_active_holds", e.opts.MaxActiveHolds)
 		default:
-			return Hold{}, ErrSlotClosed
+			return booking.Hold{}, booking.ErrSlotClosed
 		}
 	}
 }
 
 // holdRoles takes a hold of a service that needs several resources at once: one resource of every
 // role (the named one, or the first of the role's that has room), in one script, all or none.
-func (e *Holds) holdRoles(ctx context.Context, req HoldRequest, si *serviceInfo) (Hold, error) {
+func (e *Holds) holdRoles(ctx context.Context, req HoldRequest, si *serviceInfo) (booking.Hold, error) {
 	if req.ResourceID != 0 {
-		return Hold{}, booking.Invalid("invalid_resources", "service %d needs one resource per role: name them in resources", si.svc.ID).WithField("resource_id")
+		return booking.Hold{}, booking.Invalid("invalid_resources", "service %d needs one resource per role: name them in resources", si.svc.ID).WithField("resource_id")
 	}
 	for role := range req.Resources {
 		if !slices.ContainsFunc(si.roles, func(r ServiceRole) bool { return r.Role == role }) {
-			return Hold{}, booking.Invalid("invalid_resources", "service %d has no role %q", si.svc.ID, role).WithField("resources")
+			return booking.Hold{}, booking.Invalid("invalid_resources", "service %d has no role %q", si.svc.ID, role).WithField("resources")
 		}
 	}
 	now := e.clock.Now()
@@ -177,7 +177,7 @@ func (e *Holds) holdRoles(ctx context.Context, req HoldRequest, si *serviceInfo)
 		ids := role.ResourceIDs
 		if pin, ok := req.Resources[role.Role]; ok {
 			if !containsID(ids, pin) {
-				return Hold{}, booking.Invalid("invalid_resources", "resource %d does not fill role %q", pin, role.Role).WithField("resources")
+				return booking.Hold{}, booking.Invalid("invalid_resources", "resource %d does not fill role %q", pin, role.Role).WithField("resources")
 			}
 			ids = []uint64{pin}
 		}
@@ -189,7 +189,7 @@ func (e *Holds) holdRoles(ctx context.Context, req HoldRequest, si *serviceInfo)
 				p, err = offer(ri, si).Place(req.Start, req.End, req.Quantity, now)
 			}
 			if err != nil {
-				if firstErr == nil || errors.Is(firstErr, ErrSlotClosed) || errors.Is(firstErr, ErrResourceInactive) {
+				if firstErr == nil || errors.Is(firstErr, booking.ErrSlotClosed) || errors.Is(firstErr, booking.ErrResourceInactive) {
 					firstErr = err
 				}
 				continue
@@ -202,7 +202,7 @@ func (e *Holds) holdRoles(ctx context.Context, req HoldRequest, si *serviceInfo)
 			allDays = append(allDays, days...)
 		}
 		if len(roles[i].Candidates) == 0 {
-			return Hold{}, firstErr
+			return booking.Hold{}, firstErr
 		}
 	}
 	v := primary.res.VenueID
@@ -225,11 +225,13 @@ func (e *Holds) loadDayField(ctx context.Context, dayField string) error {
 }
 
 // backendFailure is a Redis answer that should not happen.
-func backendFailure(msg string) error { return errors.Join(ErrUnavailable, errors.New(msg)) }
+func backendFailure(msg string) error {
+	return errors.Join(booking.ErrBackendUnavailable, errors.New(msg))
+}
 
 // holdOf is the hold a record stands for, with the status it had when written.
-func holdOf(r *redisstore.HoldRecord) Hold {
-	return Hold{ID: r.ID, UserID: r.UserID, VenueID: r.VenueID, ResourceID: r.ResourceID, ServiceID: r.ServiceID,
+func holdOf(r *redisstore.HoldRecord) booking.Hold {
+	return booking.Hold{ID: r.ID, UserID: r.UserID, VenueID: r.VenueID, ResourceID: r.ResourceID, ServiceID: r.ServiceID,
 		Quantity: r.Quantity, Status: r.Status, Start: r.Start, End: r.End, OccupyStart: r.OccupyStart, OccupyEnd: r.OccupyEnd,
 		ExpiresAt: r.Deadline, CreatedAt: r.Created, AmountCents: r.AmountCents, BookingID: r.BookingID, Roles: r.Roles}
 }
@@ -254,13 +256,13 @@ func (e *Holds) readHold(ctx context.Context, id string) (*redisstore.HoldRecord
 		return nil, err
 	}
 	if !ok {
-		return nil, ErrNotFound
+		return nil, booking.ErrNotFound
 	}
 	return &r, nil
 }
 
 // viewHold is what a caller is shown of a record: its effective status, in the venue's zone.
-func (e *Holds) viewHold(ctx context.Context, r *redisstore.HoldRecord) Hold {
+func (e *Holds) viewHold(ctx context.Context, r *redisstore.HoldRecord) booking.Hold {
 	h := holdOf(r)
 	h.Status = r.Effective(e.clock.Now())
 	if vi, err := e.cat.venue(ctx, r.VenueID); err == nil {
@@ -270,38 +272,38 @@ func (e *Holds) viewHold(ctx context.Context, r *redisstore.HoldRecord) Hold {
 }
 
 // GetHold reads a hold (for 24 h after it ends). Owner or admin; others get ErrNotFound.
-func (e *Holds) GetHold(ctx context.Context, a Actor, id string) (Hold, error) {
+func (e *Holds) GetHold(ctx context.Context, a booking.Actor, id string) (booking.Hold, error) {
 	r, err := e.readHold(ctx, id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, booking.ErrNotFound) {
 		return e.paidHold(ctx, a, id)
 	}
 	if err != nil {
-		return Hold{}, err
+		return booking.Hold{}, err
 	}
 	if !a.MayChange(r.UserID) {
-		return Hold{}, ErrNotFound
+		return booking.Hold{}, booking.ErrNotFound
 	}
 	return e.viewHold(ctx, r), nil
 }
 
 // paidHold answers for a hold whose record is gone: the booking made from it says what it was.
-func (e *Holds) paidHold(ctx context.Context, a Actor, id string) (Hold, error) {
+func (e *Holds) paidHold(ctx context.Context, a booking.Actor, id string) (booking.Hold, error) {
 	if _, ok := redisstore.HoldVenue(id); !ok {
-		return Hold{}, ErrNotFound
+		return booking.Hold{}, booking.ErrNotFound
 	}
 	b, ok, err := e.ss.BookingByHold(ctx, id)
 	if err != nil {
-		return Hold{}, err
+		return booking.Hold{}, err
 	}
 	if !ok || !a.MayChange(b.UserID) {
-		return Hold{}, ErrNotFound
+		return booking.Hold{}, booking.ErrNotFound
 	}
 	return e.holdFromBooking(ctx, &b.Booking), nil
 }
 
-func (e *Holds) holdFromBooking(ctx context.Context, b *Booking) Hold {
-	h := Hold{ID: b.HoldID, UserID: b.UserID, VenueID: b.VenueID, ResourceID: b.ResourceID, ServiceID: b.ServiceID,
-		Quantity: b.Quantity, Status: HoldConfirmed, Start: b.Start, End: b.End, OccupyStart: b.OccupyStart,
+func (e *Holds) holdFromBooking(ctx context.Context, b *booking.Booking) booking.Hold {
+	h := booking.Hold{ID: b.HoldID, UserID: b.UserID, VenueID: b.VenueID, ResourceID: b.ResourceID, ServiceID: b.ServiceID,
+		Quantity: b.Quantity, Status: booking.HoldConfirmed, Start: b.Start, End: b.End, OccupyStart: b.OccupyStart,
 		OccupyEnd: b.OccupyEnd, ExpiresAt: b.ConfirmedAt, CreatedAt: b.ConfirmedAt, AmountCents: b.AmountCents, BookingID: b.ID,
 		Roles: b.Roles}
 	if vi, err := e.cat.venue(ctx, b.VenueID); err == nil {
@@ -312,13 +314,13 @@ func (e *Holds) holdFromBooking(ctx context.Context, b *Booking) Hold {
 
 // ListHolds lists the actor's holds of the last 24 hours, newest first: unpaid ones from Redis at
 // every venue, paid ones from the bookings they became.
-func (e *Holds) ListHolds(ctx context.Context, a Actor) ([]Hold, error) {
+func (e *Holds) ListHolds(ctx context.Context, a booking.Actor) ([]booking.Hold, error) {
 	venues, err := e.cat.venueList(ctx)
 	if err != nil {
 		return nil, err
 	}
 	const limit = 200
-	var out []Hold
+	var out []booking.Hold
 	seen := map[string]bool{}
 	for _, v := range venues {
 		ids, err := e.rs.UserHolds(ctx, v, a.UserID, limit)
@@ -327,7 +329,7 @@ func (e *Holds) ListHolds(ctx context.Context, a Actor) ([]Hold, error) {
 		}
 		for _, id := range ids {
 			r, err := e.readHold(ctx, id)
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, booking.ErrNotFound) {
 				continue
 			}
 			if err != nil {
@@ -338,7 +340,7 @@ func (e *Holds) ListHolds(ctx context.Context, a Actor) ([]Hold, error) {
 		}
 	}
 	paid, err := e.ss.PaidHolds(ctx, a.UserID, e.clock.Now().Add(-redisstore.Keep), limit)
-	if err != nil && !errors.Is(err, ErrStorageUnavailable) {
+	if err != nil && !errors.Is(err, booking.ErrStorageUnavailable) {
 		return nil, err
 	}
 	for i := range paid {
@@ -354,30 +356,30 @@ func (e *Holds) ListHolds(ctx context.Context, a Actor) ([]Hold, error) {
 }
 
 // CancelHold gives up an unpaid hold. Owner or admin.
-func (e *Holds) CancelHold(ctx context.Context, a Actor, id string) (Hold, error) {
+func (e *Holds) CancelHold(ctx context.Context, a booking.Actor, id string) (booking.Hold, error) {
 	r, err := e.readHold(ctx, id)
 	if err != nil {
-		return Hold{}, err
+		return booking.Hold{}, err
 	}
 	if !a.MayChange(r.UserID) {
-		return Hold{}, ErrNotFound
+		return booking.Hold{}, booking.ErrNotFound
 	}
 	now := e.clock.Now()
 	out, err := e.rs.CancelHold(ctx, r, now)
 	if err != nil {
-		return Hold{}, err
+		return booking.Hold{}, err
 	}
 	switch out {
 	case "cancelled":
 	case "busy":
-		return Hold{}, ErrConfirmInProgress
+		return booking.Hold{}, booking.ErrConfirmInProgress
 	case "missing":
-		return Hold{}, ErrNotFound
+		return booking.Hold{}, booking.ErrNotFound
 	default:
-		return Hold{}, ErrHoldNotActive
+		return booking.Hold{}, booking.ErrHoldNotActive
 	}
 	e.announceFreed(ctx, freedUnits{resources: []uint64{r.ResourceID}})
 	e.payments.closeOrderOf(ctx, r.ID, r.OrderNo)
-	r.Status = HoldCancelled // what the script just wrote
+	r.Status = booking.HoldCancelled // what the script just wrote
 	return e.viewHold(ctx, r), nil
 }

@@ -38,7 +38,7 @@ func TestHoldRaceForLastUnits(t *testing.T) {
 			switch {
 			case err == nil:
 				ok.Add(1)
-			case errors.Is(err, ErrSlotFull):
+			case errors.Is(err, booking.ErrSlotFull):
 				full.Add(1)
 			default:
 				other.Store(i, err)
@@ -53,7 +53,7 @@ func TestHoldRaceForLastUnits(t *testing.T) {
 	require.Equal(t, 10, tb.used(t, res.VenueID, res.ID, start))
 	s := tb.slotOf(t, res.ID, start)
 	require.False(t, s.Available)
-	require.Equal(t, ReasonFull, s.Reason)
+	require.Equal(t, booking.ReasonFull, s.Reason)
 }
 
 func TestRandomOverlappingWindowsNeverOversell(t *testing.T) {
@@ -80,7 +80,7 @@ func TestRandomOverlappingWindowsNeverOversell(t *testing.T) {
 					mu.Lock()
 					holds = append(holds, held{from, 6})
 					mu.Unlock()
-				} else if !errors.Is(err, ErrSlotFull) {
+				} else if !errors.Is(err, booking.ErrSlotFull) {
 					t.Error(err)
 					return
 				}
@@ -107,7 +107,7 @@ func TestCounsellingBuffersComparePhysicalWindows(t *testing.T) {
 	tb := setup(t)
 	ctx := context.Background()
 	res := tb.resource(t, 1, 5, "08:00", "20:00")
-	svc, err := tb.e.CreateService(ctx, System, ServiceInput{VenueID: res.VenueID, Name: "Counselling", DurationMinutes: 50,
+	svc, err := tb.e.CreateService(ctx, booking.System, ServiceInput{VenueID: res.VenueID, Name: "Counselling", DurationMinutes: 50,
 		PrepMinutes: 15, CleanupMinutes: 15, ResourceIDs: []uint64{res.ID}, PriceCents: 30000})
 	require.NoError(t, err)
 	h, err := tb.e.Hold(ctx, HoldRequest{UserID: "a", ServiceID: svc.ID, ResourceID: res.ID, Start: at("14:00")})
@@ -126,8 +126,8 @@ func TestCounsellingBuffersComparePhysicalWindows(t *testing.T) {
 	for _, s := range slots {
 		reasons[s.Start.Format("15:04")] = s.Reason
 	}
-	require.Equal(t, ReasonFull, reasons["14:00"])
-	require.Equal(t, ReasonBufferConflict, reasons["12:50"], "its clean-up buffer meets the booked preparation")
+	require.Equal(t, booking.ReasonFull, reasons["14:00"])
+	require.Equal(t, booking.ReasonBufferConflict, reasons["12:50"], "its clean-up buffer meets the booked preparation")
 	for _, c := range []struct {
 		start string
 		ok    bool
@@ -136,7 +136,7 @@ func TestCounsellingBuffersComparePhysicalWindows(t *testing.T) {
 		if c.ok {
 			require.NoError(t, err, "session at %s only touches 13:45–15:05", c.start)
 		} else {
-			require.ErrorIs(t, err, ErrSlotFull, "session at %s overlaps 13:45–15:05", c.start)
+			require.ErrorIs(t, err, booking.ErrSlotFull, "session at %s overlaps 13:45–15:05", c.start)
 		}
 	}
 }
@@ -151,15 +151,15 @@ func TestHoldValidation(t *testing.T) {
 		req  HoldRequest
 		want error
 	}{
-		{"off grid", HoldRequest{ResourceID: res.ID, Start: at("09:00"), End: at("10:30")}, ErrOffGrid},
-		{"end off grid", HoldRequest{ResourceID: res.ID, Start: at("11:30"), End: at("12:30")}, ErrOffGrid},
-		{"past", HoldRequest{ResourceID: res.ID, Start: at("07:00").Add(-24 * time.Hour), End: at("08:30").Add(-24 * time.Hour)}, ErrSlotPast},
-		{"ended slot today", HoldRequest{ResourceID: res.ID, Start: at("08:30"), End: at("10:00")}, ErrSlotPast},
-		{"closed", HoldRequest{ResourceID: res.ID, Start: at("22:00"), End: at("23:30")}, ErrSlotClosed},
-		{"too far", HoldRequest{ResourceID: res.ID, Start: at("08:30").AddDate(0, 0, 30), End: at("10:00").AddDate(0, 0, 30)}, ErrTooFar},
-		{"quantity above capacity", HoldRequest{ResourceID: res.ID, Start: at("11:30"), End: at("13:00"), Quantity: 3}, Invalid("invalid_quantity", "")},
-		{"end before start", HoldRequest{ResourceID: res.ID, Start: at("13:00"), End: at("11:30")}, Invalid("invalid_window", "")},
-		{"unknown resource", HoldRequest{ResourceID: 999999, Start: at("11:30"), End: at("13:00")}, Invalid("unknown_resource", "")},
+		{"off grid", HoldRequest{ResourceID: res.ID, Start: at("09:00"), End: at("10:30")}, booking.ErrOffGrid},
+		{"end off grid", HoldRequest{ResourceID: res.ID, Start: at("11:30"), End: at("12:30")}, booking.ErrOffGrid},
+		{"past", HoldRequest{ResourceID: res.ID, Start: at("07:00").Add(-24 * time.Hour), End: at("08:30").Add(-24 * time.Hour)}, booking.ErrSlotPast},
+		{"ended slot today", HoldRequest{ResourceID: res.ID, Start: at("08:30"), End: at("10:00")}, booking.ErrSlotPast},
+		{"closed", HoldRequest{ResourceID: res.ID, Start: at("22:00"), End: at("23:30")}, booking.ErrSlotClosed},
+		{"too far", HoldRequest{ResourceID: res.ID, Start: at("08:30").AddDate(0, 0, 30), End: at("10:00").AddDate(0, 0, 30)}, booking.ErrTooFar},
+		{"quantity above capacity", HoldRequest{ResourceID: res.ID, Start: at("11:30"), End: at("13:00"), Quantity: 3}, booking.Invalid("invalid_quantity", "")},
+		{"end before start", HoldRequest{ResourceID: res.ID, Start: at("13:00"), End: at("11:30")}, booking.Invalid("invalid_window", "")},
+		{"unknown resource", HoldRequest{ResourceID: 999999, Start: at("11:30"), End: at("13:00")}, booking.Invalid("unknown_resource", "")},
 	}
 	for _, c := range cases {
 		c.req.UserID = "u"
@@ -184,17 +184,17 @@ func TestHoldExpiresAtItsDeadline(t *testing.T) {
 
 	tb.clock.Advance(2*time.Second - time.Millisecond)
 	require.False(t, tb.slotOf(t, res.ID, start).Available, "a millisecond before its deadline the hold still occupies")
-	got, err := tb.e.GetHold(ctx, Actor{UserID: "a", Role: RoleUser}, h.ID)
+	got, err := tb.e.GetHold(ctx, booking.Actor{UserID: "a", Role: booking.RoleUser}, h.ID)
 	require.NoError(t, err)
-	require.Equal(t, HoldHeld, got.Status)
+	require.Equal(t, booking.HoldHeld, got.Status)
 
 	tb.clock.Advance(time.Millisecond)
 	s := tb.slotOf(t, res.ID, start)
 	require.True(t, s.Available, "at the deadline the unit is free, without waiting for a tick")
 	require.Equal(t, 1, s.Remaining)
-	got, err = tb.e.GetHold(ctx, Actor{UserID: "a", Role: RoleUser}, h.ID)
+	got, err = tb.e.GetHold(ctx, booking.Actor{UserID: "a", Role: booking.RoleUser}, h.ID)
 	require.NoError(t, err)
-	require.Equal(t, HoldExpired, got.Status, "the record stays readable after it ends")
+	require.Equal(t, booking.HoldExpired, got.Status, "the record stays readable after it ends")
 
 	// The ticker restores the counter of a hold nobody read.
 	h2, err := tb.e.Hold(ctx, HoldRequest{UserID: "b", ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
@@ -205,7 +205,7 @@ func TestHoldExpiresAtItsDeadline(t *testing.T) {
 	require.Equal(t, 0, tb.used(t, res.VenueID, res.ID, start))
 
 	// Confirming after expiry re-takes the units while they are free...
-	b, err := tb.e.Confirm(ctx, Actor{UserID: "b", Role: RoleUser}, h2.ID)
+	b, err := tb.e.Confirm(ctx, booking.Actor{UserID: "b", Role: booking.RoleUser}, h2.ID)
 	require.NoError(t, err)
 	require.Equal(t, booking.Confirmed, b.Status)
 	require.Equal(t, 1, tb.used(t, res.VenueID, res.ID, start))
@@ -217,8 +217,8 @@ func TestHoldExpiresAtItsDeadline(t *testing.T) {
 	tb.clock.Advance(3 * time.Second)
 	_, err = tb.e.Hold(ctx, HoldRequest{UserID: "d", ResourceID: res.ID, Start: other, End: other.Add(time.Hour)})
 	require.NoError(t, err)
-	_, err = tb.e.Confirm(ctx, Actor{UserID: "c", Role: RoleUser}, h3.ID)
-	require.ErrorIs(t, err, ErrHoldExpired)
+	_, err = tb.e.Confirm(ctx, booking.Actor{UserID: "c", Role: booking.RoleUser}, h3.ID)
+	require.ErrorIs(t, err, booking.ErrHoldExpired)
 	// A payment for it is recorded for refund, answered 2xx-worthy.
 	res3, err := tb.e.Pay(ctx, PaymentNotice{HoldID: h3.ID, PaymentID: "p-late", AmountCents: h3.AmountCents, PaidAt: tb.clock.Now()})
 	require.NoError(t, err)
@@ -236,8 +236,8 @@ func TestScheduleChangeMovesUnitsOntoTheNewGrid(t *testing.T) {
 	h, err := tb.e.Hold(ctx, HoldRequest{UserID: "bob", ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
 	require.NoError(t, err)
 
-	_, err = tb.e.SetSchedule(ctx, System, res.ID, ScheduleInput{SlotMinutes: 30, HorizonDays: 7,
-		Weekly: []WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "08:00", Close: "22:00"}}})
+	_, err = tb.e.SetSchedule(ctx, booking.System, res.ID, booking.ScheduleInput{SlotMinutes: 30, HorizonDays: 7,
+		Weekly: []booking.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "08:00", Close: "22:00"}}})
 	require.NoError(t, err)
 	for _, half := range []time.Time{start, start.Add(30 * time.Minute)} {
 		s := tb.slotOf(t, res.ID, half)
@@ -246,19 +246,19 @@ func TestScheduleChangeMovesUnitsOntoTheNewGrid(t *testing.T) {
 	_, err = tb.e.Hold(ctx, HoldRequest{UserID: "c", ResourceID: res.ID, Start: start.Add(30 * time.Minute), End: start.Add(time.Hour)})
 	require.NoError(t, err)
 	_, err = tb.e.Hold(ctx, HoldRequest{UserID: "d", ResourceID: res.ID, Start: start.Add(30 * time.Minute), End: start.Add(time.Hour)})
-	require.ErrorIs(t, err, ErrSlotFull, "no oversell on the new grid")
+	require.ErrorIs(t, err, booking.ErrSlotFull, "no oversell on the new grid")
 	// The hold's record follows the grid too: giving it up frees the new slots.
-	_, err = tb.e.CancelHold(ctx, Actor{UserID: "bob", Role: RoleUser}, h.ID)
+	_, err = tb.e.CancelHold(ctx, booking.Actor{UserID: "bob", Role: booking.RoleUser}, h.ID)
 	require.NoError(t, err)
 	require.Equal(t, 2, tb.slotOf(t, res.ID, start).Remaining)
 
 	// A grid under which booked units would not fit is refused.
 	for _, u := range []string{"e", "f", "g"} {
-		tb.book(t, Actor{UserID: u, Role: RoleUser}, res, at("17:00")) // with alice's, four bookings in 16:00–18:00
+		tb.book(t, booking.Actor{UserID: u, Role: booking.RoleUser}, res, at("17:00")) // with alice's, four bookings in 16:00–18:00
 	}
-	_, err = tb.e.SetSchedule(ctx, System, res.ID, ScheduleInput{SlotMinutes: 120, HorizonDays: 7,
-		Weekly: []WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "08:00", Close: "22:00"}}})
-	require.ErrorIs(t, err, ErrScheduleConflict)
+	_, err = tb.e.SetSchedule(ctx, booking.System, res.ID, booking.ScheduleInput{SlotMinutes: 120, HorizonDays: 7,
+		Weekly: []booking.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "08:00", Close: "22:00"}}})
+	require.ErrorIs(t, err, booking.ErrScheduleConflict)
 }
 
 func TestScheduleChangeCountsLiveHolds(t *testing.T) {
@@ -266,19 +266,19 @@ func TestScheduleChangeCountsLiveHolds(t *testing.T) {
 	tb := setup(t)
 	ctx := context.Background()
 	res := tb.resource(t, 1, 60, "08:00", "22:00")
-	weekly := []WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "08:00", Close: "22:00"}}
+	weekly := []booking.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "08:00", Close: "22:00"}}
 	h, err := tb.e.Hold(ctx, HoldRequest{UserID: "c2", ResourceID: res.ID, Start: at("18:00"), End: at("19:00")})
 	require.NoError(t, err)
 	tb.book(t, alice, res, at("19:00"))
 
 	// A coarser grid would put the hold and the booking in one slot of capacity 1.
-	_, err = tb.e.SetSchedule(ctx, System, res.ID, ScheduleInput{SlotMinutes: 120, HorizonDays: 7, Weekly: weekly})
-	require.ErrorIs(t, err, ErrScheduleConflict, "live holds count")
+	_, err = tb.e.SetSchedule(ctx, booking.System, res.ID, booking.ScheduleInput{SlotMinutes: 120, HorizonDays: 7, Weekly: weekly})
+	require.ErrorIs(t, err, booking.ErrScheduleConflict, "live holds count")
 
 	// Confirming the hold later still finds its unit on the grid it was made on.
 	s := tb.slotOf(t, res.ID, at("18:00"))
 	require.False(t, s.Available, "the hold still takes 18:00")
-	b, err := tb.e.Confirm(ctx, Actor{UserID: "c2", Role: RoleUser}, h.ID)
+	b, err := tb.e.Confirm(ctx, booking.Actor{UserID: "c2", Role: booking.RoleUser}, h.ID)
 	require.NoError(t, err)
 	require.NotEmpty(t, b.ID)
 	require.Equal(t, 1, tb.used(t, res.VenueID, res.ID, at("18:00")))
@@ -291,17 +291,17 @@ func TestClosingHoursUnderBookings(t *testing.T) {
 	tb := setup(t)
 	ctx := context.Background()
 	res := tb.resource(t, 1, 60, "08:00", "22:00")
-	weekly := []WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "08:00", Close: "22:00"}}
+	weekly := []booking.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "08:00", Close: "22:00"}}
 	h, err := tb.e.Hold(ctx, HoldRequest{UserID: "c2", ResourceID: res.ID, Start: at("18:00"), End: at("19:00")})
 	require.NoError(t, err)
 	b := tb.book(t, alice, res, at("19:00"))
-	closed := ScheduleInput{SlotMinutes: 60, HorizonDays: 7, Weekly: weekly, Exceptions: []ScheduleException{{Date: "2026-12-07", Closed: true}}}
-	shorter := ScheduleInput{SlotMinutes: 60, HorizonDays: 7, Weekly: []WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "08:00", Close: "19:00"}}}
+	closed := booking.ScheduleInput{SlotMinutes: 60, HorizonDays: 7, Weekly: weekly, Exceptions: []booking.ScheduleException{{Date: "2026-12-07", Closed: true}}}
+	shorter := booking.ScheduleInput{SlotMinutes: 60, HorizonDays: 7, Weekly: []booking.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "08:00", Close: "19:00"}}}
 
-	for _, in := range []ScheduleInput{closed, shorter} {
-		_, err = tb.e.SetSchedule(ctx, System, res.ID, in)
-		require.ErrorIs(t, err, ErrScheduleConflict)
-		e, ok := AsError(err)
+	for _, in := range []booking.ScheduleInput{closed, shorter} {
+		_, err = tb.e.SetSchedule(ctx, booking.System, res.ID, in)
+		require.ErrorIs(t, err, booking.ErrScheduleConflict)
+		e, ok := booking.AsError(err)
 		require.True(t, ok)
 		require.Equal(t, []string{strconv.FormatUint(b.ID, 10)}, e.Details["booking_ids"], "the conflict names the booking")
 		got, err := tb.e.GetBooking(ctx, alice, b.ID)
@@ -310,14 +310,14 @@ func TestClosingHoursUnderBookings(t *testing.T) {
 		require.False(t, tb.slotOf(t, res.ID, at("19:00")).Available)
 	}
 
-	_, err = tb.e.ChangeSchedule(ctx, System, res.ID, ScheduleChange{ScheduleInput: closed, CancelAffected: true})
+	_, err = tb.e.ChangeSchedule(ctx, booking.System, res.ID, ScheduleChange{ScheduleInput: closed, CancelAffected: true})
 	require.NoError(t, err)
 	got, err := tb.e.GetBooking(ctx, alice, b.ID)
 	require.NoError(t, err)
 	require.Equal(t, booking.CancelledByAdmin, got.Status, "cancelled as an admin cancels")
-	hold, err := tb.e.GetHold(ctx, Actor{UserID: "c2", Role: RoleUser}, h.ID)
+	hold, err := tb.e.GetHold(ctx, booking.Actor{UserID: "c2", Role: booking.RoleUser}, h.ID)
 	require.NoError(t, err)
-	require.Equal(t, HoldCancelled, hold.Status, "an unpaid hold on closed hours is given up")
+	require.Equal(t, booking.HoldCancelled, hold.Status, "an unpaid hold on closed hours is given up")
 	require.Equal(t, 0, tb.used(t, res.VenueID, res.ID, at("18:00")))
 	require.Equal(t, 0, tb.used(t, res.VenueID, res.ID, at("19:00")))
 	var n int64
@@ -325,7 +325,7 @@ func TestClosingHoursUnderBookings(t *testing.T) {
 	require.EqualValues(t, 1, n, "the cancellation is announced")
 
 	// Reopened, both hours are free again.
-	_, err = tb.e.SetSchedule(ctx, System, res.ID, ScheduleInput{SlotMinutes: 60, HorizonDays: 7, Weekly: weekly})
+	_, err = tb.e.SetSchedule(ctx, booking.System, res.ID, booking.ScheduleInput{SlotMinutes: 60, HorizonDays: 7, Weekly: weekly})
 	require.NoError(t, err)
 	_, err = tb.e.Hold(ctx, HoldRequest{UserID: "c3", ResourceID: res.ID, Start: at("18:00"), End: at("20:00")})
 	require.NoError(t, err)

@@ -33,7 +33,7 @@ var ErrSoldOut = &booking.Error{Kind: booking.KindConflict, Code: booking.ErrSlo
 // payment (pay, when set) kept for refund in full.
 func (e *Payments) refusal(ctx context.Context, r *redisstore.HoldRecord, pay *PaymentNotice, now time.Time) sqlstore.Refusal {
 	h := e.holds.viewHold(ctx, r)
-	h.Status = HoldCancelled
+	h.Status = booking.HoldCancelled
 	out := sqlstore.Refusal{Event: e.holdEvent(booking.EventHoldRefused, h, now)}
 	if pay != nil {
 		out.Payment = &sqlstore.Payment{PaymentID: pay.PaymentID, HoldID: r.ID, AmountCents: pay.AmountCents, PaidAt: pay.PaidAt.UTC(),
@@ -87,7 +87,7 @@ func (e *Payments) refuseOverfull(ctx context.Context, venueID uint64, fields []
 	for o, u := range st.Owners {
 		id, ok := o.Hold()
 		r, found := st.Holds[id]
-		if !ok || !found || r.Effective(now) != HoldHeld || !slices.ContainsFunc(u.Fields, func(f string) bool { return slices.Contains(fields, f) }) {
+		if !ok || !found || r.Effective(now) != booking.HoldHeld || !slices.ContainsFunc(u.Fields, func(f string) bool { return slices.Contains(fields, f) }) {
 			continue
 		}
 		holds = append(holds, &r)

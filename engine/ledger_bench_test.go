@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 )
 
@@ -51,7 +52,7 @@ func BenchmarkLedger(b *testing.B) {
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
 						i := n.Add(1)
-						user := Actor{UserID: "u" + strconv.FormatUint(i, 10), Role: RoleUser}
+						user := booking.Actor{UserID: "u" + strconv.FormatUint(i, 10), Role: booking.RoleUser}
 						h, err := tb.e.Hold(ctx, HoldRequest{UserID: user.UserID, ResourceID: res[i%uint64(len(res))].ID, Start: start, End: start.Add(time.Hour)})
 						if err == nil {
 							_, err = tb.e.Confirm(ctx, user, h.ID)
@@ -84,9 +85,9 @@ func BenchmarkLedgerRace(b *testing.B) {
 		tb.slotOf(b, res.ID, start)
 		field := redisstore.SlotField(res.ID, start.Unix()/60)
 		require.NoError(b, tb.redis.Client.HSet(ctx, tb.e.rs.Keys().Venue(res.VenueID).Capacity(), field, racers).Err())
-		holds := make([]Hold, racers)
+		holds := make([]booking.Hold, racers)
 		for j := range holds {
-			holds[j] = tb.hour(b, Actor{UserID: fmt.Sprintf("r%d-%d", i, j), Role: RoleUser}, res, start)
+			holds[j] = tb.hour(b, booking.Actor{UserID: fmt.Sprintf("r%d-%d", i, j), Role: booking.RoleUser}, res, start)
 		}
 		var booked atomic.Int64
 		var wg sync.WaitGroup
@@ -95,12 +96,12 @@ func BenchmarkLedgerRace(b *testing.B) {
 			wg.Go(func() {
 				<-gate
 				began := time.Now()
-				_, err := tb.e.Confirm(ctx, Actor{UserID: fmt.Sprintf("r%d-%d", i, j), Role: RoleUser}, h.ID)
+				_, err := tb.e.Confirm(ctx, booking.Actor{UserID: fmt.Sprintf("r%d-%d", i, j), Role: booking.RoleUser}, h.ID)
 				took := time.Since(began)
 				switch {
 				case err == nil:
 					booked.Add(1)
-				case !errors.Is(err, ErrSlotFull):
+				case !errors.Is(err, booking.ErrSlotFull):
 					b.Error(err)
 				}
 				mu.Lock()

@@ -85,14 +85,14 @@ func (tb *testBundle) snapshotRedis(t testing.TB, venueID uint64) (rollback func
 }
 
 // hour holds a's one-hour slot at start; the hold must be let through.
-func (tb *testBundle) hour(t testing.TB, a Actor, res Resource, start time.Time) Hold {
+func (tb *testBundle) hour(t testing.TB, a booking.Actor, res Resource, start time.Time) booking.Hold {
 	t.Helper()
 	h, err := tb.e.Hold(context.Background(), HoldRequest{UserID: a.UserID, ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
 	require.NoError(t, err)
 	return h
 }
 
-var bob = Actor{UserID: "bob", Role: RoleUser}
+var bob = booking.Actor{UserID: "bob", Role: booking.RoleUser}
 
 // Redis rolled back past a confirmed booking (a failover to a replica that had not received it):
 // its counters show the slot free again and let another hold through, but MySQL's ledger refuses the
@@ -114,7 +114,7 @@ func TestLedgerRefusesWhatRedisForgot(t *testing.T) {
 
 	h := tb.hour(t, bob, res, start) // Redis lets it through
 	_, err := tb.e.Confirm(ctx, bob, h.ID)
-	require.ErrorIs(t, err, ErrSlotFull)
+	require.ErrorIs(t, err, booking.ErrSlotFull)
 	require.ErrorIs(t, err, ErrSoldOut)
 	require.Equal(t, 1, tb.ledger(t, res.ID, start), "nothing more was sold")
 	var n int64
@@ -123,14 +123,14 @@ func TestLedgerRefusesWhatRedisForgot(t *testing.T) {
 
 	got, err := tb.e.GetHold(ctx, bob, h.ID)
 	require.NoError(t, err)
-	require.Equal(t, HoldCancelled, got.Status, "the refused hold ended")
+	require.Equal(t, booking.HoldCancelled, got.Status, "the refused hold ended")
 	require.Equal(t, []string{"hold:" + h.ID}, tb.events(t, booking.EventHoldRefused))
 
 	tb.e.WaitRebuilds()
 	require.Equal(t, 1, tb.used(t, res.VenueID, res.ID, start), "the venue was rebuilt from MySQL")
 	require.Contains(t, tb.owners(t, res.VenueID), string(redisstore.BookingOwner(kept.ID)))
 	_, err = tb.e.Hold(ctx, HoldRequest{UserID: "carol", ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
-	require.ErrorIs(t, err, ErrSlotFull, "the gate holds again")
+	require.ErrorIs(t, err, booking.ErrSlotFull, "the gate holds again")
 }
 
 // A payment for a hold the ledger refuses is acknowledged and refunded in full through the durable
@@ -181,9 +181,9 @@ func TestLedgerSettlesARaceForTheLastUnits(t *testing.T) {
 	const racers = 1000
 	// Redis believes the slot is a hundred times larger than MySQL knows it to be.
 	require.NoError(t, tb.redis.Client.HSet(ctx, tb.e.rs.Keys().Venue(res.VenueID).Capacity(), field, racers).Err())
-	holds := make([]Hold, racers)
+	holds := make([]booking.Hold, racers)
 	for i := range holds {
-		holds[i] = tb.hour(t, Actor{UserID: fmt.Sprintf("u%d", i), Role: RoleUser}, res, start)
+		holds[i] = tb.hour(t, booking.Actor{UserID: fmt.Sprintf("u%d", i), Role: booking.RoleUser}, res, start)
 	}
 	var booked, refused atomic.Int64
 	var others sync.Map
@@ -196,15 +196,15 @@ func TestLedgerSettlesARaceForTheLastUnits(t *testing.T) {
 			<-gate
 			var err error
 			for range 5 {
-				_, err = tb.e.Confirm(ctx, Actor{UserID: fmt.Sprintf("u%d", i), Role: RoleUser}, h.ID)
-				if !errors.Is(err, ErrStorageUnavailable) {
+				_, err = tb.e.Confirm(ctx, booking.Actor{UserID: fmt.Sprintf("u%d", i), Role: booking.RoleUser}, h.ID)
+				if !errors.Is(err, booking.ErrStorageUnavailable) {
 					break
 				}
 			}
 			switch {
 			case err == nil:
 				booked.Add(1)
-			case errors.Is(err, ErrSlotFull):
+			case errors.Is(err, booking.ErrSlotFull):
 				refused.Add(1)
 			default:
 				others.Store(i, err)
@@ -256,7 +256,7 @@ func TestLedgerFollowsEveryTransition(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, tb.ledger(t, res.ID, noon), "a restore takes again")
 
-	staff := Actor{UserID: "desk", Role: RoleStaff, VenueID: res.VenueID}
+	staff := booking.Actor{UserID: "desk", Role: booking.RoleStaff, VenueID: res.VenueID}
 	got, err := tb.e.GetBooking(ctx, alice, b.ID)
 	require.NoError(t, err)
 	_, err = tb.e.CheckIn(ctx, staff, got.CheckinCode)
@@ -289,9 +289,9 @@ func TestReconcileReportsASlotOverCapacity(t *testing.T) {
 	require.Equal(t, 1.0, gaugeValue(metricSlotsOver))
 	require.Equal(t, 2, tb.used(t, res.VenueID, res.ID, start), "Redis counts what MySQL has, over capacity as it is")
 	_, err = tb.e.Hold(ctx, HoldRequest{UserID: "carol", ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
-	require.ErrorIs(t, err, ErrSlotFull)
+	require.ErrorIs(t, err, booking.ErrSlotFull)
 
-	_, err = tb.e.CancelBooking(ctx, Actor{UserID: "ops", Role: RoleAdmin}, first.ID)
+	_, err = tb.e.CancelBooking(ctx, booking.Actor{UserID: "ops", Role: booking.RoleAdmin}, first.ID)
 	require.NoError(t, err)
 	rep, err = tb.e.Reconcile(ctx)
 	require.NoError(t, err)
@@ -315,19 +315,19 @@ func TestRebuildEndsHoldsOnSoldUnits(t *testing.T) {
 	rollback := tb.snapshotRedis(t, res.VenueID) // alice's hold is HELD in the snapshot
 	b, err := tb.e.Confirm(ctx, alice, h.ID)
 	require.NoError(t, err)
-	tb.book(t, Actor{UserID: "dan", Role: RoleUser}, res, start)
+	tb.book(t, booking.Actor{UserID: "dan", Role: booking.RoleUser}, res, start)
 	rollback() // Redis forgot dan's booking and that alice's hold became a booking
 
 	tb.clock.Advance(time.Second)
-	carol := tb.hour(t, Actor{UserID: "carol", Role: RoleUser}, res, start) // let through on dan's unit
+	carol := tb.hour(t, booking.Actor{UserID: "carol", Role: booking.RoleUser}, res, start) // let through on dan's unit
 	rep, err := tb.e.RepairCounters(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.HoldsRefused)
 	require.Equal(t, 1, rep.HoldsSettled, "alice's hold is settled into her booking")
-	got, err := tb.e.GetHold(ctx, Actor{UserID: "carol", Role: RoleUser}, carol.ID)
+	got, err := tb.e.GetHold(ctx, booking.Actor{UserID: "carol", Role: booking.RoleUser}, carol.ID)
 	require.NoError(t, err)
-	require.Equal(t, HoldCancelled, got.Status)
-	_, err = tb.e.Confirm(ctx, Actor{UserID: "carol", Role: RoleUser}, carol.ID)
+	require.Equal(t, booking.HoldCancelled, got.Status)
+	_, err = tb.e.Confirm(ctx, booking.Actor{UserID: "carol", Role: booking.RoleUser}, carol.ID)
 	require.ErrorIs(t, err, ErrSoldOut, "a confirm of the ended hold hears why, as one the ledger refused")
 	require.Equal(t, []string{"hold:" + carol.ID}, tb.events(t, booking.EventHoldRefused))
 	require.Equal(t, 2, tb.used(t, res.VenueID, res.ID, start))
@@ -373,5 +373,5 @@ func TestFailoverIsNoticedAndRepaired(t *testing.T) {
 	require.Equal(t, 1, tb.used(t, res.VenueID, res.ID, start), "the forgotten booking is counted again")
 	require.Contains(t, tb.owners(t, res.VenueID), string(redisstore.BookingOwner(b.ID)))
 	_, err = tb.e.Hold(ctx, HoldRequest{UserID: "carol", ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
-	require.ErrorIs(t, err, ErrSlotFull)
+	require.ErrorIs(t, err, booking.ErrSlotFull)
 }

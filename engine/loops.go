@@ -275,7 +275,7 @@ func (e *Holds) finishExpiredAt(ctx context.Context, v uint64) error {
 	for i := range ended {
 		r := &ended[i]
 		ids[i] = r.ID
-		if r.UserID == "" || r.Effective(now) != HoldExpired {
+		if r.UserID == "" || r.Effective(now) != booking.HoldExpired {
 			continue
 		}
 		h := e.viewHold(ctx, r)

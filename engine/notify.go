@@ -77,7 +77,7 @@ var wechatFields = []string{"venue_name", "resource_name", "service_name", "star
 
 // CreateWebhook adds an endpoint and answers it with its secret, generated here and shown once.
 // Admin only.
-func (e *Notifications) CreateWebhook(ctx context.Context, a Actor, in WebhookInput) (Webhook, error) {
+func (e *Notifications) CreateWebhook(ctx context.Context, a booking.Actor, in WebhookInput) (Webhook, error) {
 	if err := requireAdmin(a); err != nil {
 		return Webhook{}, err
 	}
@@ -115,7 +115,7 @@ func toWebhook(r models.WebhookEndpoint) Webhook {
 }
 
 // ListWebhooks lists the endpoints, without their secrets. Admin only.
-func (e *Notifications) ListWebhooks(ctx context.Context, a Actor) ([]Webhook, error) {
+func (e *Notifications) ListWebhooks(ctx context.Context, a booking.Actor) ([]Webhook, error) {
 	if err := requireAdmin(a); err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func (e *Notifications) ListWebhooks(ctx context.Context, a Actor) ([]Webhook, e
 
 // DeleteWebhook removes an endpoint and answers it as it was; what still waited for it is skipped.
 // Admin only.
-func (e *Notifications) DeleteWebhook(ctx context.Context, a Actor, id uint64) (Webhook, error) {
+func (e *Notifications) DeleteWebhook(ctx context.Context, a booking.Actor, id uint64) (Webhook, error) {
 	if err := requireAdmin(a); err != nil {
 		return Webhook{}, err
 	}
@@ -141,7 +141,7 @@ func (e *Notifications) DeleteWebhook(ctx context.Context, a Actor, id uint64) (
 		return Webhook{}, err
 	}
 	if row.DeletedAt != nil {
-		return Webhook{}, ErrNotFound
+		return Webhook{}, booking.ErrNotFound
 	}
 	if err := e.ss.DeleteEndpoint(ctx, id, e.clock.Now()); err != nil {
 		return Webhook{}, err
@@ -150,7 +150,7 @@ func (e *Notifications) DeleteWebhook(ctx context.Context, a Actor, id uint64) (
 }
 
 // ListDeliveries lists an endpoint's deliveries, newest first, optionally of one status. Admin only.
-func (e *Notifications) ListDeliveries(ctx context.Context, a Actor, endpointID uint64, status, cursor string, limit int) ([]Delivery, string, error) {
+func (e *Notifications) ListDeliveries(ctx context.Context, a booking.Actor, endpointID uint64, status, cursor string, limit int) ([]Delivery, string, error) {
 	if err := requireAdmin(a); err != nil {
 		return nil, "", err
 	}
@@ -199,7 +199,7 @@ func toDelivery(r models.Delivery) Delivery {
 
 // RetryDelivery sends a failed (or skipped) delivery again, at once, with a new series of retries
 // should it fail again; a delivery that succeeded is answered as it is. Admin only.
-func (e *Notifications) RetryDelivery(ctx context.Context, a Actor, endpointID, deliveryID uint64) (Delivery, error) {
+func (e *Notifications) RetryDelivery(ctx context.Context, a booking.Actor, endpointID, deliveryID uint64) (Delivery, error) {
 	if err := requireAdmin(a); err != nil {
 		return Delivery{}, err
 	}
@@ -218,7 +218,7 @@ func (e *Notifications) RetryDelivery(ctx context.Context, a Actor, endpointID, 
 }
 
 // SetWechatTemplate maps an event type to a subscribe-message template. Admin only.
-func (e *Notifications) SetWechatTemplate(ctx context.Context, a Actor, t WechatTemplate) (WechatTemplate, error) {
+func (e *Notifications) SetWechatTemplate(ctx context.Context, a booking.Actor, t WechatTemplate) (WechatTemplate, error) {
 	if err := requireAdmin(a); err != nil {
 		return WechatTemplate{}, err
 	}
@@ -247,7 +247,7 @@ func (e *Notifications) SetWechatTemplate(ctx context.Context, a Actor, t Wechat
 }
 
 // WechatTemplates lists the subscribe-message templates by event type. Admin only.
-func (e *Notifications) WechatTemplates(ctx context.Context, a Actor) ([]WechatTemplate, error) {
+func (e *Notifications) WechatTemplates(ctx context.Context, a booking.Actor) ([]WechatTemplate, error) {
 	if err := requireAdmin(a); err != nil {
 		return nil, err
 	}

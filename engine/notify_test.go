@@ -47,7 +47,7 @@ func (q *fakeQueue) ScheduleDelivery(_ context.Context, id uint64, key string, a
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.fail {
-		return ErrUnavailable
+		return booking.ErrBackendUnavailable
 	}
 	k := strconv.FormatUint(id, 10) + ":" + key
 	if _, ok := q.tasks[k]; !ok {
@@ -186,7 +186,7 @@ func webhookBundle(t *testing.T, mutate ...func(*Options)) (*testBundle, *fakeQu
 	q := newFakeQueue()
 	tb := setup(t, append([]func(*Options){func(o *Options) { o.Scheduler = q; o.DefaultGrace = 15 * time.Minute }}, mutate...)...)
 	r := newReceiver(t, tb.clock)
-	w, err := tb.e.CreateWebhook(context.Background(), System, WebhookInput{URL: r.srv.URL + "/hook"})
+	w, err := tb.e.CreateWebhook(context.Background(), booking.System, WebhookInput{URL: r.srv.URL + "/hook"})
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(w.Secret, webhook.SecretPrefix), "the server makes the secret")
 	r.secret = w.Secret
@@ -195,7 +195,7 @@ func webhookBundle(t *testing.T, mutate ...func(*Options)) (*testBundle, *fakeQu
 
 // lifeOfABooking confirms a booking, lets it be released, restores it and checks it in: four events
 // of one subject, in that order.
-func (tb *testBundle) lifeOfABooking(t *testing.T) Booking {
+func (tb *testBundle) lifeOfABooking(t *testing.T) booking.Booking {
 	ctx := context.Background()
 	res := tb.resource(t, 1, 60, "08:00", "22:00")
 	b := tb.book(t, alice, res, at("11:00"))
@@ -205,7 +205,7 @@ func (tb *testBundle) lifeOfABooking(t *testing.T) Booking {
 	tb.clock.Advance(time.Minute)
 	_, err = tb.e.Restore(ctx, alice, b.ID)
 	require.NoError(t, err)
-	_, err = tb.e.CheckIn(ctx, Actor{UserID: "desk", Role: RoleStaff, VenueID: res.VenueID}, b.CheckinCode)
+	_, err = tb.e.CheckIn(ctx, booking.Actor{UserID: "desk", Role: booking.RoleStaff, VenueID: res.VenueID}, b.CheckinCode)
 	require.NoError(t, err)
 	return b
 }
@@ -290,7 +290,7 @@ func TestWebhookReceiverDownTenMinutesGetsEverythingAfter(t *testing.T) {
 	require.Empty(t, bad)
 	require.Equal(t, []string{booking.EventConfirmed, booking.EventReleased}, types(acked))
 	require.Equal(t, 2, uniqueIDs(acked))
-	ds, _, err := tb.e.ListDeliveries(ctx, System, 1, "succeeded", "", 0)
+	ds, _, err := tb.e.ListDeliveries(ctx, booking.System, 1, "succeeded", "", 0)
 	require.NoError(t, err)
 	require.Len(t, ds, 2)
 	for _, d := range ds {
@@ -374,7 +374,7 @@ func TestFailedDeliveryIsKeptAndRetryable(t *testing.T) {
 	tb.drain(t, q, start.Add(48*time.Hour))
 	require.GreaterOrEqual(t, tb.clock.Now().Sub(start), 24*time.Hour, "retried for at least 24 h")
 
-	failed, _, err := tb.e.ListDeliveries(ctx, System, 1, "failed", "", 0)
+	failed, _, err := tb.e.ListDeliveries(ctx, booking.System, 1, "failed", "", 0)
 	require.NoError(t, err)
 	require.Len(t, failed, 1)
 	require.Equal(t, booking.EventConfirmed, failed[0].EventType)
@@ -382,13 +382,13 @@ func TestFailedDeliveryIsKeptAndRetryable(t *testing.T) {
 	require.Greater(t, failed[0].Attempts, 10)
 
 	r.refuse = nil
-	d, err := tb.e.RetryDelivery(ctx, System, 1, failed[0].ID)
+	d, err := tb.e.RetryDelivery(ctx, booking.System, 1, failed[0].ID)
 	require.NoError(t, err)
 	require.Equal(t, models.DeliveryPending, d.Status)
 	tb.drain(t, q, tb.clock.Now().Add(time.Minute))
 	acked, _, _ := r.got()
 	require.Equal(t, []string{booking.EventConfirmed}, types(acked))
-	ok, _, err := tb.e.ListDeliveries(ctx, System, 1, "succeeded", "", 0)
+	ok, _, err := tb.e.ListDeliveries(ctx, booking.System, 1, "succeeded", "", 0)
 	require.NoError(t, err)
 	require.Len(t, ok, 1)
 }
@@ -400,18 +400,18 @@ func TestWebhookEndpointsFilter(t *testing.T) {
 	tb := setup(t, func(o *Options) { o.Scheduler = q })
 	ctx := context.Background()
 	for _, bad := range []string{"ftp://example.com/hook", "file:///etc/passwd", "example.com/hook", "http://user:pw@example.com/"} {
-		_, err := tb.e.CreateWebhook(ctx, System, WebhookInput{URL: bad})
+		_, err := tb.e.CreateWebhook(ctx, booking.System, WebhookInput{URL: bad})
 		require.ErrorIs(t, err, booking.Invalid("invalid_url", ""), bad)
 	}
-	_, err := tb.e.CreateWebhook(ctx, System, WebhookInput{URL: "https://example.com/", EventTypes: []string{"booking.nothing"}})
+	_, err := tb.e.CreateWebhook(ctx, booking.System, WebhookInput{URL: "https://example.com/", EventTypes: []string{"booking.nothing"}})
 	require.ErrorIs(t, err, booking.Invalid("invalid_event_type", ""))
 	_, err = tb.e.CreateWebhook(ctx, alice, WebhookInput{URL: "https://example.com/"})
-	require.ErrorIs(t, err, ErrForbidden)
+	require.ErrorIs(t, err, booking.ErrForbidden)
 
 	res := tb.resource(t, 1, 60, "08:00", "22:00")
 	other := tb.resource(t, 1, 60, "08:00", "22:00")
 	released := newReceiver(t, tb.clock)
-	w, err := tb.e.CreateWebhook(ctx, System, WebhookInput{URL: released.srv.URL, EventTypes: []string{booking.EventReleased},
+	w, err := tb.e.CreateWebhook(ctx, booking.System, WebhookInput{URL: released.srv.URL, EventTypes: []string{booking.EventReleased},
 		VenueID: res.VenueID})
 	require.NoError(t, err)
 	released.secret = w.Secret
@@ -426,11 +426,11 @@ func TestWebhookEndpointsFilter(t *testing.T) {
 	acked, _, _ := released.got()
 	require.Equal(t, []string{booking.EventReleased}, types(acked), "one venue's releases only")
 
-	gone, err := tb.e.DeleteWebhook(ctx, System, w.ID)
+	gone, err := tb.e.DeleteWebhook(ctx, booking.System, w.ID)
 	require.NoError(t, err)
 	require.Empty(t, gone.Secret, "the secret is shown once")
-	_, err = tb.e.DeleteWebhook(ctx, System, w.ID)
-	require.ErrorIs(t, err, ErrNotFound)
+	_, err = tb.e.DeleteWebhook(ctx, booking.System, w.ID)
+	require.ErrorIs(t, err, booking.ErrNotFound)
 }
 
 // WeChat users get the subscribe message of an event with a template — the template's keys mapped
@@ -446,21 +446,21 @@ func TestWechatSubscribeMessages(t *testing.T) {
 	})
 	ctx := context.Background()
 	for _, typ := range []string{booking.EventReleased, booking.EventReminder} {
-		_, err := tb.e.SetWechatTemplate(ctx, System, WechatTemplate{EventType: typ, TemplateID: "tpl-" + typ, Page: "pages/booking",
+		_, err := tb.e.SetWechatTemplate(ctx, booking.System, WechatTemplate{EventType: typ, TemplateID: "tpl-" + typ, Page: "pages/booking",
 			Data: map[string]string{"thing1": "resource_name", "time2": "start", "character_string3": "checkin_code"}})
 		require.NoError(t, err)
 	}
-	_, err := tb.e.SetWechatTemplate(ctx, System, WechatTemplate{EventType: booking.EventReleased, TemplateID: "x",
+	_, err := tb.e.SetWechatTemplate(ctx, booking.System, WechatTemplate{EventType: booking.EventReleased, TemplateID: "x",
 		Data: map[string]string{"thing1": "password"}})
 	require.ErrorIs(t, err, booking.Invalid("invalid_template_data", ""))
 
 	res := tb.resource(t, 2, 60, "08:00", "22:00")
-	wx := Actor{UserID: booking.WechatUserID("o-alice"), Role: RoleUser}
-	wxBob := Actor{UserID: booking.WechatUserID("o-bob"), Role: RoleUser}
+	wx := booking.Actor{UserID: booking.WechatUserID("o-alice"), Role: booking.RoleUser}
+	wxBob := booking.Actor{UserID: booking.WechatUserID("o-bob"), Role: booking.RoleUser}
 	noShow := tb.book(t, wx, res, at("11:00"))
 	arrived := tb.book(t, wxBob, res, at("11:00"))
 	tb.book(t, alice, res, at("14:00")) // not a WeChat user: no message
-	staff := Actor{UserID: "desk", Role: RoleStaff, VenueID: res.VenueID}
+	staff := booking.Actor{UserID: "desk", Role: booking.RoleStaff, VenueID: res.VenueID}
 	tb.clock.Set(at("10:40"))
 	_, err = tb.e.CheckIn(ctx, staff, arrived.CheckinCode)
 	require.NoError(t, err)
@@ -503,8 +503,8 @@ func TestReleaseModes(t *testing.T) {
 	rel0, dry0, off0 := counts()
 
 	_, err := tb.e.SetReleaseMode(ctx, alice, res.VenueID, "off")
-	require.ErrorIs(t, err, ErrForbidden)
-	v, err := tb.e.SetReleaseMode(ctx, System, res.VenueID, "dry_run")
+	require.ErrorIs(t, err, booking.ErrForbidden)
+	v, err := tb.e.SetReleaseMode(ctx, booking.System, res.VenueID, "dry_run")
 	require.NoError(t, err)
 	require.Equal(t, "dry_run", v.ReleaseMode)
 	dry := tb.book(t, alice, res, at("11:00"))
@@ -518,7 +518,7 @@ func TestReleaseModes(t *testing.T) {
 	require.Equal(t, 1, tb.used(t, res.VenueID, res.ID, at("11:00")), "and its units")
 	require.Equal(t, []string{"booking:" + strconv.FormatUint(dry.ID, 10)}, tb.events(t, booking.EventReleaseSkipped))
 
-	_, err = tb.e.SetReleaseMode(ctx, System, res.VenueID, "off")
+	_, err = tb.e.SetReleaseMode(ctx, booking.System, res.VenueID, "off")
 	require.NoError(t, err)
 	off := tb.book(t, alice, res, at("12:00"))
 	tb.clock.Set(off.ReleaseAt)
@@ -530,11 +530,11 @@ func TestReleaseModes(t *testing.T) {
 	require.Len(t, tb.events(t, booking.EventReleaseSkipped), 1, "off announces nothing")
 	// A guest of a booking held back may still arrive until its end.
 	tb.clock.Set(at("12:59"))
-	_, err = tb.e.CheckIn(ctx, Actor{UserID: "desk", Role: RoleStaff, VenueID: res.VenueID}, off.CheckinCode)
+	_, err = tb.e.CheckIn(ctx, booking.Actor{UserID: "desk", Role: booking.RoleStaff, VenueID: res.VenueID}, off.CheckinCode)
 	require.NoError(t, err)
 
 	ahead := tb.book(t, alice, res, at("13:00"))
-	_, err = tb.e.SetReleaseMode(ctx, System, res.VenueID, "on")
+	_, err = tb.e.SetReleaseMode(ctx, booking.System, res.VenueID, "on")
 	require.NoError(t, err)
 	tb.clock.Set(ahead.ReleaseAt)
 	_, err = tb.e.ReleaseDue(ctx, res.VenueID)
@@ -549,7 +549,7 @@ func TestReleaseModes(t *testing.T) {
 	require.Equal(t, 1.0, dry1-dry0)
 	require.Equal(t, 1.0, off1-off0)
 	require.GreaterOrEqual(t, rel1-rel0, 1.0)
-	_, err = tb.e.SetReleaseMode(ctx, System, res.VenueID, "sometimes")
+	_, err = tb.e.SetReleaseMode(ctx, booking.System, res.VenueID, "sometimes")
 	require.ErrorIs(t, err, booking.Invalid("invalid_release_mode", ""))
 }
 

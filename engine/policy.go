@@ -27,7 +27,7 @@ func (e *Catalog) ResourcePolicy(ctx context.Context, resourceID uint64) (Policy
 }
 
 // SetResourcePolicy changes a resource's booking rules; fields left out keep their value. Admin only.
-func (e *Catalog) SetResourcePolicy(ctx context.Context, a Actor, resourceID uint64, in booking.PolicyInput) (Policy, error) {
+func (e *Catalog) SetResourcePolicy(ctx context.Context, a booking.Actor, resourceID uint64, in booking.PolicyInput) (Policy, error) {
 	if err := requireAdmin(a); err != nil {
 		return Policy{}, err
 	}
@@ -57,7 +57,7 @@ type NoshowPolicy struct {
 
 // SetNoshowPolicy sets the no-show freeze rule and applies it at once to every user's recent
 // no-shows. Admin only.
-func (e *Catalog) SetNoshowPolicy(ctx context.Context, a Actor, in booking.NoshowPolicyInput) (NoshowPolicy, error) {
+func (e *Catalog) SetNoshowPolicy(ctx context.Context, a booking.Actor, in booking.NoshowPolicyInput) (NoshowPolicy, error) {
 	if err := requireAdmin(a); err != nil {
 		return NoshowPolicy{}, err
 	}
@@ -81,7 +81,7 @@ func (e *Catalog) SetNoshowPolicy(ctx context.Context, a Actor, in booking.Nosho
 }
 
 // NoshowPolicyView reads the no-show freeze rule. Admin only.
-func (e *Catalog) NoshowPolicyView(ctx context.Context, a Actor) (NoshowPolicy, error) {
+func (e *Catalog) NoshowPolicyView(ctx context.Context, a booking.Actor) (NoshowPolicy, error) {
 	if err := requireAdmin(a); err != nil {
 		return NoshowPolicy{}, err
 	}
@@ -123,7 +123,7 @@ func (e *Holds) checkFrozen(ctx context.Context, userID string, loc *time.Locati
 		return err
 	}
 	if until.After(e.clock.Now()) {
-		return ErrAccountFrozen.WithDetail("until", until.In(loc))
+		return booking.ErrAccountFrozen.WithDetail("until", until.In(loc))
 	}
 	return nil
 }
@@ -141,7 +141,7 @@ func (e *Holds) AllowRequest(ctx context.Context, addr string) error {
 		return nil
 	}
 	if !ok {
-		return ErrRateLimited.WithDetail("retry_after", 1)
+		return booking.ErrRateLimited.WithDetail("retry_after", 1)
 	}
 	return nil
 }

@@ -15,7 +15,7 @@ import (
 func iptr(v int) *int { return &v }
 
 // payFor holds start..start+1h for a and pays for it with payment id pid.
-func (tb *testBundle) payFor(t testing.TB, a Actor, res Resource, start time.Time, pid string) Booking {
+func (tb *testBundle) payFor(t testing.TB, a booking.Actor, res Resource, start time.Time, pid string) booking.Booking {
 	t.Helper()
 	ctx := context.Background()
 	h, err := tb.e.Hold(ctx, HoldRequest{UserID: a.UserID, ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
@@ -41,8 +41,8 @@ func TestNoticeAndDaysAhead(t *testing.T) {
 	ctx := context.Background()
 	res := tb.resource(t, 2, 60, "08:00", "22:00")
 	_, err := tb.e.SetResourcePolicy(ctx, alice, res.ID, booking.PolicyInput{MinNoticeMinutes: iptr(120)})
-	require.ErrorIs(t, err, ErrForbidden)
-	p, err := tb.e.SetResourcePolicy(ctx, System, res.ID, booking.PolicyInput{MinNoticeMinutes: iptr(120), MaxDaysAhead: iptr(2)})
+	require.ErrorIs(t, err, booking.ErrForbidden)
+	p, err := tb.e.SetResourcePolicy(ctx, booking.System, res.ID, booking.PolicyInput{MinNoticeMinutes: iptr(120), MaxDaysAhead: iptr(2)})
 	require.NoError(t, err)
 	require.Equal(t, 2*time.Hour, p.MinNotice)
 	require.Equal(t, 100, p.CancelRefund, "fields left out keep their defaults")
@@ -52,19 +52,19 @@ func TestNoticeAndDaysAhead(t *testing.T) {
 		return err
 	}
 	// now is 10:00: 12:00 is exactly the notice, 11:00 inside it.
-	require.ErrorIs(t, hold(at("11:00")), ErrTooSoon)
+	require.ErrorIs(t, hold(at("11:00")), booking.ErrTooSoon)
 	require.Equal(t, booking.ReasonTooSoon, tb.slotOf(t, res.ID, at("11:00")).Reason)
 	require.NoError(t, hold(at("12:00")))
 	require.True(t, tb.slotOf(t, res.ID, at("13:00")).Available)
 	// Two days ahead, today included: tomorrow sells, the day after does not.
 	require.NoError(t, hold(at("12:00").AddDate(0, 0, 1)))
-	require.ErrorIs(t, hold(at("12:00").AddDate(0, 0, 2)), ErrTooFar)
+	require.ErrorIs(t, hold(at("12:00").AddDate(0, 0, 2)), booking.ErrTooFar)
 	require.Equal(t, booking.ReasonTooFar, tb.slotOf(t, res.ID, at("12:00").AddDate(0, 0, 2)).Reason)
 
-	_, err = tb.e.SetResourcePolicy(ctx, System, res.ID, booking.PolicyInput{CancelRefundPercent: iptr(101)})
+	_, err = tb.e.SetResourcePolicy(ctx, booking.System, res.ID, booking.PolicyInput{CancelRefundPercent: iptr(101)})
 	require.ErrorIs(t, err, booking.Invalid("invalid_policy", ""))
-	_, err = tb.e.SetResourcePolicy(ctx, System, 999999, booking.PolicyInput{})
-	require.ErrorIs(t, err, ErrNotFound)
+	_, err = tb.e.SetResourcePolicy(ctx, booking.System, 999999, booking.PolicyInput{})
+	require.ErrorIs(t, err, booking.ErrNotFound)
 }
 
 // A user's cancel is refunded by the cut-off — the full share before it, the late share from it
@@ -75,7 +75,7 @@ func TestCancelRefundsByPolicy(t *testing.T) {
 	tb := setup(t)
 	ctx := context.Background()
 	res := tb.resource(t, 4, 60, "08:00", "22:00")
-	_, err := tb.e.SetResourcePolicy(ctx, System, res.ID, booking.PolicyInput{CancelCutoffMinutes: iptr(60),
+	_, err := tb.e.SetResourcePolicy(ctx, booking.System, res.ID, booking.PolicyInput{CancelCutoffMinutes: iptr(60),
 		CancelRefundPercent: iptr(90), LateCancelRefundPercent: iptr(30)})
 	require.NoError(t, err)
 	early := tb.payFor(t, alice, res, at("14:00"), "pay-early")
@@ -91,11 +91,11 @@ func TestCancelRefundsByPolicy(t *testing.T) {
 	require.NoError(t, err)
 	tb.clock.Set(at("14:00"))
 	_, err = tb.e.CancelBooking(ctx, alice, started.ID)
-	require.ErrorIs(t, err, ErrCancellationClosed)
+	require.ErrorIs(t, err, booking.ErrCancellationClosed)
 	got, err := tb.e.GetBooking(ctx, alice, started.ID)
 	require.NoError(t, err)
 	require.Equal(t, booking.Confirmed, got.Status, "a refused cancel changes nothing")
-	_, err = tb.e.CancelBooking(ctx, System, byAdmin.ID)
+	_, err = tb.e.CancelBooking(ctx, booking.System, byAdmin.ID)
 	require.NoError(t, err)
 
 	rs := tb.refunds(t)
@@ -113,13 +113,13 @@ func TestCancelRefundsByPolicy(t *testing.T) {
 		require.Equal(t, models.ProviderNotify, rs[i].Provider)
 	}
 	require.Len(t, tb.events(t, booking.EventRefundReq), 3)
-	listed, next, err := tb.e.ListRefunds(ctx, System, models.RefundRequested, "", 2)
+	listed, next, err := tb.e.ListRefunds(ctx, booking.System, models.RefundRequested, "", 2)
 	require.NoError(t, err)
 	require.Len(t, listed, 2)
 	require.NotEmpty(t, next)
 	require.Equal(t, strconv.FormatUint(rs[2].ID, 10), listed[0].RefundID, "newest first")
 	_, _, err = tb.e.ListRefunds(ctx, alice, "", "", 0)
-	require.ErrorIs(t, err, ErrForbidden)
+	require.ErrorIs(t, err, booking.ErrForbidden)
 }
 
 // A no-show under a 50% policy is refunded half, in the release batch's transaction; a dev-confirmed
@@ -130,7 +130,7 @@ func TestNoShowRefundInTheReleaseBatch(t *testing.T) {
 	ctx := context.Background()
 	half := tb.resource(t, 4, 60, "08:00", "22:00")
 	none := tb.resourceAt(t, half.VenueID, 4, 60, "08:00", "22:00")
-	_, err := tb.e.SetResourcePolicy(ctx, System, half.ID, booking.PolicyInput{NoshowRefundPercent: iptr(50)})
+	_, err := tb.e.SetResourcePolicy(ctx, booking.System, half.ID, booking.PolicyInput{NoshowRefundPercent: iptr(50)})
 	require.NoError(t, err)
 	paid := tb.payFor(t, alice, half, at("11:00"), "pay-1")
 	tb.book(t, alice, half, at("11:00")) // dev confirm: nothing paid
@@ -155,7 +155,7 @@ func TestLatePaymentIsRefunded(t *testing.T) {
 	h, err := tb.e.Hold(ctx, HoldRequest{UserID: "alice", ResourceID: res.ID, Start: at("14:00"), End: at("15:00")})
 	require.NoError(t, err)
 	tb.clock.Advance(2 * time.Minute)
-	tb.book(t, Actor{UserID: "bob", Role: RoleUser}, res, at("14:00"))
+	tb.book(t, booking.Actor{UserID: "bob", Role: booking.RoleUser}, res, at("14:00"))
 	out, err := tb.e.Pay(ctx, PaymentNotice{HoldID: h.ID, PaymentID: "late", AmountCents: h.AmountCents, PaidAt: tb.clock.Now()})
 	require.NoError(t, err)
 	require.Equal(t, OutcomeRefund, out.Outcome)
@@ -178,13 +178,13 @@ func TestNoshowFreezeOnHolds(t *testing.T) {
 	ctx := context.Background()
 	res := tb.resource(t, 6, 60, "08:00", "22:00")
 	_, err := tb.e.SetNoshowPolicy(ctx, alice, booking.NoshowPolicyInput{MaxNoshows: 2, WithinDays: 30, FreezeDays: 7})
-	require.ErrorIs(t, err, ErrForbidden)
-	_, err = tb.e.SetNoshowPolicy(ctx, System, booking.NoshowPolicyInput{MaxNoshows: 2, WithinDays: 30, FreezeDays: 7})
+	require.ErrorIs(t, err, booking.ErrForbidden)
+	_, err = tb.e.SetNoshowPolicy(ctx, booking.System, booking.NoshowPolicyInput{MaxNoshows: 2, WithinDays: 30, FreezeDays: 7})
 	require.NoError(t, err)
 	first := tb.book(t, alice, res, at("11:00"))
 	tb.book(t, alice, res, at("11:00"))
 	// Released in the same batch: carol reaches the threshold too, bob stays under it.
-	carol, bob := Actor{UserID: "carol", Role: RoleUser}, Actor{UserID: "bob", Role: RoleUser}
+	carol, bob := booking.Actor{UserID: "carol", Role: booking.RoleUser}, booking.Actor{UserID: "bob", Role: booking.RoleUser}
 	tb.book(t, carol, res, at("11:00"))
 	tb.book(t, carol, res, at("11:00"))
 	tb.book(t, bob, res, at("11:00"))
@@ -200,8 +200,8 @@ func TestNoshowFreezeOnHolds(t *testing.T) {
 	require.Equal(t, 5, n)
 	for _, user := range []string{"alice", "carol"} {
 		err = holdBy(user)
-		require.ErrorIs(t, err, ErrAccountFrozen, user)
-		e, _ := AsError(err)
+		require.ErrorIs(t, err, booking.ErrAccountFrozen, user)
+		e, _ := booking.AsError(err)
 		require.Equal(t, at("11:15").Add(7*24*time.Hour).UTC(), e.Details["until"].(time.Time).UTC(), user)
 	}
 	require.NoError(t, holdBy("bob"), "one no-show: under the threshold")
@@ -223,7 +223,7 @@ func TestNoshowFreezeSetByTheSweepWhenItsAnnouncementIsLost(t *testing.T) {
 	res := tb.resource(t, 6, 60, "08:00", "22:00")
 	loops := tb.e.NewLoops(LoopsConfig{})
 	require.NoError(t, loops.Run(ctx, "freezes"), "the rule is off")
-	_, err := tb.e.SetNoshowPolicy(ctx, System, booking.NoshowPolicyInput{MaxNoshows: 1, WithinDays: 30, FreezeDays: 7})
+	_, err := tb.e.SetNoshowPolicy(ctx, booking.System, booking.NoshowPolicyInput{MaxNoshows: 1, WithinDays: 30, FreezeDays: 7})
 	require.NoError(t, err)
 	tb.book(t, alice, res, at("11:00"))
 	tb.e.onFreed = nil // the process dies between the release's commit and its announcement
@@ -237,5 +237,5 @@ func TestNoshowFreezeSetByTheSweepWhenItsAnnouncementIsLost(t *testing.T) {
 	}
 	require.NoError(t, hold(), "nothing reacted to the release")
 	require.NoError(t, loops.Run(ctx, "freezes"))
-	require.ErrorIs(t, hold(), ErrAccountFrozen)
+	require.ErrorIs(t, hold(), booking.ErrAccountFrozen)
 }

@@ -158,7 +158,7 @@ func (e *Upkeep) completeFinished(ctx context.Context) error {
 	for _, id := range ids {
 		if _, _, err := e.bookings.apply(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
 			return b.Progress(e.clock.Now())
-		}); err != nil && !errors.Is(err, ErrNotFound) {
+		}); err != nil && !errors.Is(err, booking.ErrNotFound) {
 			return err
 		}
 	}
@@ -229,7 +229,7 @@ func (e *Upkeep) repairVenue(ctx context.Context, v uint64, rep *ReconcileReport
 	}
 	var unsettled []string
 	for id, r := range records {
-		if r.Status == HoldHeld {
+		if r.Status == booking.HoldHeld {
 			unsettled = append(unsettled, id)
 		}
 	}
@@ -278,19 +278,19 @@ func (e *Upkeep) repairHold(ctx context.Context, v uint64, id string, r redissto
 	if !ok {
 		return true, e.rs.ForgetConfirming(ctx, v, id)
 	}
-	if r.Status != HoldConfirming {
+	if r.Status != booking.HoldConfirming {
 		if err := e.rs.ForgetConfirming(ctx, v, id); err != nil {
 			return false, err
 		}
 	}
 	switch r.Effective(now) {
-	case HoldHeld:
+	case booking.HoldHeld:
 		added, err := e.rs.Requeue(ctx, &r, now)
 		if added {
 			rep.HoldsRequeued++
 		}
 		return false, err
-	case HoldConfirming:
+	case booking.HoldConfirming:
 		if now.Sub(r.Since) < e.opts.ConfirmStaleAfter {
 			return false, nil // a confirm is running right now
 		}

@@ -56,7 +56,7 @@ func refundEvent(r models.Refund, typ string) sqlstore.Event {
 }
 
 // ListRefunds lists refunds, newest first, optionally of one status. Admin only.
-func (e *Payments) ListRefunds(ctx context.Context, a Actor, status, cursor string, limit int) ([]wire.Refund, string, error) {
+func (e *Payments) ListRefunds(ctx context.Context, a booking.Actor, status, cursor string, limit int) ([]wire.Refund, string, error) {
 	if err := requireAdmin(a); err != nil {
 		return nil, "", err
 	}
@@ -86,7 +86,7 @@ func (e *Payments) ListRefunds(ctx context.Context, a Actor, status, cursor stri
 // — stays requested for manual handling. An error means: try again later.
 func (e *Payments) SendRefund(ctx context.Context, refundID uint64) error {
 	r, err := e.ss.Refund(ctx, refundID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, booking.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
@@ -116,7 +116,7 @@ func (e *Payments) SendRefund(ctx context.Context, refundID uint64) error {
 // is known.
 func (e *Payments) SettleRefund(ctx context.Context, outRefundNo, providerID string, o RefundOutcome) (bool, error) {
 	r, err := e.ss.RefundByOutNo(ctx, outRefundNo)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, booking.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {

@@ -41,12 +41,12 @@ func TestOverlappingBatchesReleaseABurstOnce(t *testing.T) {
 		}
 	}
 	res := tb.resource(t, n, 60, "08:00", "22:00")
-	var due, notYet []Booking
+	var due, notYet []booking.Booking
 	for i := range n {
-		due = append(due, tb.book(t, Actor{UserID: "u" + strconv.Itoa(i), Role: RoleUser}, res, at("11:00")))
+		due = append(due, tb.book(t, booking.Actor{UserID: "u" + strconv.Itoa(i), Role: booking.RoleUser}, res, at("11:00")))
 	}
 	for i := range later {
-		notYet = append(notYet, tb.book(t, Actor{UserID: "w" + strconv.Itoa(i), Role: RoleUser}, res, at("12:00")))
+		notYet = append(notYet, tb.book(t, booking.Actor{UserID: "w" + strconv.Itoa(i), Role: booking.RoleUser}, res, at("12:00")))
 	}
 	releaseAt := due[0].ReleaseAt.UTC()
 	// The later bookings fall due a millisecond after the burst: still CONFIRMED once it is released.
@@ -55,7 +55,7 @@ func TestOverlappingBatchesReleaseABurstOnce(t *testing.T) {
 	tb.clock.Set(releaseAt)
 	gate := make(chan struct{})
 	var wg sync.WaitGroup
-	var desk []Booking
+	var desk []booking.Booking
 	for i := 0; i < n; i += 10 {
 		desk = append(desk, due[i])
 	}
@@ -96,7 +96,7 @@ func TestOverlappingBatchesReleaseABurstOnce(t *testing.T) {
 	}
 	arrived := 0
 	for i, b := range due {
-		got, err := tb.e.GetBooking(ctx, System, b.ID)
+		got, err := tb.e.GetBooking(ctx, booking.System, b.ID)
 		require.NoError(t, err)
 		owned := owners[string(redisstore.BookingOwner(b.ID))]
 		if i%10 == 0 {
@@ -112,7 +112,7 @@ func TestOverlappingBatchesReleaseABurstOnce(t *testing.T) {
 		require.False(t, owned, "booking %d gave its unit back", b.ID)
 	}
 	for _, b := range notYet {
-		got, err := tb.e.GetBooking(ctx, System, b.ID)
+		got, err := tb.e.GetBooking(ctx, booking.System, b.ID)
 		require.NoError(t, err)
 		require.Equal(t, booking.Confirmed, got.Status, "booking %d is due a millisecond later", b.ID)
 		require.Zero(t, releases[b.ID])
@@ -127,7 +127,7 @@ func releaseOnly(every time.Duration) LoopsConfig {
 		WheelSweepInterval: time.Hour, RelayInterval: time.Hour}
 }
 
-func ids(bs []Booking) []uint64 {
+func ids(bs []booking.Booking) []uint64 {
 	out := make([]uint64, len(bs))
 	for i, b := range bs {
 		out[i] = b.ID
@@ -191,9 +191,9 @@ func TestReleaseLoopTakeoverGivesBackLostUnits(t *testing.T) {
 	tb := setup(t, func(o *Options) { o.DefaultGrace = 15 * time.Minute })
 	ctx := context.Background()
 	res := tb.resource(t, 3, 60, "08:00", "22:00")
-	var bs []Booking
+	var bs []booking.Booking
 	for i := range 3 {
-		bs = append(bs, tb.book(t, Actor{UserID: "u" + strconv.Itoa(i), Role: RoleUser}, res, at("11:00")))
+		bs = append(bs, tb.book(t, booking.Actor{UserID: "u" + strconv.Itoa(i), Role: booking.RoleUser}, res, at("11:00")))
 	}
 	tb.clock.Set(bs[0].ReleaseAt)
 	tb.e.hooks.release.EarlyGiveBackFails = true // Redis did not answer before the commit
@@ -253,7 +253,7 @@ func TestReleaseLoopRunsPastAStalledRun(t *testing.T) {
 	}
 	ctx := context.Background()
 	res := tb.resource(t, 2, 60, "08:00", "22:00")
-	bob := Actor{UserID: "bob", Role: RoleUser}
+	bob := booking.Actor{UserID: "bob", Role: booking.RoleUser}
 	stuck := tb.book(t, alice, res, at("11:00"))
 	behind := tb.book(t, bob, res, at("11:00"))
 	// behind falls due a millisecond after stuck.
@@ -340,8 +340,8 @@ func TestReleasesDoNotWaitForTheMainPool(t *testing.T) {
 	tb := setup(t, func(o *Options) { o.DB, o.ReleaseDB = main, release })
 	ctx := context.Background()
 	res := tb.resource(t, 1, 60, "08:00", "22:00")
-	b := tb.book(t, Actor{UserID: "guest", Role: RoleUser}, res, at("11:00"))
-	_, err = tb.e.GetBooking(ctx, System, b.ID) // the catalog's cache warm, as on a serving instance
+	b := tb.book(t, booking.Actor{UserID: "guest", Role: booking.RoleUser}, res, at("11:00"))
+	_, err = tb.e.GetBooking(ctx, booking.System, b.ID) // the catalog's cache warm, as on a serving instance
 	require.NoError(t, err)
 
 	// The booking load: every connection of the main pool in an open transaction.

@@ -30,61 +30,61 @@ var errMoveRaced = errors.New("the booking changed while it was being moved")
 // window; when the commit's outcome is unknown the move stays reserved and the sweep resolves it
 // from MySQL. Either way the booking ends with exactly one window, and no slot is ever counted over
 // its capacity.
-func (e *Bookings) Reschedule(ctx context.Context, a Actor, req RescheduleRequest) (Booking, error) {
+func (e *Bookings) Reschedule(ctx context.Context, a booking.Actor, req RescheduleRequest) (booking.Booking, error) {
 	b, err := e.mayRead(ctx, a, req.BookingID)
 	if err != nil {
-		return Booking{}, err
+		return booking.Booking{}, err
 	}
 	if !a.MayChange(b.UserID) {
-		return Booking{}, ErrNotFound
+		return booking.Booking{}, booking.ErrNotFound
 	}
 	if req.Start.IsZero() {
-		return Booking{}, booking.Invalid("missing_start", "start is required").WithField("start")
+		return booking.Booking{}, booking.Invalid("missing_start", "start is required").WithField("start")
 	}
 	cur, err := e.cat.resource(ctx, b.ResourceID)
 	if err != nil {
-		return Booking{}, err
+		return booking.Booking{}, err
 	}
 	ri := cur
 	if len(b.Roles) > 0 && req.ResourceID != 0 && req.ResourceID != b.ResourceID {
 		// A booking of several resources moves in time with the same resources.
-		return Booking{}, booking.Invalid("invalid_resources", "a booking of a service with roles keeps its resources when it moves").WithField("resource_id")
+		return booking.Booking{}, booking.Invalid("invalid_resources", "a booking of a service with roles keeps its resources when it moves").WithField("resource_id")
 	}
 	if req.ResourceID != 0 && req.ResourceID != b.ResourceID {
 		if ri, err = e.cat.resource(ctx, req.ResourceID); err != nil {
-			return Booking{}, unknown(err, "unknown_resource", "resource %d does not exist", req.ResourceID)
+			return booking.Booking{}, unknown(err, "unknown_resource", "resource %d does not exist", req.ResourceID)
 		}
 		if ri.res.VenueID != b.VenueID {
-			return Booking{}, booking.Invalid("unknown_resource", "resource %d is not a resource of the booking's venue", req.ResourceID).WithField("resource_id")
+			return booking.Booking{}, booking.Invalid("unknown_resource", "resource %d is not a resource of the booking's venue", req.ResourceID).WithField("resource_id")
 		}
 	}
 	var si *serviceInfo
 	if b.ServiceID != 0 {
 		if si, err = e.cat.service(ctx, b.ServiceID); err != nil {
-			return Booking{}, err
+			return booking.Booking{}, err
 		}
 		if !containsID(si.resources, ri.res.ID) {
-			return Booking{}, booking.Invalid("resource_not_in_service", "resource %d does not deliver the booking's service", ri.res.ID).WithField("resource_id")
+			return booking.Booking{}, booking.Invalid("resource_not_in_service", "resource %d does not deliver the booking's service", ri.res.ID).WithField("resource_id")
 		}
 	}
 	now := e.clock.Now()
 	p, err := offer(ri, si).Place(req.Start, req.End, b.Quantity, now)
 	if err != nil {
-		return Booking{}, err
+		return booking.Booking{}, err
 	}
 	grace, err := e.catalog.graceFor(ctx, ri, p.Start)
 	if err != nil {
-		return Booking{}, err
+		return booking.Booking{}, err
 	}
 	fields, days := slotFields(ri.res.ID, p.Slots)
 	for _, role := range b.Roles[min(1, len(b.Roles)):] {
 		rr, err := e.cat.resource(ctx, role.ResourceID)
 		if err != nil {
-			return Booking{}, err
+			return booking.Booking{}, err
 		}
 		rp, err := offer(rr, si).Place(req.Start, req.End, b.Quantity, now)
 		if err != nil {
-			return Booking{}, err
+			return booking.Booking{}, err
 		}
 		f, d := slotFields(rr.res.ID, rp.Slots)
 		fields, days = append(fields, f...), append(days, d...)
@@ -101,18 +101,18 @@ func (e *Bookings) Reschedule(ctx context.Context, a Actor, req RescheduleReques
 	probe := b
 	if c, err := decide(&probe); err != nil || c.None() {
 		if err != nil {
-			return Booking{}, err
+			return booking.Booking{}, err
 		}
 		return e.view(ctx, &b.Booking) // already on that window
 	}
 	ver := b.Version + 1
 	if err := e.reserveMove(ctx, ri, redisstore.BookingUnits{BookingID: b.ID, Qty: b.Quantity, Fields: fields, Version: ver}, days); err != nil {
-		return Booking{}, err
+		return booking.Booking{}, err
 	}
 	old := release.Ref{BookingID: b.ID, ReleaseAt: b.ReleaseAt}
 	if h := e.hooks.beforeMoveCommit; h != nil {
 		if err := h(); errors.Is(err, errSimulatedCrash) {
-			return Booking{}, err
+			return booking.Booking{}, err
 		}
 	}
 	moved, _, err := e.ss.UpdateBooking(ctx, b.ID, func(x *sqlstore.Booking) (booking.Change, error) {
@@ -129,19 +129,19 @@ func (e *Bookings) Reschedule(ctx context.Context, a Actor, req RescheduleReques
 	switch {
 	case errors.Is(err, sqlstore.ErrCommitUnknown):
 		// Like a confirm whose acknowledgement was lost: the sweep asks MySQL and ends the move.
-		return Booking{}, errors.Join(ErrStorageUnavailable, err)
+		return booking.Booking{}, errors.Join(booking.ErrStorageUnavailable, err)
 	case err != nil:
 		if _, aerr := e.rs.AbortMove(lctx, b.VenueID, b.ID, ver); aerr != nil {
 			e.log.Warn("abort move failed; the sweep will", "booking_id", b.ID, "err", aerr)
 		}
 		if errors.Is(err, errMoveRaced) {
-			return Booking{}, ErrInvalidTransition
+			return booking.Booking{}, booking.ErrInvalidTransition
 		}
-		return Booking{}, e.ledgerRefusal(b.VenueID, err)
+		return booking.Booking{}, e.ledgerRefusal(b.VenueID, err)
 	}
 	if h := e.hooks.afterMoveCommit; h != nil {
 		if err := h(); errors.Is(err, errSimulatedCrash) {
-			return Booking{}, err
+			return booking.Booking{}, err
 		}
 	}
 	if _, err := e.rs.FinishMove(lctx, b.VenueID, b.ID, ver); err != nil {
@@ -169,11 +169,11 @@ func (e *Bookings) reserveMove(ctx context.Context, ri *resourceInfo, u redissto
 		case redisstore.MoveOK:
 			return nil
 		case redisstore.MoveFull:
-			return ErrSlotFull
+			return booking.ErrSlotFull
 		case redisstore.MoveClosed:
-			return ErrSlotClosed
+			return booking.ErrSlotClosed
 		case redisstore.MoveBusy:
-			return ErrConfirmInProgress
+			return booking.ErrConfirmInProgress
 		case redisstore.MoveMissing:
 			// Redis lost the booking's units: count them again from SQL, then retry once.
 			if attempt > 0 {
@@ -209,7 +209,7 @@ func (e *Bookings) sweepMoves(ctx context.Context, venueID uint64, now time.Time
 			continue
 		}
 		b, err := e.ss.Booking(ctx, m.BookingID)
-		if err != nil && !errors.Is(err, ErrNotFound) {
+		if err != nil && !errors.Is(err, booking.ErrNotFound) {
 			errs = append(errs, err)
 			continue
 		}

@@ -37,15 +37,15 @@ func TestReschedule(t *testing.T) {
 	tb := setup(t, func(o *Options) { o.DefaultGrace = 15 * time.Minute })
 	ctx := context.Background()
 	res := tb.resource(t, 1, 60, "08:00", "22:00")
-	_, err := tb.e.SetResourcePolicy(ctx, System, res.ID, booking.PolicyInput{MaxReschedules: iptr(1), RescheduleCutoffMinutes: iptr(60)})
+	_, err := tb.e.SetResourcePolicy(ctx, booking.System, res.ID, booking.PolicyInput{MaxReschedules: iptr(1), RescheduleCutoffMinutes: iptr(60)})
 	require.NoError(t, err)
 	b := tb.book(t, alice, res, at("14:00"))
-	tb.book(t, Actor{UserID: "bob", Role: RoleUser}, res, at("16:00"))
+	tb.book(t, booking.Actor{UserID: "bob", Role: booking.RoleUser}, res, at("16:00"))
 
-	_, err = tb.e.Reschedule(ctx, Actor{UserID: "bob", Role: RoleUser}, RescheduleRequest{BookingID: b.ID, Start: at("15:00"), End: at("16:00")})
-	require.ErrorIs(t, err, ErrNotFound, "nobody moves what is not theirs")
+	_, err = tb.e.Reschedule(ctx, booking.Actor{UserID: "bob", Role: booking.RoleUser}, RescheduleRequest{BookingID: b.ID, Start: at("15:00"), End: at("16:00")})
+	require.ErrorIs(t, err, booking.ErrNotFound, "nobody moves what is not theirs")
 	_, err = tb.e.Reschedule(ctx, alice, RescheduleRequest{BookingID: b.ID, Start: at("16:00"), End: at("17:00")})
-	require.ErrorIs(t, err, ErrSlotFull)
+	require.ErrorIs(t, err, booking.ErrSlotFull)
 	moved, err := tb.e.Reschedule(ctx, alice, RescheduleRequest{BookingID: b.ID, Start: at("15:00"), End: at("16:00")})
 	require.NoError(t, err)
 	require.Equal(t, b.ID, moved.ID, "same booking")
@@ -60,21 +60,21 @@ func TestReschedule(t *testing.T) {
 	require.Equal(t, "rescheduled", h[len(h)-1].Reason)
 
 	_, err = tb.e.Reschedule(ctx, alice, RescheduleRequest{BookingID: b.ID, Start: at("18:00"), End: at("19:00")})
-	require.ErrorIs(t, err, ErrRescheduleLimit)
+	require.ErrorIs(t, err, booking.ErrRescheduleLimit)
 	c := tb.book(t, alice, res, at("12:00"))
 	tb.clock.Set(at("11:00"))
 	_, err = tb.e.Reschedule(ctx, alice, RescheduleRequest{BookingID: c.ID, Start: at("18:00"), End: at("19:00")})
-	require.ErrorIs(t, err, ErrRescheduleClosed, "at the cut-off")
+	require.ErrorIs(t, err, booking.ErrRescheduleClosed, "at the cut-off")
 
 	// Another resource of the venue at another price: price_differs; at the same price it moves.
-	dear, err := tb.e.CreateResource(ctx, System, ResourceInput{VenueID: res.VenueID, Name: "Dear", Kind: "court", Capacity: 1, PriceCents: 5000})
+	dear, err := tb.e.CreateResource(ctx, booking.System, ResourceInput{VenueID: res.VenueID, Name: "Dear", Kind: "court", Capacity: 1, PriceCents: 5000})
 	require.NoError(t, err)
-	_, err = tb.e.SetSchedule(ctx, System, dear.ID, ScheduleInput{SlotMinutes: 60, HorizonDays: 7,
-		Weekly: []WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "08:00", Close: "22:00"}}})
+	_, err = tb.e.SetSchedule(ctx, booking.System, dear.ID, booking.ScheduleInput{SlotMinutes: 60, HorizonDays: 7,
+		Weekly: []booking.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "08:00", Close: "22:00"}}})
 	require.NoError(t, err)
 	d := tb.book(t, alice, res, at("19:00"))
 	_, err = tb.e.Reschedule(ctx, alice, RescheduleRequest{BookingID: d.ID, ResourceID: dear.ID, Start: at("19:00"), End: at("20:00")})
-	require.ErrorIs(t, err, ErrPriceDiffers)
+	require.ErrorIs(t, err, booking.ErrPriceDiffers)
 	twin := tb.resourceAt(t, res.VenueID, 1, 60, "08:00", "22:00")
 	got, err := tb.e.Reschedule(ctx, alice, RescheduleRequest{BookingID: d.ID, ResourceID: twin.ID, Start: at("19:00"), End: at("20:00")})
 	require.NoError(t, err)
@@ -104,7 +104,7 @@ func TestRescheduleFailureKeepsOneWindow(t *testing.T) {
 		return err
 	}
 	_, err := tb.e.Reschedule(ctx, alice, RescheduleRequest{BookingID: b.ID, Start: at("15:00"), End: at("16:00")})
-	require.ErrorIs(t, err, ErrInvalidTransition)
+	require.ErrorIs(t, err, booking.ErrInvalidTransition)
 	require.Equal(t, oldFields, tb.ownerFields(t, res.VenueID, owner), "the old window stays")
 	require.Equal(t, 1, tb.used(t, res.VenueID, res.ID, at("14:00")))
 	require.Equal(t, 0, tb.used(t, res.VenueID, res.ID, at("15:00")), "the reservation came back")
@@ -153,7 +153,7 @@ func TestRescheduleRace(t *testing.T) {
 	ctx := context.Background()
 	const capacity = 3
 	res := tb.resource(t, capacity, 30, "08:00", "20:00") // 24 slots of 30 minutes
-	_, err := tb.e.SetResourcePolicy(ctx, System, res.ID, booking.PolicyInput{MaxReschedules: iptr(100)})
+	_, err := tb.e.SetResourcePolicy(ctx, booking.System, res.ID, booking.PolicyInput{MaxReschedules: iptr(100)})
 	require.NoError(t, err)
 	first := at("08:00").AddDate(0, 0, 1)
 	window := func(from int) (time.Time, time.Time) {
@@ -163,7 +163,7 @@ func TestRescheduleRace(t *testing.T) {
 	var ids []uint64
 	for i := range 11 {
 		s, e := window(i * 2)
-		b := tb.bookWindow(t, Actor{UserID: fmt.Sprintf("u%d", i), Role: RoleUser}, res, s, e)
+		b := tb.bookWindow(t, booking.Actor{UserID: fmt.Sprintf("u%d", i), Role: booking.RoleUser}, res, s, e)
 		ids = append(ids, b.ID)
 	}
 	var wg sync.WaitGroup
@@ -174,18 +174,18 @@ func TestRescheduleRace(t *testing.T) {
 			if g%4 == 0 { // others hold
 				s, e := window(rng.Intn(22))
 				_, err := tb.e.Hold(ctx, HoldRequest{UserID: fmt.Sprintf("h%d", g), ResourceID: res.ID, Start: s, End: e})
-				if err != nil && !errors.Is(err, ErrSlotFull) {
+				if err != nil && !errors.Is(err, booking.ErrSlotFull) {
 					t.Error(err)
 				}
 				return
 			}
 			i := rng.Intn(len(ids))
 			s, e := window(rng.Intn(22))
-			_, err := tb.e.Reschedule(ctx, Actor{UserID: fmt.Sprintf("u%d", i), Role: RoleUser}, RescheduleRequest{BookingID: ids[i], Start: s, End: e})
+			_, err := tb.e.Reschedule(ctx, booking.Actor{UserID: fmt.Sprintf("u%d", i), Role: booking.RoleUser}, RescheduleRequest{BookingID: ids[i], Start: s, End: e})
 			switch {
 			case err == nil:
 				moved.Store(g, true)
-			case errors.Is(err, ErrSlotFull), errors.Is(err, ErrConfirmInProgress), errors.Is(err, ErrInvalidTransition):
+			case errors.Is(err, booking.ErrSlotFull), errors.Is(err, booking.ErrConfirmInProgress), errors.Is(err, booking.ErrInvalidTransition):
 				full.Store(g, true)
 			default:
 				t.Errorf("move %d: %v", g, err)
@@ -221,7 +221,7 @@ func TestRescheduleRace(t *testing.T) {
 }
 
 // bookWindow holds and confirms start..end for a.
-func (tb *testBundle) bookWindow(t testing.TB, a Actor, res Resource, start, end time.Time) Booking {
+func (tb *testBundle) bookWindow(t testing.TB, a booking.Actor, res Resource, start, end time.Time) booking.Booking {
 	t.Helper()
 	ctx := context.Background()
 	h, err := tb.e.Hold(ctx, HoldRequest{UserID: a.UserID, ResourceID: res.ID, Start: start, End: end})

@@ -19,7 +19,7 @@ import (
 func (tb *testBundle) counselling(t testing.TB, counsellors, rooms int) (Service, []Resource, []Resource) {
 	t.Helper()
 	ctx := context.Background()
-	v, err := tb.e.CreateVenue(ctx, System, VenueInput{Name: "Clinic", Timezone: "Asia/Shanghai"})
+	v, err := tb.e.CreateVenue(ctx, booking.System, VenueInput{Name: "Clinic", Timezone: "Asia/Shanghai"})
 	require.NoError(t, err)
 	mk := func(n int) ([]Resource, []uint64) {
 		var rs []Resource
@@ -32,7 +32,7 @@ func (tb *testBundle) counselling(t testing.TB, counsellors, rooms int) (Service
 	}
 	cs, cids := mk(counsellors)
 	rs, rids := mk(rooms)
-	svc, err := tb.e.CreateService(ctx, System, ServiceInput{VenueID: v.ID, Name: "Session", DurationMinutes: 50,
+	svc, err := tb.e.CreateService(ctx, booking.System, ServiceInput{VenueID: v.ID, Name: "Session", DurationMinutes: 50,
 		PrepMinutes: 10, CleanupMinutes: 10, PriceCents: 30000,
 		Roles: []ServiceRole{{Role: "counsellor", ResourceIDs: cids}, {Role: "room", ResourceIDs: rids}}})
 	require.NoError(t, err)
@@ -47,7 +47,7 @@ func TestServiceWithRoles(t *testing.T) {
 	ctx := context.Background()
 	svc, cs, rs := tb.counselling(t, 2, 1)
 	require.Len(t, svc.Roles, 2)
-	_, err := tb.e.CreateService(ctx, System, ServiceInput{VenueID: svc.VenueID, Name: "Bad", DurationMinutes: 50,
+	_, err := tb.e.CreateService(ctx, booking.System, ServiceInput{VenueID: svc.VenueID, Name: "Bad", DurationMinutes: 50,
 		Roles: []ServiceRole{{Role: "a", ResourceIDs: []uint64{cs[0].ID}}, {Role: "b", ResourceIDs: []uint64{cs[0].ID}}}})
 	require.ErrorIs(t, err, booking.Invalid("invalid_resource_ids", ""), "a resource fills one role only")
 
@@ -61,7 +61,7 @@ func TestServiceWithRoles(t *testing.T) {
 	}
 	// The second counsellor is free, but the only room is not: nothing is taken.
 	_, err = tb.e.Hold(ctx, HoldRequest{UserID: "bob", ServiceID: svc.ID, Start: at("14:00")})
-	require.ErrorIs(t, err, ErrSlotFull)
+	require.ErrorIs(t, err, booking.ErrSlotFull)
 	require.Equal(t, 0, tb.used(t, cs[1].VenueID, cs[1].ID, at("14:00")), "no counsellor without a room")
 	slots, err := tb.e.Availability(ctx, AvailabilityQuery{ServiceID: svc.ID, Date: "2026-12-07"})
 	require.NoError(t, err)
@@ -89,7 +89,7 @@ func TestServiceWithRoles(t *testing.T) {
 	got, err := tb.e.GetBooking(ctx, alice, b.ID)
 	require.NoError(t, err)
 	require.Equal(t, h.Roles, got.Roles)
-	_, err = tb.e.CancelBooking(ctx, System, b.ID)
+	_, err = tb.e.CancelBooking(ctx, booking.System, b.ID)
 	require.NoError(t, err)
 	for _, r := range []Resource{cs[0], rs[0]} {
 		require.Equal(t, 0, tb.used(t, r.VenueID, r.ID, at("14:00")), "both come back")
@@ -109,7 +109,7 @@ func TestServiceWithRoles(t *testing.T) {
 	}
 }
 
-func (tb *testBundle) counsellingBooking(t testing.TB, svc Service, start time.Time) Booking {
+func (tb *testBundle) counsellingBooking(t testing.TB, svc Service, start time.Time) booking.Booking {
 	t.Helper()
 	ctx := context.Background()
 	h, err := tb.e.Hold(ctx, HoldRequest{UserID: "alice", ServiceID: svc.ID, Start: start})
@@ -135,7 +135,7 @@ func TestServiceWithRolesRace(t *testing.T) {
 			switch {
 			case err == nil:
 				ok.Add(1)
-			case errors.Is(err, ErrSlotFull):
+			case errors.Is(err, booking.ErrSlotFull):
 				full.Add(1)
 			default:
 				t.Error(err)

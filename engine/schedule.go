@@ -15,7 +15,7 @@ import (
 
 // SetSchedule replaces a resource's opening rules, refusing a change that would close hours under
 // confirmed bookings (see ChangeSchedule). Admin only.
-func (e *Catalog) SetSchedule(ctx context.Context, a Actor, resourceID uint64, in ScheduleInput) (Schedule, error) {
+func (e *Catalog) SetSchedule(ctx context.Context, a booking.Actor, resourceID uint64, in booking.ScheduleInput) (Schedule, error) {
 	return e.ChangeSchedule(ctx, a, resourceID, ScheduleChange{ScheduleInput: in})
 }
 
@@ -25,7 +25,7 @@ func (e *Catalog) SetSchedule(ctx context.Context, a Actor, resourceID uint64, i
 // ErrScheduleConflict listing the bookings (details "booking_ids"), unless CancelAffected asks for
 // the closed-out bookings to be cancelled as an admin cancels them. Live holds on closed hours are
 // given up. Admin only.
-func (e *Catalog) ChangeSchedule(ctx context.Context, a Actor, resourceID uint64, ch ScheduleChange) (Schedule, error) {
+func (e *Catalog) ChangeSchedule(ctx context.Context, a booking.Actor, resourceID uint64, ch ScheduleChange) (Schedule, error) {
 	if err := requireAdmin(a); err != nil {
 		return Schedule{}, err
 	}
@@ -39,10 +39,10 @@ func (e *Catalog) ChangeSchedule(ctx context.Context, a Actor, resourceID uint64
 	}
 	in := ch.ScheduleInput
 	if in.Weekly == nil {
-		in.Weekly = []WeeklyRule{}
+		in.Weekly = []booking.WeeklyRule{}
 	}
 	if in.Exceptions == nil {
-		in.Exceptions = []ScheduleException{}
+		in.Exceptions = []booking.ScheduleException{}
 	}
 	plan, err := e.regrid(ctx, ri, p)
 	if err != nil {
@@ -329,11 +329,11 @@ func (e *Catalog) EnsureDemo(ctx context.Context) (Venue, bool, error) {
 	if ok {
 		return e.toVenue(existing), false, e.ensureDemoDesk(ctx, existing.ID)
 	}
-	v, err := e.CreateVenue(ctx, System, VenueInput{Name: DemoVenueName, Timezone: "Asia/Shanghai"})
+	v, err := e.CreateVenue(ctx, booking.System, VenueInput{Name: DemoVenueName, Timezone: "Asia/Shanghai"})
 	if err != nil {
 		return Venue{}, false, err
 	}
-	if _, err := e.SetGracePolicy(ctx, System, GracePolicy{Category: "court", GraceSeconds: 15 * 60}); err != nil {
+	if _, err := e.SetGracePolicy(ctx, booking.System, GracePolicy{Category: "court", GraceSeconds: 15 * 60}); err != nil {
 		return Venue{}, false, err
 	}
 	for _, name := range []string{"Court 1", "Court 2", "Court 3", "Court 4"} {
@@ -354,19 +354,19 @@ func (e *Catalog) ensureDemoDesk(ctx context.Context, venueID uint64) error {
 			return nil
 		}
 	}
-	if _, err := e.SetGracePolicy(ctx, System, GracePolicy{Category: "desk", GraceSeconds: 60}); err != nil {
+	if _, err := e.SetGracePolicy(ctx, booking.System, GracePolicy{Category: "desk", GraceSeconds: 60}); err != nil {
 		return err
 	}
 	return e.demoResource(ctx, venueID, DemoDeskName, "desk", 4, 1500, 15, "00:00", "24:00")
 }
 
 func (e *Catalog) demoResource(ctx context.Context, venueID uint64, name, kind string, capacity int, price int64, slot int, open, close string) error {
-	r, err := e.CreateResource(ctx, System, ResourceInput{VenueID: venueID, Name: name, Kind: kind, Capacity: capacity,
+	r, err := e.CreateResource(ctx, booking.System, ResourceInput{VenueID: venueID, Name: name, Kind: kind, Capacity: capacity,
 		Category: kind, PriceCents: price})
 	if err != nil {
 		return err
 	}
-	_, err = e.SetSchedule(ctx, System, r.ID, ScheduleInput{SlotMinutes: slot, HorizonDays: 14,
-		Weekly: []WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: open, Close: close}}})
+	_, err = e.SetSchedule(ctx, booking.System, r.ID, booking.ScheduleInput{SlotMinutes: slot, HorizonDays: 14,
+		Weekly: []booking.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: open, Close: close}}})
 	return err
 }

@@ -65,7 +65,7 @@ func (tb *testBundle) restart(t testing.TB) {
 func (tb *testBundle) resource(t testing.TB, capacity, slotMinutes int, open, close string) Resource {
 	t.Helper()
 	ctx := context.Background()
-	v, err := tb.e.CreateVenue(ctx, System, VenueInput{Name: "Venue", Timezone: "Asia/Shanghai"})
+	v, err := tb.e.CreateVenue(ctx, booking.System, VenueInput{Name: "Venue", Timezone: "Asia/Shanghai"})
 	require.NoError(t, err)
 	return tb.resourceAt(t, v.ID, capacity, slotMinutes, open, close)
 }
@@ -73,11 +73,11 @@ func (tb *testBundle) resource(t testing.TB, capacity, slotMinutes int, open, cl
 func (tb *testBundle) resourceAt(t testing.TB, venueID uint64, capacity, slotMinutes int, open, close string) Resource {
 	t.Helper()
 	ctx := context.Background()
-	r, err := tb.e.CreateResource(ctx, System, ResourceInput{VenueID: venueID, Name: "R", Kind: "court", Capacity: capacity,
+	r, err := tb.e.CreateResource(ctx, booking.System, ResourceInput{VenueID: venueID, Name: "R", Kind: "court", Capacity: capacity,
 		Category: "court", PriceCents: 1000})
 	require.NoError(t, err)
-	_, err = tb.e.SetSchedule(ctx, System, r.ID, ScheduleInput{SlotMinutes: slotMinutes, HorizonDays: 7,
-		Weekly: []WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: open, Close: close}}})
+	_, err = tb.e.SetSchedule(ctx, booking.System, r.ID, booking.ScheduleInput{SlotMinutes: slotMinutes, HorizonDays: 7,
+		Weekly: []booking.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: open, Close: close}}})
 	require.NoError(t, err)
 	return r
 }
@@ -112,7 +112,7 @@ func (tb *testBundle) usedErr(venueID, resourceID uint64, start time.Time) (int,
 }
 
 // releaseTask runs b's release task as the queue would deliver it, and answers its outcome.
-func (tb *testBundle) releaseTask(t testing.TB, b Booking) release.Outcome {
+func (tb *testBundle) releaseTask(t testing.TB, b booking.Booking) release.Outcome {
 	t.Helper()
 	out, err := tb.e.Release(context.Background(), release.Ref{BookingID: b.ID, ReleaseAt: b.ReleaseAt})
 	require.NoError(t, err)
@@ -135,13 +135,13 @@ func (tb *testBundle) slotOf(t testing.TB, resourceID uint64, start time.Time) S
 // racingCheckIns starts, for each of bs, a check-in at the front desk of another instance whose
 // clock reads a millisecond before releaseAt (the releasing instance reads it at releaseAt); each
 // waits for gate, so that the check-ins race a release.
-func (tb *testBundle) racingCheckIns(t *testing.T, venueID uint64, releaseAt time.Time, bs []Booking, gate <-chan struct{}, wg *sync.WaitGroup) {
+func (tb *testBundle) racingCheckIns(t *testing.T, venueID uint64, releaseAt time.Time, bs []booking.Booking, gate <-chan struct{}, wg *sync.WaitGroup) {
 	t.Helper()
 	deskOpts := tb.opts
 	deskOpts.Clock = NewSimulatedClock(releaseAt.Add(-time.Millisecond))
 	desk, err := New(deskOpts)
 	require.NoError(t, err)
-	staff := Actor{UserID: "desk", Role: RoleStaff, VenueID: venueID}
+	staff := booking.Actor{UserID: "desk", Role: booking.RoleStaff, VenueID: venueID}
 	for _, b := range bs {
 		wg.Go(func() {
 			<-gate

@@ -6,37 +6,6 @@ import (
 	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
-// The domain's types, under the names callers of the engine use.
-type (
-	// Actor is who is asking.
-	Actor = booking.Actor
-	// Booking is a durable booking; the engine answers it in the venue's zone.
-	Booking = booking.Booking
-	// Hold is an unpaid hold; the engine answers it in the venue's zone.
-	Hold = booking.Hold
-	// WaitlistEntry is a user waiting for a window.
-	WaitlistEntry = booking.WaitlistEntry
-	// WeeklyRule, ScheduleException and ScheduleInput describe opening hours.
-	WeeklyRule        = booking.WeeklyRule
-	ScheduleException = booking.ScheduleException
-	ScheduleInput     = booking.ScheduleInput
-	// PeakRule overrides a category's grace at peak times.
-	PeakRule = booking.PeakRule
-	// Status is a booking's status; HoldStatus a hold's.
-	Status     = booking.Status
-	HoldStatus = booking.HoldStatus
-)
-
-// Roles of an Actor.
-const (
-	RoleUser  = booking.RoleUser
-	RoleStaff = booking.RoleStaff
-	RoleAdmin = booking.RoleAdmin
-)
-
-// System is the actor of the engine's own work (release, reconcile).
-var System = booking.System
-
 // Venue is a place with an IANA time zone.
 type Venue struct {
 	ID          uint64
@@ -80,8 +49,8 @@ type ResourceInput struct {
 type Schedule struct {
 	ResourceID     uint64
 	SlotMinutes    int
-	Weekly         []WeeklyRule
-	Exceptions     []ScheduleException
+	Weekly         []booking.WeeklyRule
+	Exceptions     []booking.ScheduleException
 	HorizonDays    int
 	GeneratedUntil string // first venue-local date without inventory
 }
@@ -89,7 +58,7 @@ type Schedule struct {
 // ScheduleChange asks for new opening rules. CancelAffected cancels (as an admin cancels) the
 // confirmed bookings that the new hours would no longer hold, instead of refusing the change.
 type ScheduleChange struct {
-	ScheduleInput
+	booking.ScheduleInput
 	CancelAffected bool
 }
 
@@ -130,7 +99,7 @@ type ServiceInput struct {
 type GracePolicy struct {
 	Category     string
 	GraceSeconds int
-	Peak         []PeakRule
+	Peak         []booking.PeakRule
 }
 
 // AvailabilityQuery asks for one venue-local day of a resource, or of a service (optionally on one
@@ -140,16 +109,6 @@ type AvailabilityQuery struct {
 	ServiceID  uint64
 	Date       string // YYYY-MM-DD, venue-local
 }
-
-// Slot reasons for not being available.
-const (
-	ReasonFull           = booking.ReasonFull
-	ReasonClosed         = booking.ReasonClosed
-	ReasonPast           = booking.ReasonPast
-	ReasonBufferConflict = booking.ReasonBufferConflict
-	ReasonTooSoon        = booking.ReasonTooSoon
-	ReasonTooFar         = booking.ReasonTooFar
-)
 
 // SlotAvailability is one bookable start of a day. Times are in the venue's zone.
 type SlotAvailability struct {
@@ -177,15 +136,6 @@ type HoldRequest struct {
 	once *holdOnce // HoldOnce's idempotency step
 }
 
-// Hold statuses; holds live in Redis only.
-const (
-	HoldHeld       = booking.HoldHeld
-	HoldConfirming = booking.HoldConfirming
-	HoldConfirmed  = booking.HoldConfirmed
-	HoldExpired    = booking.HoldExpired
-	HoldCancelled  = booking.HoldCancelled
-)
-
 // PaymentNotice is a verified payment notification from the provider.
 type PaymentNotice struct {
 	HoldID      string
@@ -211,7 +161,7 @@ type PaymentResult struct {
 	Outcome   string
 	PaymentID string
 	HoldID    string
-	Booking   *Booking
+	Booking   *booking.Booking
 }
 
 // ReconcileReport counts what a reconciliation found and repaired.
@@ -243,15 +193,6 @@ type WaitlistRequest struct {
 	End        time.Time
 	Quantity   int
 }
-
-// Waitlist statuses.
-const (
-	WaitWaiting   = booking.WaitWaiting
-	WaitPromoted  = booking.WaitPromoted
-	WaitLapsed    = booking.WaitLapsed
-	WaitCancelled = booking.WaitCancelled
-	WaitExpired   = booking.WaitExpired
-)
 
 // HistoryEntry is one status change of a booking. At is in the venue's zone.
 type HistoryEntry struct {

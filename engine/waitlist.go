@@ -13,36 +13,36 @@ import (
 // time). The window is checked like a hold's (on the grid, not past, within the horizon). If its
 // units are free right now the entry is promoted at once, so the answer already carries the hold to
 // pay.
-func (e *Holds) JoinWaitlist(ctx context.Context, req WaitlistRequest) (WaitlistEntry, error) {
+func (e *Holds) JoinWaitlist(ctx context.Context, req WaitlistRequest) (booking.WaitlistEntry, error) {
 	if req.UserID == "" {
-		return WaitlistEntry{}, ErrForbidden
+		return booking.WaitlistEntry{}, booking.ErrForbidden
 	}
 	var err error
 	if req.Quantity, err = booking.Quantity(req.Quantity); err != nil {
-		return WaitlistEntry{}, err
+		return booking.WaitlistEntry{}, err
 	}
 	if req.ResourceID == 0 {
-		return WaitlistEntry{}, booking.Invalid("missing_resource_id", "resource_id is required").WithField("resource_id")
+		return booking.WaitlistEntry{}, booking.Invalid("missing_resource_id", "resource_id is required").WithField("resource_id")
 	}
 	if req.Start.IsZero() || req.End.IsZero() {
-		return WaitlistEntry{}, booking.Invalid("missing_start", "start and end are required").WithField("start")
+		return booking.WaitlistEntry{}, booking.Invalid("missing_start", "start and end are required").WithField("start")
 	}
 	ri, err := e.cat.resource(ctx, req.ResourceID)
 	if err != nil {
-		return WaitlistEntry{}, unknown(err, "unknown_resource", "resource %d does not exist", req.ResourceID)
+		return booking.WaitlistEntry{}, unknown(err, "unknown_resource", "resource %d does not exist", req.ResourceID)
 	}
 	now := e.clock.Now()
 	p, err := offer(ri, nil).Place(req.Start, req.End, req.Quantity, now)
 	if err != nil {
-		return WaitlistEntry{}, err
+		return booking.WaitlistEntry{}, err
 	}
 	id, err := e.ss.JoinWaitlist(ctx, sqlstore.NewWait{UserID: req.UserID, VenueID: ri.res.VenueID, ResourceID: req.ResourceID,
 		Start: p.Start, End: p.End, Quantity: req.Quantity}, now)
 	if err != nil {
 		if errors.Is(err, sqlstore.ErrAlreadyWaiting) {
-			return WaitlistEntry{}, ErrAlreadyWaiting
+			return booking.WaitlistEntry{}, booking.ErrAlreadyWaiting
 		}
-		return WaitlistEntry{}, err
+		return booking.WaitlistEntry{}, err
 	}
 	e.promoteAfterFree(ctx, req.ResourceID)
 	return e.waitlistEntry(ctx, id)
@@ -50,46 +50,46 @@ func (e *Holds) JoinWaitlist(ctx context.Context, req WaitlistRequest) (Waitlist
 
 // LeaveWaitlist takes a waiting entry out of line. Owner or admin; a promoted entry keeps its hold
 // (give that up with CancelHold).
-func (e *Holds) LeaveWaitlist(ctx context.Context, a Actor, id uint64) (WaitlistEntry, error) {
+func (e *Holds) LeaveWaitlist(ctx context.Context, a booking.Actor, id uint64) (booking.WaitlistEntry, error) {
 	row, err := e.ss.WaitlistEntry(ctx, id)
 	if err != nil {
-		return WaitlistEntry{}, err
+		return booking.WaitlistEntry{}, err
 	}
 	if !a.MayChange(row.UserID) {
-		return WaitlistEntry{}, ErrNotFound
+		return booking.WaitlistEntry{}, booking.ErrNotFound
 	}
 	if booking.WaitStatus(row.Status) == booking.WaitWaiting {
 		err := e.ss.SetWaitStatus(ctx, id, booking.WaitWaiting, booking.WaitCancelled, "", e.clock.Now(), nil)
 		if err != nil && !sqlstore.IsStale(err) {
-			return WaitlistEntry{}, err
+			return booking.WaitlistEntry{}, err
 		}
 	}
 	return e.waitlistEntry(ctx, id)
 }
 
 // ListWaitlist lists the actor's entries, newest first.
-func (e *Holds) ListWaitlist(ctx context.Context, a Actor) ([]WaitlistEntry, error) {
+func (e *Holds) ListWaitlist(ctx context.Context, a booking.Actor) ([]booking.WaitlistEntry, error) {
 	rows, err := e.ss.UserWaitlist(ctx, a.UserID, 100)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]WaitlistEntry, 0, len(rows))
+	out := make([]booking.WaitlistEntry, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, e.toWaitlistEntry(ctx, r))
 	}
 	return out, nil
 }
 
-func (e *Holds) waitlistEntry(ctx context.Context, id uint64) (WaitlistEntry, error) {
+func (e *Holds) waitlistEntry(ctx context.Context, id uint64) (booking.WaitlistEntry, error) {
 	row, err := e.ss.WaitlistEntry(ctx, id)
 	if err != nil {
-		return WaitlistEntry{}, err
+		return booking.WaitlistEntry{}, err
 	}
 	return e.toWaitlistEntry(ctx, row), nil
 }
 
-func (e *Holds) toWaitlistEntry(ctx context.Context, r models.WaitlistEntry) WaitlistEntry {
-	out := WaitlistEntry{ID: r.ID, UserID: r.UserID, VenueID: r.VenueID, ResourceID: r.ResourceID, Status: booking.WaitStatus(r.Status),
+func (e *Holds) toWaitlistEntry(ctx context.Context, r models.WaitlistEntry) booking.WaitlistEntry {
+	out := booking.WaitlistEntry{ID: r.ID, UserID: r.UserID, VenueID: r.VenueID, ResourceID: r.ResourceID, Status: booking.WaitStatus(r.Status),
 		Start: r.Start.UTC(), End: r.End.UTC(), Quantity: r.Quantity, HoldID: r.HoldID, CreatedAt: r.CreatedAt.UTC()}
 	if vi, err := e.cat.venue(ctx, r.VenueID); err == nil {
 		out.Start, out.End, out.CreatedAt = out.Start.In(vi.loc), out.End.In(vi.loc), out.CreatedAt.In(vi.loc)
@@ -118,9 +118,9 @@ func (e *Holds) promote(ctx context.Context, resourceID uint64) error {
 		now := e.clock.Now()
 		h, err := e.Hold(ctx, HoldRequest{UserID: r.UserID, ResourceID: r.ResourceID, Start: r.Start, End: r.End, Quantity: r.Quantity})
 		switch {
-		case errors.Is(err, ErrSlotFull), errors.Is(err, ErrTooManyHolds):
+		case errors.Is(err, booking.ErrSlotFull), errors.Is(err, booking.ErrTooManyHolds):
 			continue
-		case errors.Is(err, ErrSlotPast), errors.Is(err, ErrSlotClosed), errors.Is(err, ErrOffGrid), errors.Is(err, ErrResourceInactive):
+		case errors.Is(err, booking.ErrSlotPast), errors.Is(err, booking.ErrSlotClosed), errors.Is(err, booking.ErrOffGrid), errors.Is(err, booking.ErrResourceInactive):
 			if err := e.ss.SetWaitStatus(ctx, r.ID, booking.WaitWaiting, booking.WaitExpired, "", now, nil); err != nil && !sqlstore.IsStale(err) {
 				return err
 			}
@@ -135,7 +135,7 @@ func (e *Holds) promote(ctx context.Context, resourceID uint64) error {
 		entry.Status, entry.HoldID = booking.WaitPromoted, h.ID
 		ev := e.waitlistEvent(booking.EventPromoted, entry, now)
 		if err := e.ss.SetWaitStatus(ctx, r.ID, booking.WaitWaiting, booking.WaitPromoted, h.ID, now, &ev); err != nil {
-			if _, cerr := e.CancelHold(ctx, System, h.ID); cerr != nil {
+			if _, cerr := e.CancelHold(ctx, booking.System, h.ID); cerr != nil {
 				e.log.Warn("give back an unneeded waitlist hold", "hold_id", h.ID, "err", cerr)
 			}
 			if sqlstore.IsStale(err) {

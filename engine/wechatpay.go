@@ -36,37 +36,37 @@ func outTradeNo(holdID string) string {
 
 // WechatPayParams answers what wx.requestPayment takes to pay a live hold, from the hold's JSAPI
 // order (made on the first request, reused after). Owner only: the order's payer is their openid.
-func (e *Payments) WechatPayParams(ctx context.Context, a Actor, holdID string) (wechatpay.RequestPayment, error) {
+func (e *Payments) WechatPayParams(ctx context.Context, a booking.Actor, holdID string) (wechatpay.RequestPayment, error) {
 	c := e.opts.WechatPay
 	if c == nil {
-		return wechatpay.RequestPayment{}, ErrWechatPayOff
+		return wechatpay.RequestPayment{}, booking.ErrWechatPayOff
 	}
 	r, err := e.holds.readHold(ctx, holdID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, booking.ErrNotFound) {
 		// A paid hold's record is gone: its booking answers for it.
 		if b, ok, berr := e.ss.BookingByHold(ctx, holdID); berr == nil && ok && a.Owns(b.UserID) {
-			return wechatpay.RequestPayment{}, ErrHoldNotActive
+			return wechatpay.RequestPayment{}, booking.ErrHoldNotActive
 		}
 	}
 	if err != nil {
 		return wechatpay.RequestPayment{}, err
 	}
 	if !a.Owns(r.UserID) {
-		return wechatpay.RequestPayment{}, ErrNotFound
+		return wechatpay.RequestPayment{}, booking.ErrNotFound
 	}
 	openid, ok := booking.WechatOpenID(r.UserID)
 	if !ok {
-		return wechatpay.RequestPayment{}, ErrWechatLoginNeeded
+		return wechatpay.RequestPayment{}, booking.ErrWechatLoginNeeded
 	}
 	switch r.Effective(e.clock.Now()) {
-	case HoldHeld:
-	case HoldExpired:
-		return wechatpay.RequestPayment{}, ErrHoldExpired
+	case booking.HoldHeld:
+	case booking.HoldExpired:
+		return wechatpay.RequestPayment{}, booking.ErrHoldExpired
 	default:
-		return wechatpay.RequestPayment{}, ErrHoldNotActive
+		return wechatpay.RequestPayment{}, booking.ErrHoldNotActive
 	}
 	o, err := e.ss.OrderByHold(ctx, holdID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, booking.ErrNotFound) {
 		o, err = e.openOrder(ctx, c, openid, r.ID, r.AmountCents, r.Deadline, e.orderDescription(ctx, r.ResourceID))
 	}
 	if err != nil {
@@ -85,7 +85,7 @@ func (e *Payments) openOrder(ctx context.Context, c *wechatpay.Client, openid, h
 	prepay, err := c.CreateJSAPIOrder(ctx, wechatpay.JSAPIOrder{OutTradeNo: no, Description: desc, AmountCents: amount,
 		PayerOpenID: openid, TimeExpire: deadline, Attach: holdID})
 	if err != nil {
-		return o, errors.Join(ErrUnavailable, fmt.Errorf("wechat pay order for hold %s: %w", holdID, err))
+		return o, errors.Join(booking.ErrBackendUnavailable, fmt.Errorf("wechat pay order for hold %s: %w", holdID, err))
 	}
 	return e.ss.CreateOrder(ctx, sqlstore.NewOrder{HoldID: holdID, OutTradeNo: no, PrepayID: prepay, OpenID: openid,
 		AmountCents: amount, ExpiresAt: deadline}, e.clock.Now())
@@ -115,23 +115,23 @@ func (e *Payments) orderDescription(ctx context.Context, resourceID uint64) stri
 func (e *Payments) WechatPayNotify(ctx context.Context, h http.Header, body []byte) error {
 	c := e.opts.WechatPay
 	if c == nil {
-		return ErrWechatPayOff
+		return booking.ErrWechatPayOff
 	}
 	n, err := c.ParseNotification(h, body)
 	if err != nil {
-		return ErrNotificationRefuse.WithDetail("reason", err.Error())
+		return booking.ErrNotificationRefused.WithDetail("reason", err.Error())
 	}
 	switch {
 	case n.EventType == "TRANSACTION.SUCCESS":
 		tx, err := n.Transaction()
 		if err != nil {
-			return ErrNotificationRefuse.WithDetail("reason", err.Error())
+			return booking.ErrNotificationRefused.WithDetail("reason", err.Error())
 		}
 		return e.wechatPaid(ctx, tx)
 	case strings.HasPrefix(n.EventType, "REFUND."):
 		rr, err := n.RefundResult()
 		if err != nil {
-			return ErrNotificationRefuse.WithDetail("reason", err.Error())
+			return booking.ErrNotificationRefused.WithDetail("reason", err.Error())
 		}
 		_, err = e.SettleRefund(ctx, rr.OutRefundNo, rr.RefundID, RefundOutcome{Succeeded: rr.Status == wechatpay.RefundSuccess,
 			Detail: strings.TrimSpace(rr.Status + " " + rr.UserReceivedAccount)})
@@ -147,7 +147,7 @@ func (e *Payments) wechatPaid(ctx context.Context, tx wechatpay.Transaction) err
 		return nil
 	}
 	o, err := e.ss.OrderByTradeNo(ctx, tx.OutTradeNo)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, booking.ErrNotFound) {
 		e.log.Warn("wechat pay notification for an order this deployment did not make", "out_trade_no", tx.OutTradeNo)
 		return nil
 	}
@@ -177,7 +177,7 @@ func (e *Payments) CloseWechatOrder(ctx context.Context, holdID string) error {
 		return nil
 	}
 	o, err := e.ss.OrderByHold(ctx, holdID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, booking.ErrNotFound) {
 		return nil
 	}
 	if err != nil || o.ClosedAt != nil {

@@ -24,24 +24,24 @@ func TestWechatPayNotifications(t *testing.T) {
 	res := tb.resource(t, 1, 60, "08:00", "22:00")
 	tb.clock.Set(time.Now().UTC().Truncate(time.Millisecond)) // the fake signs with real time
 	start := res.CreatedAt.Truncate(time.Hour).Add(48 * time.Hour)
-	wx := Actor{UserID: booking.WechatUserID("o-dan"), Role: RoleUser}
+	wx := booking.Actor{UserID: booking.WechatUserID("o-dan"), Role: booking.RoleUser}
 	h, err := tb.e.Hold(ctx, HoldRequest{UserID: wx.UserID, ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
 	require.NoError(t, err)
 	_, err = tb.e.WechatPayParams(ctx, alice, h.ID)
-	require.ErrorIs(t, err, ErrNotFound, "another's hold")
+	require.ErrorIs(t, err, booking.ErrNotFound, "another's hold")
 	_, err = tb.e.WechatPayParams(ctx, wx, h.ID)
 	require.NoError(t, err)
 	no := fake.Orders()[0].OutTradeNo
 
 	for _, mut := range []func(*wechatpayfake.NotifyOpts){wechatpayfake.WrongMchID, wechatpayfake.WrongAppID} {
 		hdr, body := fake.PaymentNotification(no, h.AmountCents, mut)
-		require.ErrorIs(t, tb.e.WechatPayNotify(ctx, hdr, body), ErrNotificationRefuse)
+		require.ErrorIs(t, tb.e.WechatPayNotify(ctx, hdr, body), booking.ErrNotificationRefused)
 	}
 	hdr, body := fake.PaymentNotification(no, h.AmountCents, wechatpayfake.WrongAmount(h.AmountCents-1))
 	require.NoError(t, tb.e.WechatPayNotify(ctx, hdr, body), "acknowledged")
 	got, err := tb.e.GetHold(ctx, wx, h.ID)
 	require.NoError(t, err)
-	require.Equal(t, HoldHeld, got.Status, "nothing booked")
+	require.Equal(t, booking.HoldHeld, got.Status, "nothing booked")
 	rs := tb.refunds(t)
 	require.Len(t, rs, 1)
 	require.Equal(t, booking.RefundAmountMismatch, rs[0].Reason)
@@ -88,9 +88,9 @@ func TestOrdersOfEndedHoldsAreSweptFromMySQL(t *testing.T) {
 	res := tb.resource(t, 2, 60, "08:00", "22:00")
 	tb.clock.Set(time.Now().UTC().Truncate(time.Millisecond)) // the fake signs with real time
 	start := res.CreatedAt.Truncate(time.Hour).Add(48 * time.Hour)
-	var holds []Hold
+	var holds []booking.Hold
 	for _, u := range []string{"o-dan", "o-eve"} {
-		wx := Actor{UserID: booking.WechatUserID(u), Role: RoleUser}
+		wx := booking.Actor{UserID: booking.WechatUserID(u), Role: booking.RoleUser}
 		h, err := tb.e.Hold(ctx, HoldRequest{UserID: wx.UserID, ResourceID: res.ID, Start: start, End: start.Add(time.Hour)})
 		require.NoError(t, err)
 		_, err = tb.e.WechatPayParams(ctx, wx, h.ID)

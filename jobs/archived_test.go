@@ -29,9 +29,9 @@ func TestArchivedReleaseTaskIsResolved(t *testing.T) {
 	loops := b.eng.NewLoops(engine.LoopsConfig{})
 	loops.Start(ctx)
 	t.Cleanup(loops.Stop)
-	var got engine.Booking
+	var got booking.Booking
 	waitFor(t, 20*time.Second, "the booking to be released", func() (bool, error) {
-		got, err = b.eng.GetBooking(ctx, engine.System, bk.ID)
+		got, err = b.eng.GetBooking(ctx, booking.System, bk.ID)
 		return got.Status == booking.Released, err
 	})
 	require.False(t, got.ReleasedAt.Before(got.ReleaseAt), "never early")

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/notify/webhook"
 	"github.com/slotwheel/slotwheel/engine/wire"
 )
@@ -70,7 +71,7 @@ func (r *hookReceiver) snapshot() (acked []string, requests, bad int) {
 
 // register creates the endpoint on b's engine and keeps its secret.
 func (r *hookReceiver) register(t testing.TB, b *testBundle) {
-	w, err := b.eng.CreateWebhook(context.Background(), engine.System, engine.WebhookInput{URL: r.srv.URL})
+	w, err := b.eng.CreateWebhook(context.Background(), booking.System, engine.WebhookInput{URL: r.srv.URL})
 	require.NoError(t, err)
 	r.secret = w.Secret
 }
@@ -110,7 +111,7 @@ func TestDeliveriesThroughTheQueue(t *testing.T) {
 	}
 	require.Equal(t, []string{"booking.confirmed", "booking.released"}, types, "in order, each once")
 	require.Less(t, time.Since(refused), 25*time.Second)
-	got, err := b.eng.GetBooking(ctx, engine.System, bk.ID)
+	got, err := b.eng.GetBooking(ctx, booking.System, bk.ID)
 	require.NoError(t, err)
 	require.Equal(t, "RELEASED", string(got.Status))
 }
@@ -125,7 +126,7 @@ func BenchmarkDeliveryDelay(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r := newHookReceiver(b)
-	w, err := tb.eng.CreateWebhook(ctx, engine.System, engine.WebhookInput{URL: r.srv.URL, EventTypes: []string{"booking.released"}})
+	w, err := tb.eng.CreateWebhook(ctx, booking.System, engine.WebhookInput{URL: r.srv.URL, EventTypes: []string{"booking.released"}})
 	require.NoError(b, err)
 	r.secret = w.Secret
 	_, resourceID := tb.venueWithHall(b, 2*n)
@@ -148,7 +149,7 @@ func BenchmarkDeliveryDelay(b *testing.B) {
 					user := fmt.Sprintf("d%d-%d", iter, i)
 					h, err := tb.eng.Hold(ctx, engine.HoldRequest{UserID: user, ResourceID: resourceID, Start: start, End: start.Add(time.Minute), Quantity: 1})
 					if err == nil {
-						_, err = tb.eng.Confirm(ctx, engine.Actor{UserID: user, Role: engine.RoleUser}, h.ID)
+						_, err = tb.eng.Confirm(ctx, booking.Actor{UserID: user, Role: booking.RoleUser}, h.ID)
 					}
 					if err != nil {
 						errs <- err

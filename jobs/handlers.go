@@ -10,6 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/loop"
 	"github.com/slotwheel/slotwheel/engine/release"
 )
@@ -60,7 +61,7 @@ func (h *handlers) release(ctx context.Context, t *asynq.Task) error {
 	if early := ref.ReleaseAt.Sub(h.clock.Now()); early > 0 {
 		if early > budget {
 			releases.WithLabelValues("early").Inc()
-			return fmt.Errorf("release booking %d: %w", ref.BookingID, &engine.NotDueError{Wait: early})
+			return fmt.Errorf("release booking %d: %w", ref.BookingID, &booking.NotDueError{Wait: early})
 		}
 		budget -= early
 		if err := loop.Sleep(ctx, early); err != nil {
@@ -69,7 +70,7 @@ func (h *handlers) release(ctx context.Context, t *asynq.Task) error {
 	}
 	for {
 		outcome, err := h.rel.Release(ctx, ref)
-		if nd, ok := errors.AsType[*engine.NotDueError](err); ok {
+		if nd, ok := errors.AsType[*booking.NotDueError](err); ok {
 			wait := max(nd.Wait, time.Millisecond)
 			if wait > budget {
 				releases.WithLabelValues("early").Inc()
@@ -114,7 +115,7 @@ func (h *handlers) reconcile(ctx context.Context, _ *asynq.Task) error {
 // already). A release that started far too early is retried a second before it is due instead, as
 // if it had been scheduled then.
 func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
-	if nd, ok := errors.AsType[*engine.NotDueError](err); ok {
+	if nd, ok := errors.AsType[*booking.NotDueError](err); ok {
 		return max(nd.Wait-time.Second, 0)
 	}
 	return min(time.Second<<min(max(n, 0), 6), time.Minute)
@@ -123,6 +124,6 @@ func retryDelay(n int, err error, _ *asynq.Task) time.Duration {
 // isFailure tells Asynq which errors use up a retry: starting early is not the task's fault, so it
 // must not run a task into the archive.
 func isFailure(err error) bool {
-	_, early := errors.AsType[*engine.NotDueError](err)
+	_, early := errors.AsType[*booking.NotDueError](err)
 	return !early
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/release"
 )
 
@@ -29,7 +30,7 @@ func (f *fakeReleaser) Release(_ context.Context, ref release.Ref) (release.Outc
 	}
 	now := time.Now()
 	if now.Before(ref.ReleaseAt) {
-		return "", &engine.NotDueError{Wait: ref.ReleaseAt.Sub(now)}
+		return "", &booking.NotDueError{Wait: ref.ReleaseAt.Sub(now)}
 	}
 	if !f.releasedAt.CompareAndSwap(nil, &now) {
 		return release.AlreadyReleased, nil
@@ -96,7 +97,7 @@ func TestReleaseHandlerHandsBackFarEarlyStart(t *testing.T) {
 	start := time.Now()
 	err := h.release(context.Background(), releaseTask(ref))
 	require.Less(t, time.Since(start), time.Second, "must not hold a worker for a far-off release")
-	nd, ok := errors.AsType[*engine.NotDueError](err)
+	nd, ok := errors.AsType[*booking.NotDueError](err)
 	require.True(t, ok, "got %v", err)
 	require.Nil(t, f.releasedAt.Load())
 	require.False(t, isFailure(err), "an early start must not use up a retry")
@@ -118,11 +119,11 @@ func TestReleaseHandlerStopsWaitingOnShutdown(t *testing.T) {
 
 func TestReleaseHandlerErrors(t *testing.T) {
 	t.Parallel()
-	f := &fakeReleaser{err: engine.ErrUnavailable}
+	f := &fakeReleaser{err: booking.ErrBackendUnavailable}
 	h := newTestHandlers(f)
 	ref := release.Ref{BookingID: 9, ReleaseAt: time.Now()}
 	err := h.release(context.Background(), releaseTask(ref))
-	require.ErrorIs(t, err, engine.ErrUnavailable)
+	require.ErrorIs(t, err, booking.ErrBackendUnavailable)
 	require.True(t, isFailure(err))
 
 	err = h.release(context.Background(), asynq.NewTask(TypeRelease, []byte(`{"booking_id":"x"}`)))

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/loop"
 	"github.com/slotwheel/slotwheel/engine/release"
 )
@@ -215,7 +216,7 @@ func (j *Jobs) logTaskError(ctx context.Context, t *asynq.Task, err error) {
 	maxRetry, _ := asynq.GetMaxRetry(ctx)
 	id, _ := asynq.GetTaskID(ctx)
 	level := slog.LevelWarn
-	if _, early := errors.AsType[*engine.NotDueError](err); early {
+	if _, early := errors.AsType[*booking.NotDueError](err); early {
 		level = slog.LevelInfo
 	}
 	j.log.Log(ctx, level, "task failed", "type", t.Type(), "task_id", id, "retried", retried,

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/release"
 	"github.com/slotwheel/slotwheel/internal/testenv"
 )
@@ -73,15 +74,15 @@ func setup(t testing.TB, cfg testConfig) *testBundle {
 func (b *testBundle) venueWithHall(t testing.TB, capacity int) (venueID, resourceID uint64) {
 	t.Helper()
 	ctx := context.Background()
-	v, err := b.eng.CreateVenue(ctx, engine.System, engine.VenueInput{Name: "Release Hall", Timezone: "Asia/Shanghai"})
+	v, err := b.eng.CreateVenue(ctx, booking.System, engine.VenueInput{Name: "Release Hall", Timezone: "Asia/Shanghai"})
 	require.NoError(t, err)
-	res, err := b.eng.CreateResource(ctx, engine.System, engine.ResourceInput{
+	res, err := b.eng.CreateResource(ctx, booking.System, engine.ResourceInput{
 		VenueID: v.ID, Name: "hall", Kind: "room", Capacity: capacity,
 	})
 	require.NoError(t, err)
-	_, err = b.eng.SetSchedule(ctx, engine.System, res.ID, engine.ScheduleInput{
+	_, err = b.eng.SetSchedule(ctx, booking.System, res.ID, booking.ScheduleInput{
 		SlotMinutes: 1,
-		Weekly:      []engine.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "00:00", Close: "24:00"}},
+		Weekly:      []booking.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "00:00", Close: "24:00"}},
 		HorizonDays: 2,
 	})
 	require.NoError(t, err)
@@ -90,24 +91,24 @@ func (b *testBundle) venueWithHall(t testing.TB, capacity int) (venueID, resourc
 
 // book holds and confirms the window of the current and the next minute's slot for user. The first
 // slot has already started, so release_at = confirmed_at + grace: a few seconds ahead.
-func (b *testBundle) book(ctx context.Context, resourceID uint64, user string) (engine.Booking, error) {
-	var h engine.Hold
+func (b *testBundle) book(ctx context.Context, resourceID uint64, user string) (booking.Booking, error) {
+	var h booking.Hold
 	var err error
 	for range 2 { // a minute may end between reading the clock and the hold
 		start := b.eng.Clock().Now().Truncate(time.Minute)
 		h, err = b.eng.Hold(ctx, engine.HoldRequest{
 			UserID: user, ResourceID: resourceID, Start: start, End: start.Add(2 * time.Minute), Quantity: 1,
 		})
-		if !errors.Is(err, engine.ErrSlotPast) {
+		if !errors.Is(err, booking.ErrSlotPast) {
 			break
 		}
 	}
 	if err != nil {
-		return engine.Booking{}, fmt.Errorf("hold for %s: %w", user, err)
+		return booking.Booking{}, fmt.Errorf("hold for %s: %w", user, err)
 	}
-	bk, err := b.eng.Confirm(ctx, engine.Actor{UserID: user, Role: engine.RoleUser}, h.ID)
+	bk, err := b.eng.Confirm(ctx, booking.Actor{UserID: user, Role: booking.RoleUser}, h.ID)
 	if err != nil {
-		return engine.Booking{}, fmt.Errorf("confirm %s: %w", h.ID, err)
+		return booking.Booking{}, fmt.Errorf("confirm %s: %w", h.ID, err)
 	}
 	return bk, nil
 }
@@ -129,7 +130,7 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool
 	}
 }
 
-func refOf(bk engine.Booking) release.Ref {
+func refOf(bk booking.Booking) release.Ref {
 	return release.Ref{BookingID: bk.ID, ReleaseAt: bk.ReleaseAt}
 }
 

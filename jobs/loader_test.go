@@ -124,9 +124,9 @@ func TestLoaderBringsInBeyondHorizon(t *testing.T) {
 	require.True(t, appeared.Before(ref.ReleaseAt), "queued only %s after release_at", appeared.Sub(ref.ReleaseAt))
 
 	// And it is released on time.
-	var got engine.Booking
+	var got booking.Booking
 	waitFor(t, 15*time.Second, "the booking to be released", func() (bool, error) {
-		got, err = b.eng.GetBooking(ctx, engine.System, bk.ID)
+		got, err = b.eng.GetBooking(ctx, booking.System, bk.ID)
 		return got.Status == booking.Released, err
 	})
 	require.NotNil(t, got.ReleasedAt)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/release"
 )
 
@@ -27,7 +27,7 @@ func (r *recordingReleaser) Release(_ context.Context, ref release.Ref) (release
 	defer r.mu.Unlock()
 	r.calls[ref.BookingID]++
 	if now.Before(ref.ReleaseAt) {
-		return "", &engine.NotDueError{Wait: ref.ReleaseAt.Sub(now)}
+		return "", &booking.NotDueError{Wait: ref.ReleaseAt.Sub(now)}
 	}
 	if _, ok := r.released[ref.BookingID]; ok {
 		return release.AlreadyReleased, nil

@@ -45,12 +45,12 @@ func TestRedisLossRebuildsScheduledReleases(t *testing.T) {
 	require.GreaterOrEqual(t, rep.TasksScheduled, 1)
 	require.NotZero(t, b.taskState(t, b.jobs.ReleaseQueue(), ReleaseTaskID(ref)), "re-created from MySQL")
 	_, err = b.eng.Hold(ctx, engine.HoldRequest{UserID: "other", ResourceID: resourceID, Start: bk.Start, End: bk.End})
-	require.ErrorIs(t, err, engine.ErrSlotFull, "no oversell after the rebuild")
+	require.ErrorIs(t, err, booking.ErrSlotFull, "no oversell after the rebuild")
 
 	require.NoError(t, b.jobs.Start(ctx))
-	var got engine.Booking
+	var got booking.Booking
 	waitFor(t, 15*time.Second, "the booking to be released", func() (bool, error) {
-		got, err = b.eng.GetBooking(ctx, engine.System, bk.ID)
+		got, err = b.eng.GetBooking(ctx, booking.System, bk.ID)
 		return got.Status == booking.Released, err
 	})
 	require.False(t, got.ReleasedAt.Before(got.ReleaseAt), "released %s early", got.ReleaseAt.Sub(*got.ReleasedAt))
@@ -80,9 +80,9 @@ func TestRedisLossWhileRunning(t *testing.T) {
 			require.NoError(t, b.redis.Client.Del(ctx, keys...).Err())
 		}
 	}
-	var got engine.Booking
+	var got booking.Booking
 	waitFor(t, 20*time.Second, "the booking to be released", func() (bool, error) {
-		got, err = b.eng.GetBooking(ctx, engine.System, bk.ID)
+		got, err = b.eng.GetBooking(ctx, booking.System, bk.ID)
 		return got.Status == booking.Released, err
 	})
 	require.False(t, got.ReleasedAt.Before(got.ReleaseAt), "released %s early", got.ReleaseAt.Sub(*got.ReleasedAt))

@@ -45,10 +45,10 @@ func TestReleaseNeverEarlyAndOnTime(t *testing.T) {
 	ctx := context.Background()
 	venueID, resourceID := b.venueWithHall(t, 1000)
 	require.NoError(t, b.jobs.Start(ctx))
-	staff := engine.Actor{UserID: "staff-1", Role: engine.RoleStaff, VenueID: venueID}
+	staff := booking.Actor{UserID: "staff-1", Role: booking.RoleStaff, VenueID: venueID}
 
 	const n = 200
-	bookings := make([]engine.Booking, n)
+	bookings := make([]booking.Booking, n)
 	checkedIn, cancelled := map[uint64]bool{}, map[uint64]bool{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -77,7 +77,7 @@ func TestReleaseNeverEarlyAndOnTime(t *testing.T) {
 					checkedIn[bk.ID] = true
 					mu.Unlock()
 				case 1: // 10 cancelled (by an admin: the slot has started, so its owner no longer may): their tasks go too
-					if _, err := b.eng.CancelBooking(ctx, engine.System, bk.ID); err != nil {
+					if _, err := b.eng.CancelBooking(ctx, booking.System, bk.ID); err != nil {
 						errs <- fmt.Errorf("cancel %d: %w", bk.ID, err)
 						return
 					}
@@ -110,17 +110,17 @@ func TestReleaseNeverEarlyAndOnTime(t *testing.T) {
 	// order, so each poll reads only the earliest booking still pending (and any after it that are
 	// already released): the poller must not crowd out the releases it waits for (in embedded mode
 	// SQLite serves everything over one connection).
-	var pending []engine.Booking
+	var pending []booking.Booking
 	for _, bk := range bookings {
 		if !checkedIn[bk.ID] && !cancelled[bk.ID] {
 			pending = append(pending, bk)
 		}
 	}
-	slices.SortFunc(pending, func(x, y engine.Booking) int { return x.ReleaseAt.Compare(y.ReleaseAt) })
-	final := map[uint64]engine.Booking{}
+	slices.SortFunc(pending, func(x, y booking.Booking) int { return x.ReleaseAt.Compare(y.ReleaseAt) })
+	final := map[uint64]booking.Booking{}
 	waitFor(t, 30*time.Second, "every no-show to be released", func() (bool, error) {
 		for len(pending) > 0 {
-			got, err := b.eng.GetBooking(ctx, engine.System, pending[0].ID)
+			got, err := b.eng.GetBooking(ctx, booking.System, pending[0].ID)
 			if err != nil || got.Status != booking.Released {
 				return false, err
 			}
@@ -132,7 +132,7 @@ func TestReleaseNeverEarlyAndOnTime(t *testing.T) {
 
 	var lags []time.Duration
 	for _, bk := range bookings {
-		got, err := b.eng.GetBooking(ctx, engine.System, bk.ID)
+		got, err := b.eng.GetBooking(ctx, booking.System, bk.ID)
 		require.NoError(t, err)
 		switch {
 		case checkedIn[bk.ID]:
@@ -156,7 +156,7 @@ func TestReleaseNeverEarlyAndOnTime(t *testing.T) {
 		lags[len(lags)/2], lags[len(lags)*99/100], lags[len(lags)-1])
 
 	// A duplicate delivery of a released booking's task (another task ID, same payload) changes nothing.
-	var victim engine.Booking
+	var victim booking.Booking
 	for _, bk := range final {
 		victim = bk
 		break
@@ -175,7 +175,7 @@ func TestReleaseNeverEarlyAndOnTime(t *testing.T) {
 			return false, nil
 		}
 	})
-	after, err := b.eng.GetBooking(ctx, engine.System, victim.ID)
+	after, err := b.eng.GetBooking(ctx, booking.System, victim.ID)
 	require.NoError(t, err)
 	require.Equal(t, booking.Released, after.Status)
 	require.Equal(t, victim.Version, after.Version)
@@ -212,7 +212,7 @@ func benchReleaseLag(b *testing.B, loops bool) {
 	iter := 0
 	for b.Loop() {
 		iter++
-		batchBookings := make([]engine.Booking, batch)
+		batchBookings := make([]booking.Booking, batch)
 		var wg sync.WaitGroup
 		errs := make(chan error, batch)
 		for w := range creators {
@@ -233,11 +233,11 @@ func benchReleaseLag(b *testing.B, loops bool) {
 			require.NoError(b, err)
 		}
 		// Poll the earliest pending booking only (see TestReleaseNeverEarlyAndOnTime).
-		slices.SortFunc(batchBookings, func(x, y engine.Booking) int { return x.ReleaseAt.Compare(y.ReleaseAt) })
+		slices.SortFunc(batchBookings, func(x, y booking.Booking) int { return x.ReleaseAt.Compare(y.ReleaseAt) })
 		pending := batchBookings
 		waitFor(b, 60*time.Second, "the batch to be released", func() (bool, error) {
 			for len(pending) > 0 {
-				got, err := tb.eng.GetBooking(ctx, engine.System, pending[0].ID)
+				got, err := tb.eng.GetBooking(ctx, booking.System, pending[0].ID)
 				if err != nil || got.Status != booking.Released {
 					return false, err
 				}

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 )
 
@@ -34,7 +35,7 @@ const Capacity = 1000000
 // benchmark day into Redis, so both paths measure steady state. prefix is the engine's key prefix,
 // which the bare path writes under too.
 func NewFixture(ctx context.Context, e *engine.Engine, rdb redis.UniversalClient, prefix string, n int) (*Fixture, error) {
-	v, err := e.CreateVenue(ctx, engine.System, engine.VenueInput{Name: "bench", Timezone: "Asia/Shanghai"})
+	v, err := e.CreateVenue(ctx, booking.System, engine.VenueInput{Name: "bench", Timezone: "Asia/Shanghai"})
 	if err != nil {
 		return nil, err
 	}
@@ -43,13 +44,13 @@ func NewFixture(ctx context.Context, e *engine.Engine, rdb redis.UniversalClient
 	f := &Fixture{Engine: e, Redis: rdb, bare: NewBare(rdb, prefix, e.Clock()), Start: time.Date(tomorrow.Year(), tomorrow.Month(), tomorrow.Day(), 15, 0, 0, 0, loc),
 		day: tomorrow.Format("2006-01-02")}
 	for i := 0; i < n; i++ {
-		r, err := e.CreateResource(ctx, engine.System, engine.ResourceInput{VenueID: v.ID, Name: "desk " + strconv.Itoa(i),
+		r, err := e.CreateResource(ctx, booking.System, engine.ResourceInput{VenueID: v.ID, Name: "desk " + strconv.Itoa(i),
 			Kind: "desk", Capacity: Capacity})
 		if err != nil {
 			return nil, err
 		}
-		if _, err := e.SetSchedule(ctx, engine.System, r.ID, engine.ScheduleInput{SlotMinutes: 60, HorizonDays: 3,
-			Weekly: []engine.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "00:00", Close: "24:00"}}}); err != nil {
+		if _, err := e.SetSchedule(ctx, booking.System, r.ID, booking.ScheduleInput{SlotMinutes: 60, HorizonDays: 3,
+			Weekly: []booking.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "00:00", Close: "24:00"}}}); err != nil {
 			return nil, err
 		}
 		if _, err := e.Availability(ctx, engine.AvailabilityQuery{ResourceID: r.ID, Date: f.day}); err != nil {

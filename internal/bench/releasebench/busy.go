@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/loop"
 )
 
@@ -87,19 +88,19 @@ func newConfirmLoad(ctx context.Context, eng *engine.Engine, path string, rate i
 	}
 	l := &confirmLoad{eng: eng, path: path, rate: rate}
 	perSlot := int(math.Ceil(float64(rate)*seconds.Seconds()/float64(loadResources*loadSlots))) + 10
-	v, err := eng.CreateVenue(ctx, engine.System, engine.VenueInput{Name: "bench release load", Timezone: benchZone})
+	v, err := eng.CreateVenue(ctx, booking.System, engine.VenueInput{Name: "bench release load", Timezone: benchZone})
 	if err != nil {
 		return nil, err
 	}
 	first := hourStart(time.Now().Add(loadAhead), loc)
 	for i := range loadResources {
-		r, err := eng.CreateResource(ctx, engine.System, engine.ResourceInput{VenueID: v.ID, Name: fmt.Sprintf("court %d", i),
+		r, err := eng.CreateResource(ctx, booking.System, engine.ResourceInput{VenueID: v.ID, Name: fmt.Sprintf("court %d", i),
 			Kind: "court", Capacity: perSlot})
 		if err != nil {
 			return nil, err
 		}
-		if _, err := eng.SetSchedule(ctx, engine.System, r.ID, engine.ScheduleInput{SlotMinutes: 60, HorizonDays: 3,
-			Weekly: []engine.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "00:00", Close: "24:00"}}}); err != nil {
+		if _, err := eng.SetSchedule(ctx, booking.System, r.ID, booking.ScheduleInput{SlotMinutes: 60, HorizonDays: 3,
+			Weekly: []booking.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "00:00", Close: "24:00"}}}); err != nil {
 			return nil, err
 		}
 		for j := range loadSlots {
@@ -129,7 +130,7 @@ func (l *confirmLoad) book(ctx context.Context, i int) {
 	var took time.Duration
 	if err == nil {
 		t := time.Now()
-		_, err = l.eng.Confirm(ctx, engine.Actor{UserID: user, Role: engine.RoleUser}, h.ID)
+		_, err = l.eng.Confirm(ctx, booking.Actor{UserID: user, Role: booking.RoleUser}, h.ID)
 		took = time.Since(t)
 	}
 	l.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/loop"
 	"github.com/slotwheel/slotwheel/models"
 	"gorm.io/gorm"
@@ -38,16 +39,16 @@ type maker struct {
 }
 
 // book holds and confirms one unit of the two hour slots around at, for user, confirming at at.
-func (m *maker) book(ctx context.Context, res engine.Resource, loc *time.Location, user string, at time.Time) (engine.Booking, error) {
+func (m *maker) book(ctx context.Context, res engine.Resource, loc *time.Location, user string, at time.Time) (booking.Booking, error) {
 	m.clock.Set(at)
 	start := hourStart(at, loc)
 	h, err := m.eng.Hold(ctx, engine.HoldRequest{UserID: user, ResourceID: res.ID, Start: start, End: start.Add(2 * time.Hour), Quantity: 1})
 	if err != nil {
-		return engine.Booking{}, fmt.Errorf("hold for %s: %w", user, err)
+		return booking.Booking{}, fmt.Errorf("hold for %s: %w", user, err)
 	}
-	b, err := m.eng.Confirm(ctx, engine.Actor{UserID: user, Role: engine.RoleUser}, h.ID)
+	b, err := m.eng.Confirm(ctx, booking.Actor{UserID: user, Role: booking.RoleUser}, h.ID)
 	if err != nil {
-		return engine.Booking{}, fmt.Errorf("confirm %s: %w", h.ID, err)
+		return booking.Booking{}, fmt.Errorf("confirm %s: %w", h.ID, err)
 	}
 	return b, nil
 }
@@ -75,7 +76,7 @@ func newFixture(ctx context.Context, eng *engine.Engine, n, venues, scratch int)
 		category string
 		grace    time.Duration
 	}{{benchCategory, benchGrace}, {scratchCategory, scratchGrace}} {
-		if _, err := eng.SetGracePolicy(ctx, engine.System, engine.GracePolicy{Category: g.category, GraceSeconds: int(g.grace / time.Second)}); err != nil {
+		if _, err := eng.SetGracePolicy(ctx, booking.System, engine.GracePolicy{Category: g.category, GraceSeconds: int(g.grace / time.Second)}); err != nil {
 			return nil, err
 		}
 	}
@@ -86,19 +87,19 @@ func newFixture(ctx context.Context, eng *engine.Engine, n, venues, scratch int)
 		if i == venues {
 			name, capacity, category = "scratch", scratch, scratchCategory
 		}
-		v, err := eng.CreateVenue(ctx, engine.System, engine.VenueInput{Name: "bench release " + name, Timezone: benchZone})
+		v, err := eng.CreateVenue(ctx, booking.System, engine.VenueInput{Name: "bench release " + name, Timezone: benchZone})
 		if err != nil {
 			return nil, err
 		}
-		r, err := eng.CreateResource(ctx, engine.System, engine.ResourceInput{VenueID: v.ID, Name: name, Kind: "room",
+		r, err := eng.CreateResource(ctx, booking.System, engine.ResourceInput{VenueID: v.ID, Name: name, Kind: "room",
 			Capacity: capacity, Category: category})
 		if err != nil {
 			return nil, err
 		}
 		// Hour slots: a booking takes the two around its confirm, so that its slots are still
 		// running (not past) when its units are looked at after its release.
-		if _, err := eng.SetSchedule(ctx, engine.System, r.ID, engine.ScheduleInput{SlotMinutes: 60, HorizonDays: 2,
-			Weekly: []engine.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "00:00", Close: "24:00"}}}); err != nil {
+		if _, err := eng.SetSchedule(ctx, booking.System, r.ID, booking.ScheduleInput{SlotMinutes: 60, HorizonDays: 2,
+			Weekly: []booking.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "00:00", Close: "24:00"}}}); err != nil {
 			return nil, err
 		}
 		if i == venues {
