@@ -307,7 +307,7 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*wiring, e
 	})
 	if err == nil {
 		var jb *jobs.Jobs
-		jb, err = jobs.New(jobs.Options{Redis: rdb.Asynq, Engine: eng, Horizon: cfg.ReleaseHorizon, Shards: cfg.ReleaseQueues,
+		jb, err = jobs.New(jobs.Options{Redis: rdb.Asynq, Engine: eng, Shards: cfg.ReleaseQueues,
 			Lease: eng.Lease, Logger: log})
 		if err == nil {
 			eng.SetScheduler(jb)

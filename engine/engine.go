@@ -206,6 +206,10 @@ func (e *core) SetScheduler(s release.Scheduler) {
 // Clock returns the engine's clock.
 func (e *core) Clock() Clock { return e.clock }
 
+// ReleaseHorizon is how far ahead of release_at a booking's release task is queued (by its confirm,
+// and by the release queue's loader for the rest).
+func (e *core) ReleaseHorizon() time.Duration { return e.opts.ReleaseHorizon }
+
 // Rules returns the rules the engine applies.
 func (e *core) Rules() booking.Rules { return e.rules }
 

@@ -37,9 +37,6 @@ type Options struct {
 	Queue string
 	// Shards is the number of release queues; default 1.
 	Shards int
-	// Horizon is how far ahead of release_at the loader queues a release task; default 1h. It should
-	// equal the engine's ReleaseHorizon.
-	Horizon time.Duration
 	// LoaderInterval is how often the loader looks for bookings coming within the horizon; default
 	// 10s. A booking made within the horizon is queued by its confirm, so the loader only brings in
 	// those that come within it as time passes, an hour ahead by default.
@@ -59,7 +56,6 @@ type Options struct {
 // Defaults of Options.
 const (
 	DefaultQueue          = "release"
-	DefaultHorizon        = time.Hour
 	DefaultLoaderInterval = 10 * time.Second
 	DefaultReconcileEvery = time.Hour
 	DefaultConcurrency    = 64
@@ -107,7 +103,6 @@ func New(opts Options) (*Jobs, error) {
 	if opts.Shards <= 0 {
 		opts.Shards = 1
 	}
-	setDefault(&opts.Horizon, DefaultHorizon)
 	setDefault(&opts.LoaderInterval, DefaultLoaderInterval)
 	setDefault(&opts.ReconcileEvery, DefaultReconcileEvery)
 	if opts.Concurrency <= 0 {
@@ -130,7 +125,7 @@ func New(opts Options) (*Jobs, error) {
 		rdb:       rdb,
 		handlers:  &handlers{rel: opts.Engine, rec: opts.Engine, notify: opts.Engine, pay: opts.Engine, clock: opts.Engine.Clock(), log: log},
 	}
-	ld := &loader{horizon: opts.Horizon, src: opts.Engine, sched: j, clock: opts.Engine.Clock(), batch: 500, maxBatches: 20}
+	ld := &loader{horizon: opts.Engine.ReleaseHorizon(), src: opts.Engine, sched: j, clock: opts.Engine.Clock(), batch: 500, maxBatches: 20}
 	lc := withLease(opts.Lease, loop.Config{Name: "release_loader", Interval: opts.LoaderInterval, Timeout: 30 * time.Second, Logger: log})
 	rec := &reconcileEnqueuer{every: opts.ReconcileEvery, enqueue: j.enqueueReconcile, clock: opts.Engine.Clock()}
 	j.loops = []*loop.Loop{

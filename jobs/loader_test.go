@@ -97,7 +97,7 @@ func TestLoaderBringsInBeyondHorizon(t *testing.T) {
 	const horizon = 2 * time.Second
 	b := setup(t, testConfig{
 		engine: engine.Options{DefaultGrace: 5 * time.Second, ReleaseHorizon: horizon},
-		jobs:   Options{Horizon: horizon, LoaderInterval: 100 * time.Millisecond},
+		jobs:   Options{LoaderInterval: 100 * time.Millisecond},
 	})
 	ctx := context.Background()
 	_, resourceID := b.venueWithHall(t, 10)
