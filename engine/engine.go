@@ -1,9 +1,8 @@
-// Package engine carries out slotwheel's booking life on its stores: inventory and holds in Redis
-// (internal/redisstore), durable bookings in SQL (internal/sqlstore), the background
-// loops (wheel, sweeps, reminders, reconciliation) and the catalog. The rules it applies live in
-// engine/booking and are not restated here; this package decides the order of I/O around them. It
-// never calls time.Now (a Clock is injected) and must not import api/ or jobs/: the release queue
-// reaches it through the release.Scheduler interface.
+// Package engine assembles slotwheel's capability services on its stores (internal/redisstore,
+// internal/sqlstore): catalog, holds, bookings, payments, notifications and upkeep (services.go), and
+// releases (engine/release); the rules they apply live in engine/booking and are not restated here,
+// this package decides the order of I/O around them. It never calls time.Now (a Clock is injected)
+// and must not import api/ or jobs/: the release queue reaches it through release.Scheduler.
 package engine
 
 import (
