@@ -45,6 +45,17 @@ local function take(owners, used, owner, qty, fields, ver)
   redis.call('HSET', owners, owner, units(qty, fields, ver))
 end
 
+-- move_units gives the units that from owns to owner, at version ver (a hold's units become its
+-- booking's when it confirms); false when from owns none.
+local function move_units(owners, from, owner, ver)
+  local v = redis.call('HGET', owners, from)
+  if not v then return false end
+  local qty, fields = units_of(v)
+  redis.call('HSET', owners, owner, units(qty, fields, ver))
+  redis.call('HDEL', owners, from)
+  return true
+end
+
 -- retag moves an owner's units to version ver, if that is later than theirs.
 local function retag(owners, owner, ver)
   local v = redis.call('HGET', owners, owner)

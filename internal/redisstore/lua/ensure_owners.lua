@@ -30,11 +30,7 @@ for i = 2, #ARGV, 5 do
   elseif not restore and redis.call('ZSCORE', KEYS[4], owner) then
     answer = 'gone'
   else
-    local hv = redis.call('HGET', KEYS[3], hold)
-    if hv then
-      local hq, hf = units_of(hv)
-      redis.call('HSET', KEYS[3], owner, units(hq, hf, ver))
-      redis.call('HDEL', KEYS[3], hold)
+    if move_units(KEYS[3], hold, owner, ver) then
       answer = 'moved'
     else
       answer = 'ok'

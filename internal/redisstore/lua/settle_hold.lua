@@ -15,11 +15,7 @@ if redis.call('HEXISTS', KEYS[1], bk) == 1 then
   retag(KEYS[1], bk, ver)
   out = 'present'
 else
-  local v = redis.call('HGET', KEYS[1], hold)
-  if v then
-    local qty, fields = units_of(v)
-    redis.call('HSET', KEYS[1], bk, units(qty, fields, ver))
-    redis.call('HDEL', KEYS[1], hold)
+  if move_units(KEYS[1], hold, bk, ver) then
     out = 'moved'
   else
     take(KEYS[1], KEYS[2], bk, tonumber(ARGV[3]), split(ARGV[4]), ver)
