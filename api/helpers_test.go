@@ -27,6 +27,7 @@ import (
 
 	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/clock"
 	"github.com/slotwheel/slotwheel/engine/idem"
 	"github.com/slotwheel/slotwheel/internal/testenv"
 	"github.com/slotwheel/slotwheel/internal/testenv/faultproxy"
@@ -47,7 +48,7 @@ var (
 type harness struct {
 	t      testing.TB
 	eng    *engine.Engine
-	clock  *engine.SimulatedClock
+	clock  *clock.Simulated
 	opts   Options
 	h      *handler
 	redis  *testenv.Redis
@@ -84,7 +85,7 @@ func newHarness(t testing.TB, options ...harnessOption) *harness {
 	}
 	db := testenv.NewDB(t)
 	rd := testenv.NewRedis(t)
-	clock := engine.NewSimulatedClock(time.Now().UTC().Truncate(time.Second))
+	clock := clock.NewSimulated(time.Now().UTC().Truncate(time.Second))
 	logger := slog.New(slog.DiscardHandler)
 	gdb := db.Gorm
 	if cfg.proxy != nil && db.MySQL {

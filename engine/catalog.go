@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/clock"
 	"github.com/slotwheel/slotwheel/engine/release"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
 	"github.com/slotwheel/slotwheel/models"
@@ -28,7 +29,7 @@ const cacheTTL = 5 * time.Second
 // need MySQL themselves.
 type catalog struct {
 	ss    *sqlstore.Store
-	clock Clock
+	clock clock.Clock
 
 	venues    cache[uint64, *venueInfo]
 	resources cache[uint64, *resourceInfo]
@@ -41,8 +42,8 @@ type catalog struct {
 	noshow   cache[struct{}, booking.NoshowPolicy]
 }
 
-func newCatalog(ss *sqlstore.Store, clock Clock) *catalog {
-	c := &catalog{ss: ss, clock: clock}
+func newCatalog(ss *sqlstore.Store, clk clock.Clock) *catalog {
+	c := &catalog{ss: ss, clock: clk}
 	h := &sqlHealth{}
 	c.venues.health, c.resources.health, c.services.health, c.graces.health = h, h, h, h
 	c.venueIDs.health, c.policies.health, c.noshow.health = h, h, h

@@ -1,7 +1,7 @@
 // Package engine assembles slotwheel's capability services on its stores (internal/redisstore,
 // internal/sqlstore): catalog, holds, bookings, payments, notifications and upkeep (services.go), and
 // releases (engine/release); the rules they apply live in engine/booking and are not restated here,
-// this package decides the order of I/O around them. It never calls time.Now (a Clock is injected)
+// this package decides the order of I/O around them. It never calls time.Now (a clock.Clock is injected)
 // and must not import api/ or jobs/: the release queue reaches it through release.Scheduler.
 package engine
 
@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/clock"
 	"github.com/slotwheel/slotwheel/engine/idem"
 	"github.com/slotwheel/slotwheel/engine/loop"
 	"github.com/slotwheel/slotwheel/engine/release"
@@ -34,8 +35,8 @@ type Options struct {
 	// every other read stays on DB (backend.OpenReplicas).
 	Replicas *replica.Set
 	Redis    redis.UniversalClient
-	Prefix   string // every Redis key starts with it; default "sw"
-	Clock    Clock  // default RealClock
+	Prefix   string      // every Redis key starts with it; default "sw"
+	Clock    clock.Clock // default clock.Real
 
 	HoldTTL        time.Duration // unpaid hold lifetime; default 10m
 	DefaultGrace   time.Duration // grace when no policy matches; default 15m
@@ -95,7 +96,7 @@ type Engine struct {
 type core struct {
 	opts  Options
 	rules booking.Rules
-	clock Clock
+	clock clock.Clock
 	log   *slog.Logger
 	sched release.Scheduler
 	rs    *redisstore.Store
@@ -141,7 +142,7 @@ func New(opts Options) (*Engine, error) {
 		opts.Prefix = "sw"
 	}
 	if opts.Clock == nil {
-		opts.Clock = RealClock{}
+		opts.Clock = clock.Real{}
 	}
 	setDefault(&opts.HoldTTL, 10*time.Minute)
 	setDefault(&opts.DefaultGrace, 15*time.Minute)
@@ -203,7 +204,7 @@ func (e *core) SetScheduler(s release.Scheduler) {
 }
 
 // Clock returns the engine's clock.
-func (e *core) Clock() Clock { return e.clock }
+func (e *core) Clock() clock.Clock { return e.clock }
 
 // ReleaseHorizon is how far ahead of release_at a booking's release task is queued (by its confirm,
 // and by the release queue's loader for the rest).
@@ -214,7 +215,7 @@ func (e *core) Rules() booking.Rules { return e.rules }
 
 // msClock truncates to milliseconds, the precision of DATETIME(3) and of Redis scores, so that a
 // time the engine computes compares equal to the same time read back from either store.
-type msClock struct{ c Clock }
+type msClock struct{ c clock.Clock }
 
 func (m msClock) Now() time.Time { return m.c.Now().UTC().Truncate(time.Millisecond) }
 

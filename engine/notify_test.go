@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/clock"
 	"github.com/slotwheel/slotwheel/engine/notify/webhook"
 	"github.com/slotwheel/slotwheel/engine/notify/wechatmsg"
 	"github.com/slotwheel/slotwheel/engine/notify/wechatmsg/wechatfake"
@@ -111,7 +112,7 @@ func (tb *testBundle) drain(t testing.TB, q *fakeQueue, until time.Time) {
 type receiver struct {
 	srv    *httptest.Server
 	secret string
-	clock  Clock
+	clock  clock.Clock
 
 	mu       sync.Mutex
 	refuse   func(n int, now time.Time) bool // n counts requests from 1
@@ -126,8 +127,8 @@ type ackedEvent struct {
 	ID, Type, Status, BookingID, CheckinCode string
 }
 
-func newReceiver(t testing.TB, clock Clock) *receiver {
-	r := &receiver{clock: clock}
+func newReceiver(t testing.TB, clk clock.Clock) *receiver {
+	r := &receiver{clock: clk}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		r.mu.Lock()

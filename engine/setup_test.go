@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/clock"
 	"github.com/slotwheel/slotwheel/engine/release"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 	"github.com/slotwheel/slotwheel/internal/testenv"
@@ -21,7 +22,7 @@ import (
 // testBundle is one test's engine on its own backends, with a simulated clock.
 type testBundle struct {
 	e     *Engine
-	clock *SimulatedClock
+	clock *clock.Simulated
 	redis *testenv.Redis
 	db    *testenv.DB
 	opts  Options
@@ -44,14 +45,14 @@ func setup(t testing.TB, mutate ...func(*Options)) *testBundle {
 	t.Helper()
 	r := testenv.NewRedis(t)
 	db := testenv.NewDB(t)
-	clock := NewSimulatedClock(monday10)
-	opts := Options{DB: db.Gorm, Redis: r.Client, Prefix: r.Prefix, Clock: clock}
+	clk := clock.NewSimulated(monday10)
+	opts := Options{DB: db.Gorm, Redis: r.Client, Prefix: r.Prefix, Clock: clk}
 	for _, m := range mutate {
 		m(&opts)
 	}
 	e, err := New(opts)
 	require.NoError(t, err)
-	return &testBundle{e: e, clock: clock, redis: r, db: db, opts: opts}
+	return &testBundle{e: e, clock: clk, redis: r, db: db, opts: opts}
 }
 
 // restart builds a new engine on the same backends, as a restarted process would.
@@ -138,7 +139,7 @@ func (tb *testBundle) slotOf(t testing.TB, resourceID uint64, start time.Time) S
 func (tb *testBundle) racingCheckIns(t *testing.T, venueID uint64, releaseAt time.Time, bs []booking.Booking, gate <-chan struct{}, wg *sync.WaitGroup) {
 	t.Helper()
 	deskOpts := tb.opts
-	deskOpts.Clock = NewSimulatedClock(releaseAt.Add(-time.Millisecond))
+	deskOpts.Clock = clock.NewSimulated(releaseAt.Add(-time.Millisecond))
 	desk, err := New(deskOpts)
 	require.NoError(t, err)
 	staff := booking.Actor{UserID: "desk", Role: booking.RoleStaff, VenueID: venueID}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/clock"
 	"github.com/slotwheel/slotwheel/engine/loop"
 	"github.com/slotwheel/slotwheel/engine/release"
 )
@@ -39,7 +40,7 @@ type handlers struct {
 	rec    reconciler
 	notify notifier
 	pay    payer
-	clock  engine.Clock
+	clock  clock.Clock
 	log    *slog.Logger
 }
 

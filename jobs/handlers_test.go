@@ -11,8 +11,8 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/clock"
 	"github.com/slotwheel/slotwheel/engine/release"
 )
 
@@ -39,7 +39,7 @@ func (f *fakeReleaser) Release(_ context.Context, ref release.Ref) (release.Outc
 }
 
 func newTestHandlers(rel releaser) *handlers {
-	return &handlers{rel: rel, clock: engine.RealClock{}, log: slog.New(slog.DiscardHandler)}
+	return &handlers{rel: rel, clock: clock.Real{}, log: slog.New(slog.DiscardHandler)}
 }
 
 func releaseTask(ref release.Ref) *asynq.Task {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/clock"
 	"github.com/slotwheel/slotwheel/engine/release"
 )
 
@@ -22,7 +22,7 @@ type loader struct {
 	horizon    time.Duration
 	src        dueSource
 	sched      release.Scheduler
-	clock      engine.Clock
+	clock      clock.Clock
 	batch      int // bookings one engine call returns
 	maxBatches int // bounds one run, so that a burst is drained quickly but a run always ends
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/clock"
 	"github.com/slotwheel/slotwheel/engine/release"
 )
 
@@ -63,7 +64,7 @@ func (s *fakeScheduler) CancelRelease(context.Context, release.Ref) error { retu
 func TestLoaderRunOnce(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2025, 6, 1, 9, 0, 0, 0, time.UTC)
-	clock := engine.NewSimulatedClock(now)
+	clock := clock.NewSimulated(now)
 	src := &fakeDue{queued: map[uint64]bool{}}
 	for i := range 7 {
 		src.refs = append(src.refs, release.Ref{BookingID: uint64(i + 1), ReleaseAt: now.Add(time.Duration(i) * 20 * time.Minute)})

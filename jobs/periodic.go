@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/clock"
 )
 
 // reconcileEnqueuer enqueues the reconciliation once per period. asynq.Scheduler cannot do this
@@ -17,7 +17,7 @@ import (
 type reconcileEnqueuer struct {
 	every   time.Duration
 	enqueue func(ctx context.Context, periodStart time.Time) error
-	clock   engine.Clock
+	clock   clock.Clock
 
 	once  sync.Once
 	first time.Time // the period the process started in

@@ -9,7 +9,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/clock"
 	"github.com/slotwheel/slotwheel/engine/release"
 )
 
@@ -88,7 +88,7 @@ func TestReconcileEnqueuedOncePerPeriod(t *testing.T) {
 	t.Parallel()
 	b := setup(t, testConfig{jobs: Options{ReconcileEvery: time.Hour}})
 	ctx := context.Background()
-	clock := engine.NewSimulatedClock(time.Date(2026, 12, 7, 10, 37, 0, 0, time.UTC))
+	clock := clock.NewSimulated(time.Date(2026, 12, 7, 10, 37, 0, 0, time.UTC))
 	// Two instances' enqueuers on the same queue, as two replicas would have; no worker runs, so
 	// the tasks stay pending where they can be counted.
 	mine := &reconcileEnqueuer{every: time.Hour, enqueue: b.jobs.enqueueReconcile, clock: clock}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/clock"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 )
 
@@ -83,11 +84,11 @@ func (f *Fixture) BareHold(ctx context.Context, i uint64) error {
 // Bare runs the bare hold script of one keyspace, for benchmarks that compare a path against it.
 type Bare struct {
 	store *redisstore.Store
-	clock engine.Clock
+	clock clock.Clock
 }
 
 // NewBare builds a Bare on rdb under the engine's key prefix.
-func NewBare(rdb redis.UniversalClient, prefix string, clock engine.Clock) *Bare {
+func NewBare(rdb redis.UniversalClient, prefix string, clock clock.Clock) *Bare {
 	return &Bare{store: redisstore.New(rdb, prefix), clock: clock}
 }
 

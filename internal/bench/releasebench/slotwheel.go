@@ -9,6 +9,7 @@ import (
 
 	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/clock"
 	"github.com/slotwheel/slotwheel/engine/loop"
 	"github.com/slotwheel/slotwheel/models"
 	"gorm.io/gorm"
@@ -35,7 +36,7 @@ const (
 // wall clock, as Asynq and the backends do.
 type maker struct {
 	eng   *engine.Engine
-	clock *engine.SimulatedClock
+	clock *clock.Simulated
 }
 
 // book holds and confirms one unit of the two hour slots around at, for user, confirming at at.
@@ -228,7 +229,7 @@ func measureSlotwheel(ctx context.Context, env *Env, cfg Config, s spec, p *Prog
 	}
 	makers := make([]*maker, cfg.SetupWorkers)
 	for i := range makers {
-		c := engine.NewSimulatedClock(time.Now())
+		c := clock.NewSimulated(time.Now())
 		e, err := engine.New(engine.Options{DB: makerDB, Redis: env.Redis, Prefix: prefix, Clock: c, ReminderLead: -1, Logger: log})
 		if err != nil {
 			return nil, err
