@@ -9,6 +9,24 @@ import (
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 )
 
+// AvailabilityQuery asks for one venue-local day of a resource, or of a service (optionally on one
+// of its resources).
+type AvailabilityQuery struct {
+	ResourceID uint64
+	ServiceID  uint64
+	Date       string // YYYY-MM-DD, venue-local
+}
+
+// SlotAvailability is one bookable start of a day. Times are in the venue's zone.
+type SlotAvailability struct {
+	Start      time.Time
+	End        time.Time
+	ResourceID uint64
+	Available  bool
+	Remaining  int
+	Reason     string
+}
+
 // Availability answers one venue-local day of a resource, or of a service on each of its resources
 // (or the one named), from Redis; a cold day is loaded from SQL first.
 func (e *Catalog) Availability(ctx context.Context, q AvailabilityQuery) ([]SlotAvailability, error) {
@@ -34,7 +52,7 @@ func (e *Catalog) Availability(ctx context.Context, q AvailabilityQuery) ([]Slot
 	}
 	ids := si.resources
 	if q.ResourceID != 0 {
-		if !containsID(ids, q.ResourceID) {
+		if !slices.Contains(ids, q.ResourceID) {
 			return nil, booking.Invalid("resource_not_in_service", "resource %d does not deliver service %d", q.ResourceID, q.ServiceID).WithField("resource_id")
 		}
 		ids = []uint64{q.ResourceID}
@@ -66,7 +84,7 @@ func (e *Catalog) dayOf(ctx context.Context, ri *resourceInfo, si *serviceInfo, 
 	index := map[string]int{}
 	var fields, days []string
 	for _, c := range cands {
-		f, d := slotFields(ri.res.ID, c.Occupy)
+		f, d := redisstore.SlotFields(ri.res.ID, c.Occupy)
 		for _, x := range f {
 			if _, ok := index[x]; !ok {
 				index[x] = len(fields)
@@ -178,5 +196,5 @@ func (e *Catalog) readSlots(ctx context.Context, ri *resourceInfo, days, fields 
 			return nil, nil, err
 		}
 	}
-	return nil, nil, backendFailure("availability: day would not load")
+	return nil, nil, redisstore.Unexpected("availability: day would not load")
 }

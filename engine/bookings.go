@@ -5,11 +5,31 @@ import (
 	"errors"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/release"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
 )
+
+// HistoryEntry is one status change of a booking. At is in the venue's zone.
+type HistoryEntry struct {
+	From, To string
+	At       time.Time
+	Actor    string
+	Reason   string
+}
+
+// BookingQuery selects a venue's bookings for the front desk.
+type BookingQuery struct {
+	VenueID    uint64
+	Date       string // venue-local YYYY-MM-DD of the start, optional
+	Status     string // optional
+	ResourceID uint64 // optional
+	Cursor     string
+	Limit      int
+}
 
 // view is a booking as callers see it: in its venue's zone.
 func (e *Bookings) view(ctx context.Context, b *booking.Booking) (booking.Booking, error) {
@@ -408,4 +428,23 @@ func (e *Bookings) freeIfNotOccupying(ctx context.Context, id uint64) {
 	if !b.Status.Occupies() {
 		e.giveBack(lctx, &b)
 	}
+}
+
+// The metrics of this file (engine.go says why they are package-level).
+var (
+	metricTransitions = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "slotwheel_booking_transitions_total", Help: "Booking status transitions, by from and to status (HELD → CONFIRMED: a booking created).",
+	}, []string{"from", "to"})
+)
+
+// Every label value is registered up front (engine.go says why).
+func init() {
+	for _, tr := range append(booking.Transitions(), booking.Created) {
+		metricTransitions.WithLabelValues(string(tr.From), string(tr.To))
+	}
+}
+
+// countTransition counts one booking status change.
+func countTransition(tr booking.Transition) {
+	metricTransitions.WithLabelValues(string(tr.From), string(tr.To)).Inc()
 }

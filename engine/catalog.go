@@ -18,6 +18,78 @@ import (
 	"github.com/slotwheel/slotwheel/models"
 )
 
+// Venue is a place with an IANA time zone.
+type Venue struct {
+	ID          uint64
+	Name        string
+	Timezone    string
+	ReleaseMode string // on, off or dry_run
+	CreatedAt   time.Time
+}
+
+// VenueInput creates a venue.
+type VenueInput struct {
+	Name     string
+	Timezone string
+}
+
+// Resource is something sold by the slot.
+type Resource struct {
+	ID          uint64
+	VenueID     uint64
+	Name        string
+	Kind        string
+	Capacity    int
+	Category    string
+	PriceCents  int64
+	Status      string
+	SlotMinutes int // 0 until a schedule is set
+	CreatedAt   time.Time
+}
+
+// ResourceInput creates a resource.
+type ResourceInput struct {
+	VenueID    uint64
+	Name       string
+	Kind       string
+	Capacity   int
+	Category   string
+	PriceCents int64
+}
+
+// Service is what a customer books on one of several resources.
+type Service struct {
+	ID              uint64
+	VenueID         uint64
+	Name            string
+	DurationMinutes int
+	PrepMinutes     int
+	CleanupMinutes  int
+	ResourceIDs     []uint64      // every resource that delivers it
+	Roles           []ServiceRole // a service that needs several resources at once; nil otherwise
+	PriceCents      int64
+	CreatedAt       time.Time
+}
+
+// ServiceRole is one role of a service that needs several resources at once (a counsellor and a
+// room): a hold takes one of its resources.
+type ServiceRole struct {
+	Role        string
+	ResourceIDs []uint64
+}
+
+// ServiceInput creates a service.
+type ServiceInput struct {
+	VenueID         uint64
+	Name            string
+	DurationMinutes int
+	PrepMinutes     int
+	CleanupMinutes  int
+	ResourceIDs     []uint64      // any one of them delivers it, or
+	Roles           []ServiceRole // one of every role's
+	PriceCents      int64
+}
+
 // cacheTTL bounds how stale another instance's view of an admin change can be; this instance
 // forgets its own entries on every change it makes.
 const cacheTTL = 5 * time.Second

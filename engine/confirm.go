@@ -6,9 +6,39 @@ import (
 	"errors"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
+)
+
+// PaymentNotice is a verified payment notification from the provider.
+type PaymentNotice struct {
+	HoldID      string
+	PaymentID   string
+	AmountCents int64
+	PaidAt      time.Time
+	// Provider took the money: models.ProviderNotify (the default) or models.ProviderWechatPay, whose
+	// refunds the engine can request itself.
+	Provider string
+
+	user string // the hold's owner, when its record was read
+}
+
+// PaymentResult says what a payment became: a booking, or a refund because the hold expired and its
+// units were taken.
+type PaymentResult struct {
+	Outcome   string
+	PaymentID string
+	HoldID    string
+	Booking   *booking.Booking
+}
+
+// Payment outcomes.
+const (
+	OutcomeBooked = "booked"
+	OutcomeRefund = "refund"
 )
 
 // Confirm turns a hold into a booking without a payment (dev payments). Owner or admin. A hold that
@@ -243,13 +273,13 @@ func (e *Payments) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *P
 			return booking.Booking{}, errUnitsGone
 		case "cold":
 			if attempt >= 10 {
-				return booking.Booking{}, backendFailure("confirm: day would not load")
+				return booking.Booking{}, redisstore.Unexpected("confirm: day would not load")
 			}
 			if err := e.holds.loadDayField(ctx, st.Detail); err != nil {
 				return booking.Booking{}, err
 			}
 		default:
-			return booking.Booking{}, backendFailure("mark confirming: unexpected answer " + st.Outcome)
+			return booking.Booking{}, redisstore.Unexpected("mark confirming: unexpected answer " + st.Outcome)
 		}
 	}
 }
@@ -401,4 +431,18 @@ func newCheckinCode() string {
 		b[i] = checkinAlphabet[int(b[i])%len(checkinAlphabet)]
 	}
 	return string(b)
+}
+
+// The metrics of this file (engine.go says why they are package-level).
+var (
+	metricConfirms = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "slotwheel_confirms_total", Help: "Confirms by outcome (booked, retaken, refund, refused: the capacity ledger refused the booking, failed, unknown: the commit's acknowledgement was lost).",
+	}, []string{"outcome"})
+)
+
+// Every label value is registered up front (engine.go says why).
+func init() {
+	for _, o := range []string{"booked", "retaken", "refund", "refused", "failed", "unknown"} {
+		metricConfirms.WithLabelValues(o)
+	}
 }

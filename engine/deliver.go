@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/notify"
 	"github.com/slotwheel/slotwheel/engine/notify/webhook"
@@ -573,4 +575,30 @@ func (e *Notifications) pruneNotifications(ctx context.Context) error {
 	now := e.clock.Now()
 	_, err := e.ss.Prune(ctx, now.Add(-keep), now.Add(-4*keep))
 	return err
+}
+
+// The metrics of this file (engine.go says why they are package-level).
+var (
+	metricEventsPublished = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "slotwheel_events_published_total", Help: "Outbox events handed to their sinks by the relay.",
+	})
+	metricDeliveries = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "slotwheel_deliveries_total", Help: "Delivery attempts by sink (webhook, wechat) and outcome (succeeded, pending: to be retried, failed, skipped).",
+	}, []string{"sink", "outcome"})
+	metricDeliveriesRequeued = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "slotwheel_deliveries_requeued_total", Help: "Deliveries queued again because their task was lost.",
+	})
+	metricDeliveryDelay = promauto.NewHistogram(prometheus.HistogramOpts{
+		Name: "slotwheel_delivery_delay_seconds", Help: "Seconds from an event's transition to its successful delivery.",
+		Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 21600, 86400},
+	})
+)
+
+// Every label value is registered up front (engine.go says why).
+func init() {
+	for _, s := range []string{"webhook", "wechat"} {
+		for _, o := range []string{"succeeded", "pending", "failed", "skipped"} {
+			metricDeliveries.WithLabelValues(s, o)
+		}
+	}
 }

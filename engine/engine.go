@@ -129,6 +129,11 @@ type testHooks struct {
 	release release.Hooks
 }
 
+// The engine's Prometheus metrics are declared beside the capability that counts them (holds.go,
+// confirm.go, deliver.go, ...). They are package-level so that several engines in one process
+// (tests) share one registration, and every label value they can take is registered up front in an
+// init beside them, so that a dashboard or an alert sees a zero rather than nothing.
+
 // errSimulatedCrash stands for a process killed mid-operation (tests only).
 var errSimulatedCrash = errors.New("simulated crash")
 

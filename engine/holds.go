@@ -7,10 +7,28 @@ import (
 	"sort"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/idem"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 )
+
+// HoldRequest takes units for a user: either a resource window (ResourceID, Start, End) or a service
+// at Start on one of its resources (ServiceID, ResourceID, Start). Quantity 0 means 1.
+type HoldRequest struct {
+	UserID     string
+	ResourceID uint64
+	ServiceID  uint64
+	Start      time.Time
+	End        time.Time
+	Quantity   int
+	// Resources names, for a service with roles, the resource to take for some roles; the others
+	// get the first of the role's resources with room.
+	Resources map[string]uint64
+
+	once *holdOnce // HoldOnce's idempotency step
+}
 
 // Hold takes units for a user, all or nothing. A service hold without a resource takes the first of
 // the service's resources that has room.
@@ -57,7 +75,7 @@ func (e *Holds) Hold(ctx context.Context, req HoldRequest) (booking.Hold, error)
 	}
 	candidates := si.resources
 	if req.ResourceID != 0 {
-		if !containsID(si.resources, req.ResourceID) {
+		if !slices.Contains(si.resources, req.ResourceID) {
 			return booking.Hold{}, booking.Invalid("resource_not_in_service", "resource %d does not deliver service %d", req.ResourceID, req.ServiceID).WithField("resource_id")
 		}
 		candidates = []uint64{req.ResourceID}
@@ -81,15 +99,6 @@ func (e *Holds) Hold(ctx context.Context, req HoldRequest) (booking.Hold, error)
 	return booking.Hold{}, firstErr
 }
 
-func containsID(ids []uint64, id uint64) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
-}
-
 // take places the request on ri's grid and runs the hold script, loading cold days from SQL first.
 func (e *Holds) take(ctx context.Context, req HoldRequest, ri *resourceInfo, si *serviceInfo) (booking.Hold, error) {
 	now := e.clock.Now()
@@ -104,7 +113,7 @@ func (e *Holds) take(ctx context.Context, req HoldRequest, ri *resourceInfo, si 
 	if si != nil {
 		r.ServiceID = si.svc.ID
 	}
-	r.Fields, r.Days = slotFields(ri.res.ID, p.Slots)
+	r.Fields, r.Days = redisstore.SlotFields(ri.res.ID, p.Slots)
 	var step *redisstore.IdemStep
 	if req.once != nil {
 		step = req.once.prepare(holdOf(r).In(ri.venue.loc))
@@ -141,7 +150,7 @@ func (e *Holds) runHold(ctx context.Context, r *redisstore.HoldRecord, loc *time
 			return booking.Hold{}, idem.ErrInProgress
 		case redisstore.HoldCold:
 			if attempt >= maxAttempts {
-				return booking.Hold{}, backendFailure("hold: day would not load")
+				return booking.Hold{}, redisstore.Unexpected("hold: day would not load")
 			}
 			if err := e.loadDayField(ctx, cold); err != nil {
 				return booking.Hold{}, err
@@ -176,7 +185,7 @@ func (e *Holds) holdRoles(ctx context.Context, req HoldRequest, si *serviceInfo)
 	for i, role := range si.roles {
 		ids := role.ResourceIDs
 		if pin, ok := req.Resources[role.Role]; ok {
-			if !containsID(ids, pin) {
+			if !slices.Contains(ids, pin) {
 				return booking.Hold{}, booking.Invalid("invalid_resources", "resource %d does not fill role %q", pin, role.Role).WithField("resources")
 			}
 			ids = []uint64{pin}
@@ -197,7 +206,7 @@ func (e *Holds) holdRoles(ctx context.Context, req HoldRequest, si *serviceInfo)
 			if first == nil {
 				first, primary = &p, ri
 			}
-			fields, days := slotFields(rid, p.Slots)
+			fields, days := redisstore.SlotFields(rid, p.Slots)
 			roles[i].Candidates = append(roles[i].Candidates, redisstore.RoleCandidate{ResourceID: rid, Fields: fields, Days: days})
 			allDays = append(allDays, days...)
 		}
@@ -224,28 +233,11 @@ func (e *Holds) loadDayField(ctx context.Context, dayField string) error {
 	return e.catalog.loadDay(ctx, ri, redisstore.DayOf(dayField))
 }
 
-// backendFailure is a Redis answer that should not happen.
-func backendFailure(msg string) error {
-	return errors.Join(booking.ErrBackendUnavailable, errors.New(msg))
-}
-
 // holdOf is the hold a record stands for, with the status it had when written.
 func holdOf(r *redisstore.HoldRecord) booking.Hold {
 	return booking.Hold{ID: r.ID, UserID: r.UserID, VenueID: r.VenueID, ResourceID: r.ResourceID, ServiceID: r.ServiceID,
 		Quantity: r.Quantity, Status: r.Status, Start: r.Start, End: r.End, OccupyStart: r.OccupyStart, OccupyEnd: r.OccupyEnd,
 		ExpiresAt: r.Deadline, CreatedAt: r.Created, AmountCents: r.AmountCents, BookingID: r.BookingID, Roles: r.Roles}
-}
-
-// slotFields names the Redis fields of slots, and the resource-days they lie in.
-func slotFields(resourceID uint64, slots []booking.Slot) (fields []string, days []string) {
-	fields = make([]string, len(slots))
-	for i, s := range slots {
-		fields[i] = redisstore.SlotField(resourceID, s.Start.Unix()/60)
-		if d := redisstore.DayField(resourceID, s.Day); len(days) == 0 || days[len(days)-1] != d {
-			days = append(days, d)
-		}
-	}
-	return fields, days
 }
 
 // readHold loads a live or recently ended hold record; ErrNotFound when Redis has none (a paid hold's
@@ -382,4 +374,19 @@ func (e *Holds) CancelHold(ctx context.Context, a booking.Actor, id string) (boo
 	e.payments.closeOrderOf(ctx, r.ID, r.OrderNo)
 	r.Status = booking.HoldCancelled // what the script just wrote
 	return e.viewHold(ctx, r), nil
+}
+
+// The metrics of this file (engine.go says why they are package-level).
+var (
+	metricHolds = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "slotwheel_holds_total", Help: "Hold attempts by outcome (ok, full, closed, limit, cold: a day loaded from SQL first; done: a repeat of a keyed hold answered as the first time, reused: its key came with another body, running: its first request still ran).",
+	}, []string{"outcome"})
+)
+
+// Every label value is registered up front (engine.go says why).
+func init() {
+	for _, o := range []redisstore.HoldOutcome{redisstore.HoldOK, redisstore.HoldFull, redisstore.HoldClosed, redisstore.HoldLimit,
+		redisstore.HoldCold, redisstore.HoldDone, redisstore.HoldReused, redisstore.HoldRunning} {
+		metricHolds.WithLabelValues(string(o))
+	}
 }

@@ -9,6 +9,8 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
@@ -206,3 +208,13 @@ func (e *Payments) checkLedger(ctx context.Context, rep *ReconcileReport) error 
 	}
 	return nil
 }
+
+// The metrics of this file (engine.go says why they are package-level).
+var (
+	metricSlotsOver = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "slotwheel_slots_over_capacity", Help: "Slots whose occupying bookings take more units than the slot has, as this instance's last check of the capacity ledger found them: an oversell.",
+	})
+	metricLedgerDrift = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "slotwheel_ledger_drift_total", Help: "Slots whose capacity-ledger count was short of the units a booking change gave back (repaired by reconciliation's check of the ledger).",
+	})
+)

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/loop"
 	"github.com/slotwheel/slotwheel/engine/release"
@@ -389,3 +391,13 @@ func (e *Notifications) remind(ctx context.Context, due []sqlstore.Booking, now 
 	metricReminders.Add(float64(sent))
 	return nil
 }
+
+// The metrics of this file (engine.go says why they are package-level).
+var (
+	metricExpired = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "slotwheel_holds_expired_total", Help: "Holds whose units the wheel gave back at their deadline.",
+	})
+	metricReminders = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "slotwheel_reminders_total", Help: "Reminders sent (booking.reminder events written).",
+	})
+)

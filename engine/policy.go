@@ -7,6 +7,13 @@ import (
 	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
+// GracePolicy is how long after start a no-show keeps its slot, for resources of one category.
+type GracePolicy struct {
+	Category     string
+	GraceSeconds int
+	Peak         []booking.PeakRule
+}
+
 // The booking rules of docs/API.md "Booking rules": a resource's policy (notice, days ahead, cancel
 // cut-off and refund shares, no-show refund, reschedule cut-off and count) and the deployment's
 // no-show freeze. The rules themselves are engine/booking's; this file stores and applies them.

@@ -3,8 +3,11 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/release"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
@@ -63,7 +66,7 @@ func (e *Bookings) Reschedule(ctx context.Context, a booking.Actor, req Reschedu
 		if si, err = e.cat.service(ctx, b.ServiceID); err != nil {
 			return booking.Booking{}, err
 		}
-		if !containsID(si.resources, ri.res.ID) {
+		if !slices.Contains(si.resources, ri.res.ID) {
 			return booking.Booking{}, booking.Invalid("resource_not_in_service", "resource %d does not deliver the booking's service", ri.res.ID).WithField("resource_id")
 		}
 	}
@@ -76,7 +79,7 @@ func (e *Bookings) Reschedule(ctx context.Context, a booking.Actor, req Reschedu
 	if err != nil {
 		return booking.Booking{}, err
 	}
-	fields, days := slotFields(ri.res.ID, p.Slots)
+	fields, days := redisstore.SlotFields(ri.res.ID, p.Slots)
 	for _, role := range b.Roles[min(1, len(b.Roles)):] {
 		rr, err := e.cat.resource(ctx, role.ResourceID)
 		if err != nil {
@@ -86,7 +89,7 @@ func (e *Bookings) Reschedule(ctx context.Context, a booking.Actor, req Reschedu
 		if err != nil {
 			return booking.Booking{}, err
 		}
-		f, d := slotFields(rr.res.ID, rp.Slots)
+		f, d := redisstore.SlotFields(rr.res.ID, rp.Slots)
 		fields, days = append(fields, f...), append(days, d...)
 	}
 	decide := func(x *sqlstore.Booking) (booking.Change, error) {
@@ -177,20 +180,20 @@ func (e *Bookings) reserveMove(ctx context.Context, ri *resourceInfo, u redissto
 		case redisstore.MoveMissing:
 			// Redis lost the booking's units: count them again from SQL, then retry once.
 			if attempt > 0 {
-				return backendFailure("reschedule: the booking's units are not counted")
+				return redisstore.Unexpected("reschedule: the booking's units are not counted")
 			}
 			if err := e.upkeep.repairVenue(ctx, ri.res.VenueID, &ReconcileReport{}); err != nil {
 				return err
 			}
 		case redisstore.MoveCold:
 			if attempt >= 10 {
-				return backendFailure("reschedule: day would not load")
+				return redisstore.Unexpected("reschedule: day would not load")
 			}
 			if err := e.holds.loadDayField(ctx, cold); err != nil {
 				return err
 			}
 		default:
-			return backendFailure("reserve move: unexpected answer " + string(out))
+			return redisstore.Unexpected("reserve move: unexpected answer " + string(out))
 		}
 	}
 }
@@ -234,3 +237,10 @@ func sameFields(a, b []string) bool {
 	}
 	return true
 }
+
+// The metrics of this file (engine.go says why they are package-level).
+var (
+	metricReschedules = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "slotwheel_reschedules_total", Help: "Bookings moved to another window (they stay CONFIRMED, so this is no status transition).",
+	})
+)

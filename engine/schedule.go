@@ -13,6 +13,23 @@ import (
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
 )
 
+// Schedule is a resource's opening rules.
+type Schedule struct {
+	ResourceID     uint64
+	SlotMinutes    int
+	Weekly         []booking.WeeklyRule
+	Exceptions     []booking.ScheduleException
+	HorizonDays    int
+	GeneratedUntil string // first venue-local date without inventory
+}
+
+// ScheduleChange asks for new opening rules. CancelAffected cancels (as an admin cancels) the
+// confirmed bookings that the new hours would no longer hold, instead of refusing the change.
+type ScheduleChange struct {
+	booking.ScheduleInput
+	CancelAffected bool
+}
+
 // SetSchedule replaces a resource's opening rules, refusing a change that would close hours under
 // confirmed bookings (see ChangeSchedule). Admin only.
 func (e *Catalog) SetSchedule(ctx context.Context, a booking.Actor, resourceID uint64, in booking.ScheduleInput) (Schedule, error) {
@@ -144,7 +161,7 @@ func (e *Catalog) regrid(ctx context.Context, ri *resourceInfo, p *booking.Plan)
 			out.closed = append(out.closed, b.ID)
 			continue
 		}
-		fields, _ := slotFields(ri.res.ID, slots)
+		fields, _ := redisstore.SlotFields(ri.res.ID, slots)
 		for _, f := range fields {
 			load[f] += b.Quantity
 			who[f] = append(who[f], b.ID)
@@ -178,7 +195,7 @@ func (e *Catalog) regrid(ctx context.Context, ri *resourceInfo, p *booking.Plan)
 			out.lapsed = append(out.lapsed, id)
 			continue
 		}
-		fields, _ := slotFields(ri.res.ID, slots)
+		fields, _ := redisstore.SlotFields(ri.res.ID, slots)
 		for _, f := range fields {
 			load[f] += r.Quantity
 			if load[f] > ri.res.Capacity {

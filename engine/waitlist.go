@@ -3,11 +3,23 @@ package engine
 import (
 	"context"
 	"errors"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
 	"github.com/slotwheel/slotwheel/models"
 )
+
+// WaitlistRequest asks to wait for units of a resource window.
+type WaitlistRequest struct {
+	UserID     string
+	ResourceID uint64
+	Start      time.Time
+	End        time.Time
+	Quantity   int
+}
 
 // JoinWaitlist puts a user in line for a resource window, once (ErrAlreadyWaiting for a second
 // time). The window is checked like a hold's (on the grid, not past, within the horizon). If its
@@ -163,3 +175,10 @@ func (e *Holds) promoteWaiting(ctx context.Context) error {
 	}
 	return nil
 }
+
+// The metrics of this file (engine.go says why they are package-level).
+var (
+	metricPromotions = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "slotwheel_waitlist_promotions_total", Help: "Waiters promoted to a hold.",
+	})
+)

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/wechatpay"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
@@ -244,3 +246,10 @@ func refundReasonText(reason string) string {
 	}
 	return "支付未能预约成功，全额退款"
 }
+
+// The metrics of this file (engine.go says why they are package-level).
+var (
+	metricOrdersClosed = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "slotwheel_wechatpay_orders_closed_total", Help: "WeChat Pay orders closed because their hold ended unpaid.",
+	})
+)

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
+
+	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
 // Keys builds every Redis key slotwheel writes; no other file formats a key. All keys of one venue
@@ -192,4 +194,16 @@ func HoldVenue(id string) (uint64, bool) {
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
 	return n, err == nil && n > 0
+}
+
+// SlotFields names the slot fields of a resource's slots, and the resource-days they lie in.
+func SlotFields(resourceID uint64, slots []booking.Slot) (fields []string, days []string) {
+	fields = make([]string, len(slots))
+	for i, s := range slots {
+		fields[i] = SlotField(resourceID, s.Start.Unix()/60)
+		if d := DayField(resourceID, s.Day); len(days) == 0 || days[len(days)-1] != d {
+			days = append(days, d)
+		}
+	}
+	return fields, days
 }

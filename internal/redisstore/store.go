@@ -77,6 +77,12 @@ func unavailable(op string, err error) error {
 	return fmt.Errorf("redis %s: %w: %w", op, booking.ErrBackendUnavailable, err)
 }
 
+// Unexpected is a Redis answer that should not happen (a script's outcome no caller expects, a day
+// that would not load): to the caller it is Redis failing.
+func Unexpected(msg string) error {
+	return fmt.Errorf("redis: %w: %s", booking.ErrBackendUnavailable, msg)
+}
+
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
 // Holds owns the units that holds take and the hold records: taking them (alone, with an
