@@ -40,7 +40,13 @@ func (r releaseRules) LoadReleaseRules(ctx context.Context, v uint64) error {
 	return r.c.loadReleaseRules(ctx, v)
 }
 
-// Release is a release task's work: see release.Service.Release.
+// ReleaseTask is the release queue's handler's work, waiting for release_at included: see
+// release.Service.Task.
+func (e *Engine) ReleaseTask(ctx context.Context, ref release.Ref) (release.Outcome, error) {
+	return e.releases.Task(ctx, ref)
+}
+
+// Release is a release task's work once release_at has come: see release.Service.Release.
 func (e *Engine) Release(ctx context.Context, ref release.Ref) (release.Outcome, error) {
 	return e.releases.Release(ctx, ref)
 }

@@ -11,21 +11,12 @@ import (
 
 	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/booking"
-	"github.com/slotwheel/slotwheel/engine/clock"
-	"github.com/slotwheel/slotwheel/engine/loop"
 	"github.com/slotwheel/slotwheel/engine/release"
 )
 
-// maxEarlyWait is the longest a release handler waits out an early start before handing the task
-// back to Asynq. A task is due at the whole second after release_at and should not start early; one
-// that does (clock skew between instances, a task queued before this schedule) waits, and anything
-// earlier still (an operator pressing "run" in the dashboard) is retried close to release_at
-// instead of holding a worker.
-const maxEarlyWait = 5 * time.Second
-
 // releaser, reconciler and their methods are what the handlers need of *engine.Engine.
 type releaser interface {
-	Release(ctx context.Context, ref release.Ref) (release.Outcome, error)
+	ReleaseTask(ctx context.Context, ref release.Ref) (release.Outcome, error)
 }
 
 type reconciler interface {
@@ -40,13 +31,12 @@ type handlers struct {
 	rec    reconciler
 	notify notifier
 	pay    payer
-	clock  clock.Clock
 	log    *slog.Logger
 }
 
-// release moves a no-show booking to RELEASED at its release_at, never before: the handler waits
-// until the release_at of its payload, and should the engine still find it early (another clock),
-// the engine says how long is left and the handler waits that out too.
+// release moves a no-show booking to RELEASED at its release_at, never before (the release
+// service's Task, which waits out an early start). A task still early past that wait is handed back
+// to Asynq, which retries it close to release_at (retryDelay) without using up a retry.
 func (h *handlers) release(ctx context.Context, t *asynq.Task) error {
 	ref, err := decodeRef(t.Payload())
 	if err != nil {
@@ -56,40 +46,17 @@ func (h *handlers) release(ctx context.Context, t *asynq.Task) error {
 	if n, ok := asynq.GetRetryCount(ctx); ok && n > 0 {
 		ref.Retried = true
 	}
-	// Should the task start early, wait for the release_at it names before asking the engine, so an
-	// early start costs the database nothing; the engine stays the judge of "due".
-	budget := maxEarlyWait
-	if early := ref.ReleaseAt.Sub(h.clock.Now()); early > 0 {
-		if early > budget {
-			releases.WithLabelValues("early").Inc()
-			return fmt.Errorf("release booking %d: %w", ref.BookingID, &booking.NotDueError{Wait: early})
-		}
-		budget -= early
-		if err := loop.Sleep(ctx, early); err != nil {
-			return fmt.Errorf("release booking %d: %w", ref.BookingID, err)
-		}
+	outcome, err := h.rel.ReleaseTask(ctx, ref)
+	if _, early := errors.AsType[*booking.NotDueError](err); early {
+		releases.WithLabelValues("early").Inc()
+	} else if err != nil {
+		releases.WithLabelValues("error").Inc()
 	}
-	for {
-		outcome, err := h.rel.Release(ctx, ref)
-		if nd, ok := errors.AsType[*booking.NotDueError](err); ok {
-			wait := max(nd.Wait, time.Millisecond)
-			if wait > budget {
-				releases.WithLabelValues("early").Inc()
-				return fmt.Errorf("release booking %d: %w", ref.BookingID, err)
-			}
-			budget -= wait
-			if err := loop.Sleep(ctx, wait); err != nil {
-				return fmt.Errorf("release booking %d: %w", ref.BookingID, err)
-			}
-			continue
-		}
-		if err != nil {
-			releases.WithLabelValues("error").Inc()
-			return fmt.Errorf("release booking %d: %w", ref.BookingID, err)
-		}
-		releases.WithLabelValues(string(outcome)).Inc()
-		return nil
+	if err != nil {
+		return fmt.Errorf("release booking %d: %w", ref.BookingID, err)
 	}
+	releases.WithLabelValues(string(outcome)).Inc()
+	return nil
 }
 
 // reconcile runs one reconciliation and logs what it repaired.

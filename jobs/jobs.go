@@ -123,7 +123,7 @@ func New(opts Options) (*Jobs, error) {
 		client:    asynq.NewClient(opts.Redis),
 		inspector: asynq.NewInspector(opts.Redis),
 		rdb:       rdb,
-		handlers:  &handlers{rel: opts.Engine, rec: opts.Engine, notify: opts.Engine, pay: opts.Engine, clock: opts.Engine.Clock(), log: log},
+		handlers:  &handlers{rel: opts.Engine, rec: opts.Engine, notify: opts.Engine, pay: opts.Engine, log: log},
 	}
 	ld := &loader{horizon: opts.Engine.ReleaseHorizon(), src: opts.Engine, sched: j, clock: opts.Engine.Clock(), batch: 500, maxBatches: 20}
 	lc := withLease(opts.Lease, loop.Config{Name: "release_loader", Interval: opts.LoaderInterval, Timeout: 30 * time.Second, Logger: log})

@@ -9,26 +9,26 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/loop"
 	"github.com/slotwheel/slotwheel/engine/release"
 )
 
-// recordingReleaser stands in for the engine: it refuses early calls like Engine.Release and records
-// when each booking was released.
+// recordingReleaser stands in for the engine: like Engine.ReleaseTask it waits for release_at, and
+// it records when each booking was released.
 type recordingReleaser struct {
 	mu       sync.Mutex
 	released map[uint64]time.Time
 	calls    map[uint64]int
 }
 
-func (r *recordingReleaser) Release(_ context.Context, ref release.Ref) (release.Outcome, error) {
+func (r *recordingReleaser) ReleaseTask(ctx context.Context, ref release.Ref) (release.Outcome, error) {
+	if err := loop.Sleep(ctx, time.Until(ref.ReleaseAt)); err != nil {
+		return "", err
+	}
 	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls[ref.BookingID]++
-	if now.Before(ref.ReleaseAt) {
-		return "", &booking.NotDueError{Wait: ref.ReleaseAt.Sub(now)}
-	}
 	if _, ok := r.released[ref.BookingID]; ok {
 		return release.AlreadyReleased, nil
 	}

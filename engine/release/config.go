@@ -58,6 +58,10 @@ type Config struct {
 	// looked at SQL for Refresh, or a booking of this process is due sooner than that: the loop
 	// looks at SQL when releases fall due, not at every tick.
 	Interval time.Duration
+	// EarlyWait is the longest a release task that starts before its booking's release_at waits
+	// for it (Task) before handing the task back to the queue; default 5s. A task is due at the
+	// whole second after release_at, so only clock skew between instances starts one early.
+	EarlyWait time.Duration
 	// DefaultMode is the release mode of venues that set none; default booking.ReleaseOn.
 	DefaultMode booking.ReleaseMode
 	// Hooks, when set, lets tests inject failures into release batches; nil in production.
@@ -86,6 +90,7 @@ func (c Config) withDefaults() Config {
 	setDuration(&c.SettledTTL, 10*time.Second)
 	setDuration(&c.Gap, 5*time.Millisecond)
 	setDuration(&c.Interval, 250*time.Millisecond)
+	setDuration(&c.EarlyWait, 5*time.Second)
 	if c.DefaultMode == "" {
 		c.DefaultMode = booking.ReleaseOn
 	}

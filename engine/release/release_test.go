@@ -92,6 +92,7 @@ func TestConfigDefaults(t *testing.T) {
 	require.Equal(t, 10*time.Second, c.SettledTTL)
 	require.Equal(t, 5*time.Millisecond, c.Gap)
 	require.Equal(t, 250*time.Millisecond, c.Interval)
+	require.Equal(t, 5*time.Second, c.EarlyWait)
 	require.Equal(t, booking.ReleaseOn, c.DefaultMode)
 	require.NotNil(t, c.Hooks)
 }
