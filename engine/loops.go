@@ -18,8 +18,10 @@ import (
 
 // LoopsConfig configures the engine's background loops. Zero values take the documented defaults.
 type LoopsConfig struct {
-	// ExpiryInterval is the hold wheel's tick; default 100ms. Availability does not depend on it (a
-	// due hold stops counting at its deadline), only how soon counters and records catch up.
+	// ExpiryInterval is the longest the hold wheel goes without a look; default 1s. Its marks are
+	// per second, so it also runs just after each second begins rather than on a finer tick: an idle
+	// instance wakes it once or twice a second. Availability does not depend on it (a due hold stops
+	// counting at its deadline), only how soon counters, records and hold.expired catch up.
 	ExpiryInterval time.Duration
 	// SweepInterval is the period of the watches of Redis (for data loss and for a failover); default
 	// 1s.
@@ -67,7 +69,7 @@ type runner interface {
 
 // NewLoops builds the engine's background loops; Start runs them.
 func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
-	setDefault(&cfg.ExpiryInterval, 100*time.Millisecond)
+	setDefault(&cfg.ExpiryInterval, time.Second)
 	setDefault(&cfg.SweepInterval, time.Second)
 	setDefault(&cfg.SQLSweepInterval, 10*time.Second)
 	setDefault(&cfg.WheelSweepInterval, 30*time.Second)
@@ -129,15 +131,23 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 		}
 	})
 
+	// The hold wheel runs just after each second begins (its marks are per second) and at least every
+	// ExpiryInterval. Its lease outlasts the gap between runs and is still short, so that a dead
+	// holder's venues expire within seconds elsewhere.
+	var wheel *loop.Loop
+	wheel = mkLoop("wheel", cfg.ExpiryInterval, 10*time.Second, max(3*cfg.ExpiryInterval, 3*time.Second), true,
+		func(ctx context.Context) error {
+			defer wheel.KickAfter(untilNextSecond(time.Now()))
+			return e.runWheel(ctx, cfg.ExpiryBatch)
+		})
+
 	return &Loops{loops: []runner{
 		// Redis loss first (on every instance: each watches the queues it uses): the others need the
 		// state it rebuilds.
 		mkLoop("redis_loss", cfg.SweepInterval, 2*time.Second, 0, false, e.reconcileIfRedisLost),
 		// So does a failover (on every instance: each watches the primaries it writes to).
 		mkLoop("redis_failover", cfg.SweepInterval, failoverRepairTimeout, 0, false, e.watchPrimary),
-		// The wheel's lease is short, so that a dead holder's venues expire on time elsewhere.
-		mkLoop("wheel", cfg.ExpiryInterval, 10*time.Second, 5*cfg.ExpiryInterval, true,
-			func(ctx context.Context) error { return e.runWheel(ctx, cfg.ExpiryBatch) }),
+		wheel,
 		mkLoop("wheel_sweep", cfg.WheelSweepInterval, time.Minute, 0, true,
 			func(ctx context.Context) error { return e.sweepWheel(ctx, cfg.ExpiryBatch) }),
 		shared("waitlist", cfg.SQLSweepInterval, e.promoteWaiting),
@@ -186,6 +196,13 @@ func (l *Loops) Run(ctx context.Context, name string) error {
 		}
 	}
 	return fmt.Errorf("no loop %q", name)
+}
+
+// untilNextSecond is how long from now until just after the next whole second, when the wheel's
+// marks for the second just ended are all due. The wheel's timer is the wall clock's, as every
+// loop's interval is.
+func untilNextSecond(now time.Time) time.Duration {
+	return now.Truncate(time.Second).Add(time.Second + 2*time.Millisecond).Sub(now)
 }
 
 // wheelLookback bounds how far back a wheel that starts (or takes over from a dead instance) reads
