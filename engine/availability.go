@@ -29,18 +29,18 @@ type SlotAvailability struct {
 
 // Availability answers one venue-local day of a resource, or of a service on each of its resources
 // (or the one named), from Redis; a cold day is loaded from SQL first.
-func (e *Catalog) Availability(ctx context.Context, q AvailabilityQuery) ([]SlotAvailability, error) {
+func (cg *Catalog) Availability(ctx context.Context, q AvailabilityQuery) ([]SlotAvailability, error) {
 	if q.ResourceID == 0 && q.ServiceID == 0 {
 		return nil, booking.Invalid("missing_resource_id", "resource_id or service_id is required").WithField("resource_id")
 	}
 	if q.ServiceID == 0 {
-		ri, err := e.cat.resource(ctx, q.ResourceID)
+		ri, err := cg.cat.resource(ctx, q.ResourceID)
 		if err != nil {
 			return nil, unknown(err, "unknown_resource", "resource %d does not exist", q.ResourceID)
 		}
-		return e.dayOf(ctx, ri, nil, q.Date)
+		return cg.dayOf(ctx, ri, nil, q.Date)
 	}
-	si, err := e.cat.service(ctx, q.ServiceID)
+	si, err := cg.cat.service(ctx, q.ServiceID)
 	if err != nil {
 		return nil, unknown(err, "unknown_service", "service %d does not exist", q.ServiceID)
 	}
@@ -48,7 +48,7 @@ func (e *Catalog) Availability(ctx context.Context, q AvailabilityQuery) ([]Slot
 		if q.ResourceID != 0 {
 			return nil, booking.Invalid("invalid_resources", "service %d takes one resource per role: its availability names none", q.ServiceID).WithField("resource_id")
 		}
-		return e.dayOfRoles(ctx, si, q.Date)
+		return cg.dayOfRoles(ctx, si, q.Date)
 	}
 	ids := si.resources
 	if q.ResourceID != 0 {
@@ -59,11 +59,11 @@ func (e *Catalog) Availability(ctx context.Context, q AvailabilityQuery) ([]Slot
 	}
 	var out []SlotAvailability
 	for _, id := range ids {
-		ri, err := e.cat.resource(ctx, id)
+		ri, err := cg.cat.resource(ctx, id)
 		if err != nil {
 			return nil, unknown(err, "unknown_resource", "resource %d does not exist", id)
 		}
-		slots, err := e.dayOf(ctx, ri, si, q.Date)
+		slots, err := cg.dayOf(ctx, ri, si, q.Date)
 		if err != nil {
 			return nil, err
 		}
@@ -72,7 +72,7 @@ func (e *Catalog) Availability(ctx context.Context, q AvailabilityQuery) ([]Slot
 	return out, nil
 }
 
-func (e *Catalog) dayOf(ctx context.Context, ri *resourceInfo, si *serviceInfo, date string) ([]SlotAvailability, error) {
+func (cg *Catalog) dayOf(ctx context.Context, ri *resourceInfo, si *serviceInfo, date string) ([]SlotAvailability, error) {
 	loc := ri.venue.loc
 	day, err := time.ParseInLocation(booking.DayLayout, date, loc)
 	if err != nil || day.Year() < 2000 || day.Year() > 9998 {
@@ -97,7 +97,7 @@ func (e *Catalog) dayOf(ctx context.Context, ri *resourceInfo, si *serviceInfo, 
 			}
 		}
 	}
-	now := e.clock.Now()
+	now := cg.clock.Now()
 	// Days beyond the horizon are not loaded: they are all too_far.
 	var loadable []string
 	for _, d := range days {
@@ -108,7 +108,7 @@ func (e *Catalog) dayOf(ctx context.Context, ri *resourceInfo, si *serviceInfo, 
 	}
 	caps, used := make([]int, len(fields)), make([]int, len(fields))
 	if day.AddDate(0, 0, 2).After(now) && len(fields) > 0 { // an older day is all past: nothing to read
-		if caps, used, err = e.readSlots(ctx, ri, loadable, fields); err != nil {
+		if caps, used, err = cg.readSlots(ctx, ri, loadable, fields); err != nil {
 			return nil, err
 		}
 	}
@@ -130,15 +130,15 @@ func (e *Catalog) dayOf(ctx context.Context, ri *resourceInfo, si *serviceInfo, 
 // when every role has a resource free for it, and its remaining count is how many more holds the
 // scarcest role can take (the free units of its resources, summed). An unavailable start tells why
 // its first role without room has none. The starts are those of the first role's first resource.
-func (e *Catalog) dayOfRoles(ctx context.Context, si *serviceInfo, date string) ([]SlotAvailability, error) {
+func (cg *Catalog) dayOfRoles(ctx context.Context, si *serviceInfo, date string) ([]SlotAvailability, error) {
 	per := map[uint64]map[int64]SlotAvailability{}
 	var base []SlotAvailability
 	for _, rid := range si.resources {
-		ri, err := e.cat.resource(ctx, rid)
+		ri, err := cg.cat.resource(ctx, rid)
 		if err != nil {
 			return nil, err
 		}
-		slots, err := e.dayOf(ctx, ri, si, date)
+		slots, err := cg.dayOf(ctx, ri, si, date)
 		if err != nil {
 			return nil, err
 		}
@@ -183,16 +183,16 @@ func (e *Catalog) dayOfRoles(ctx context.Context, si *serviceInfo, date string) 
 }
 
 // readSlots reads capacity (-1 when closed) and units taken of fields, loading cold days first.
-func (e *Catalog) readSlots(ctx context.Context, ri *resourceInfo, days, fields []string) (caps, used []int, err error) {
+func (cg *Catalog) readSlots(ctx context.Context, ri *resourceInfo, days, fields []string) (caps, used []int, err error) {
 	for attempt := 0; attempt < 4; attempt++ {
-		caps, used, cold, err := e.rs.ReadSlots(ctx, ri.res.VenueID, e.clock.Now(), days, fields)
+		caps, used, cold, err := cg.rs.ReadSlots(ctx, ri.res.VenueID, cg.clock.Now(), days, fields)
 		if err != nil {
 			return nil, nil, err
 		}
 		if cold == "" {
 			return caps, used, nil
 		}
-		if err := e.loadDay(ctx, ri, redisstore.DayOf(cold)); err != nil {
+		if err := cg.loadDay(ctx, ri, redisstore.DayOf(cold)); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -32,8 +32,8 @@ type BookingQuery struct {
 }
 
 // view is a booking as callers see it: in its venue's zone.
-func (e *Bookings) view(ctx context.Context, b *booking.Booking) (booking.Booking, error) {
-	vi, err := e.cat.venue(ctx, b.VenueID)
+func (bs *Bookings) view(ctx context.Context, b *booking.Booking) (booking.Booking, error) {
+	vi, err := bs.cat.venue(ctx, b.VenueID)
 	if err != nil {
 		return booking.Booking{}, err
 	}
@@ -44,15 +44,15 @@ func (e *Bookings) view(ctx context.Context, b *booking.Booking) (booking.Bookin
 // who may), the store writes it onto the version it was decided on, and the engine carries out its
 // effects around the commit — units taken before it, units given back, tasks dropped or scheduled
 // after it.
-func (e *Bookings) apply(ctx context.Context, id uint64, decide func(b *sqlstore.Booking) (booking.Change, error)) (sqlstore.Booking, booking.Change, error) {
+func (bs *Bookings) apply(ctx context.Context, id uint64, decide func(b *sqlstore.Booking) (booking.Change, error)) (sqlstore.Booking, booking.Change, error) {
 	took := false
 	var old release.Ref
-	b, c, err := e.ss.UpdateBooking(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
+	b, c, err := bs.ss.UpdateBooking(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
 		old = release.Ref{BookingID: b.ID, ReleaseAt: b.ReleaseAt}
 		// The change's event is rendered inside the store's transaction, in the venue's zone: the
 		// venue must be in the catalog's cache by then (a lookup there could wait for the very
 		// connection the transaction holds).
-		if _, err := e.cat.venue(ctx, b.VenueID); err != nil {
+		if _, err := bs.cat.venue(ctx, b.VenueID); err != nil {
 			return booking.Change{}, err
 		}
 		c, err := decide(b)
@@ -61,45 +61,45 @@ func (e *Bookings) apply(ctx context.Context, id uint64, decide func(b *sqlstore
 		}
 		if c.TakesUnits() && !took {
 			// For the change about to be written: a give-back of an earlier change leaves them.
-			if err := e.takeUnits(ctx, b, b.Version+1); err != nil {
+			if err := bs.takeUnits(ctx, b, b.Version+1); err != nil {
 				return booking.Change{}, err
 			}
 			took = true
 		}
-		e.setTimers(b, c.At)
+		bs.setTimers(b, c.At)
 		return c, nil
 	})
 	if err != nil {
 		if took {
 			// The change did not happen; the units taken for it go back unless the booking occupies
 			// them after all (a concurrent change won the race).
-			e.freeIfNotOccupying(ctx, id)
+			bs.freeIfNotOccupying(ctx, id)
 		}
 		if errors.Is(err, booking.ErrNotFound) {
 			return b, c, booking.ErrNotFound
 		}
-		return b, c, e.ledgerRefusal(b.VenueID, err)
+		return b, c, bs.ledgerRefusal(b.VenueID, err)
 	}
 	if c.None() {
 		return b, c, nil
 	}
 	metricTransitions.WithLabelValues(string(c.From), string(c.To)).Inc()
 	if c.FreesUnits() {
-		e.giveBack(ctx, &b)
-		e.announceFreed(ctx, freedUnits{resources: []uint64{b.ResourceID}})
+		bs.giveBack(ctx, &b)
+		bs.announceFreed(ctx, freedUnits{resources: []uint64{b.ResourceID}})
 	}
-	if c.DropTimers && e.sched != nil {
-		if err := e.sched.CancelRelease(ctx, old); err != nil {
-			e.log.Warn("cancel release task failed; its handler will do nothing", "booking_id", b.ID, "err", err)
+	if c.DropTimers && bs.sched != nil {
+		if err := bs.sched.CancelRelease(ctx, old); err != nil {
+			bs.log.Warn("cancel release task failed; its handler will do nothing", "booking_id", b.ID, "err", err)
 		}
 	}
 	if c.NewReleaseAt {
-		e.scheduleIfDue(ctx, &b)
+		bs.scheduleIfDue(ctx, &b)
 	}
 	if c.From.CountsAsNoShow() != c.To.CountsAsNoShow() {
 		// A restore or a late check-in took a no-show back.
-		if err := e.holds.refreshFreezes(ctx, []string{b.UserID}); err != nil {
-			e.log.Warn("refresh no-show freeze failed; reconciliation will", "user_id", b.UserID, "err", err)
+		if err := bs.holds.refreshFreezes(ctx, []string{b.UserID}); err != nil {
+			bs.log.Warn("refresh no-show freeze failed; reconciliation will", "user_id", b.UserID, "err", err)
 		}
 	}
 	return b, c, nil
@@ -108,20 +108,20 @@ func (e *Bookings) apply(ctx context.Context, id uint64, decide func(b *sqlstore
 // ledgerRefusal answers a change of a booking that the capacity ledger refused (err) as the slot
 // being full, and has the venue's Redis state rebuilt: Redis let the units be taken, so it is
 // behind MySQL. Any other error is answered as it is.
-func (e *Bookings) ledgerRefusal(venueID uint64, err error) error {
+func (bs *Bookings) ledgerRefusal(venueID uint64, err error) error {
 	if !errors.Is(err, sqlstore.ErrOverCapacity) {
 		return err
 	}
 	metricConfirms.WithLabelValues("refused").Inc()
-	e.log.Warn("the capacity ledger refused a booking change that Redis allowed; rebuilding the venue from MySQL",
+	bs.log.Warn("the capacity ledger refused a booking change that Redis allowed; rebuilding the venue from MySQL",
 		"venue_id", venueID, "err", err)
-	e.payments.rebuildVenueSoon(venueID)
+	bs.payments.rebuildVenueSoon(venueID)
 	return booking.ErrSlotFull
 }
 
 // mayRead answers a booking if actor may see it, else ErrNotFound (nobody learns what exists).
-func (e *Bookings) mayRead(ctx context.Context, a booking.Actor, id uint64) (sqlstore.Booking, error) {
-	b, err := e.ss.Booking(ctx, id)
+func (bs *Bookings) mayRead(ctx context.Context, a booking.Actor, id uint64) (sqlstore.Booking, error) {
+	b, err := bs.ss.Booking(ctx, id)
 	if err != nil {
 		return b, err
 	}
@@ -132,25 +132,25 @@ func (e *Bookings) mayRead(ctx context.Context, a booking.Actor, id uint64) (sql
 }
 
 // GetBooking reads a booking. Owner, staff of its venue, or admin; others get ErrNotFound.
-func (e *Bookings) GetBooking(ctx context.Context, a booking.Actor, id uint64) (booking.Booking, error) {
-	b, err := e.mayRead(ctx, a, id)
+func (bs *Bookings) GetBooking(ctx context.Context, a booking.Actor, id uint64) (booking.Booking, error) {
+	b, err := bs.mayRead(ctx, a, id)
 	if err != nil {
 		return booking.Booking{}, err
 	}
-	return e.view(ctx, &b.Booking)
+	return bs.view(ctx, &b.Booking)
 }
 
 // History lists a booking's status changes, oldest first. Owner, staff of its venue, or admin.
-func (e *Bookings) History(ctx context.Context, a booking.Actor, id uint64) ([]HistoryEntry, error) {
-	b, err := e.mayRead(ctx, a, id)
+func (bs *Bookings) History(ctx context.Context, a booking.Actor, id uint64) ([]HistoryEntry, error) {
+	b, err := bs.mayRead(ctx, a, id)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := e.ss.History(ctx, id)
+	rows, err := bs.ss.History(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	vi, err := e.cat.venue(ctx, b.VenueID)
+	vi, err := bs.cat.venue(ctx, b.VenueID)
 	if err != nil {
 		return nil, err
 	}
@@ -164,24 +164,24 @@ func (e *Bookings) History(ctx context.Context, a booking.Actor, id uint64) ([]H
 // ListBookings lists bookings newest first: the caller's own (docs/API.md's "mine"; staff included,
 // so that a desk account does not see guests' check-in codes), or all for an admin. The cursor is
 // opaque to callers.
-func (e *Bookings) ListBookings(ctx context.Context, a booking.Actor, cursor string, limit int) ([]booking.Booking, string, error) {
+func (bs *Bookings) ListBookings(ctx context.Context, a booking.Actor, cursor string, limit int) ([]booking.Booking, string, error) {
 	q := sqlstore.ListQuery{UserID: a.UserID}
 	if a.Role == booking.RoleAdmin {
 		q.UserID = ""
 	}
-	return e.list(ctx, q, cursor, limit)
+	return bs.list(ctx, q, cursor, limit)
 }
 
 // VenueBookings lists a venue's bookings for the front desk, newest first, optionally of one
 // venue-local day, status or resource. Staff of the venue, or admin.
-func (e *Bookings) VenueBookings(ctx context.Context, a booking.Actor, bq BookingQuery) ([]booking.Booking, string, error) {
+func (bs *Bookings) VenueBookings(ctx context.Context, a booking.Actor, bq BookingQuery) ([]booking.Booking, string, error) {
 	if bq.VenueID == 0 {
 		return nil, "", booking.Invalid("missing_venue_id", "venue_id is required").WithField("venue_id")
 	}
 	if !a.MayListVenue(bq.VenueID) {
 		return nil, "", booking.ErrForbidden
 	}
-	vi, err := e.cat.venue(ctx, bq.VenueID)
+	vi, err := bs.cat.venue(ctx, bq.VenueID)
 	if err != nil {
 		return nil, "", unknown(err, "unknown_venue", "venue %d does not exist", bq.VenueID)
 	}
@@ -200,22 +200,22 @@ func (e *Bookings) VenueBookings(ctx context.Context, a booking.Actor, bq Bookin
 		}
 		q.From, q.To = day, day.AddDate(0, 0, 1)
 	}
-	return e.list(ctx, q, bq.Cursor, bq.Limit)
+	return bs.list(ctx, q, bq.Cursor, bq.Limit)
 }
 
-func (e *Bookings) list(ctx context.Context, q sqlstore.ListQuery, cursor string, limit int) ([]booking.Booking, string, error) {
+func (bs *Bookings) list(ctx context.Context, q sqlstore.ListQuery, cursor string, limit int) ([]booking.Booking, string, error) {
 	var err error
 	if q.Page, err = sqlstore.ParsePage(cursor, limit); err != nil {
 		return nil, "", err
 	}
-	rows, err := e.ss.ListBookings(ctx, q)
+	rows, err := bs.ss.ListBookings(ctx, q)
 	if err != nil {
 		return nil, "", err
 	}
 	rows, next := sqlstore.NextPage(q.Page, rows, func(b sqlstore.Booking) uint64 { return b.ID })
 	out := make([]booking.Booking, 0, len(rows))
 	for i := range rows {
-		b, err := e.view(ctx, &rows[i].Booking)
+		b, err := bs.view(ctx, &rows[i].Booking)
 		if err != nil {
 			return nil, "", err
 		}
@@ -226,92 +226,92 @@ func (e *Bookings) list(ctx context.Context, q sqlstore.ListQuery, cursor string
 
 // CancelBooking cancels a booking and gives its units back. Owner (CANCELLED_BY_USER) or admin
 // (CANCELLED_BY_ADMIN).
-func (e *Bookings) CancelBooking(ctx context.Context, a booking.Actor, id uint64) (booking.Booking, error) {
-	b, _, err := e.apply(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
+func (bs *Bookings) CancelBooking(ctx context.Context, a booking.Actor, id uint64) (booking.Booking, error) {
+	b, _, err := bs.apply(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
 		if !a.MayChange(b.UserID) {
 			return booking.Change{}, booking.ErrNotFound
 		}
-		ri, err := e.cat.resource(ctx, b.ResourceID)
+		ri, err := bs.cat.resource(ctx, b.ResourceID)
 		if err != nil {
 			return booking.Change{}, err
 		}
-		return b.Cancel(a, e.clock.Now(), ri.policy)
+		return b.Cancel(a, bs.clock.Now(), ri.policy)
 	})
 	if err != nil {
 		return booking.Booking{}, err
 	}
-	return e.view(ctx, &b.Booking)
+	return bs.view(ctx, &b.Booking)
 }
 
 // CheckIn accepts a booking's check-in code. Staff of its venue or admin. A check-in received
 // before release_at always wins over the release: if the release got there first, the booking comes
 // back (if its units are still free).
-func (e *Bookings) CheckIn(ctx context.Context, a booking.Actor, code string) (booking.Booking, error) {
+func (bs *Bookings) CheckIn(ctx context.Context, a booking.Actor, code string) (booking.Booking, error) {
 	if a.Role != booking.RoleStaff && a.Role != booking.RoleAdmin {
 		return booking.Booking{}, booking.ErrForbidden
 	}
-	received := e.clock.Now()
+	received := bs.clock.Now()
 	code = booking.ScannedCheckinCode(code)
 	if code == "" || len(code) > booking.MaxCheckinCodeLen {
 		return booking.Booking{}, booking.Invalid("invalid_checkin_code", "checkin_code is not a check-in code").WithField("checkin_code")
 	}
-	id, err := e.ss.BookingIDByCode(ctx, code)
+	id, err := bs.ss.BookingIDByCode(ctx, code)
 	if err != nil {
 		return booking.Booking{}, err
 	}
-	b, _, err := e.apply(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
+	b, _, err := bs.apply(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
 		if !a.MayCheckIn(b.VenueID) {
 			return booking.Change{}, booking.ErrNotFound
 		}
-		return b.CheckIn(received, a.Name(), e.rules)
+		return b.CheckIn(received, a.Name(), bs.rules)
 	})
 	if err != nil {
 		return booking.Booking{}, err
 	}
-	return e.view(ctx, &b.Booking)
+	return bs.view(ctx, &b.Booking)
 }
 
 // Restore takes a released booking back within the restore window, if its units are still free:
 // RELEASED → CONFIRMED with release_at = now + grace and a new release task. Owner or admin.
-func (e *Bookings) Restore(ctx context.Context, a booking.Actor, id uint64) (booking.Booking, error) {
-	b, _, err := e.apply(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
+func (bs *Bookings) Restore(ctx context.Context, a booking.Actor, id uint64) (booking.Booking, error) {
+	b, _, err := bs.apply(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
 		if !a.MayChange(b.UserID) {
 			return booking.Change{}, booking.ErrNotFound
 		}
-		ri, err := e.cat.resource(ctx, b.ResourceID)
+		ri, err := bs.cat.resource(ctx, b.ResourceID)
 		if err != nil {
 			return booking.Change{}, err
 		}
-		grace, err := e.catalog.graceFor(ctx, ri, b.Start)
+		grace, err := bs.catalog.graceFor(ctx, ri, b.Start)
 		if err != nil {
 			return booking.Change{}, err
 		}
-		return b.Restore(e.clock.Now(), grace, a.Name(), e.rules)
+		return b.Restore(bs.clock.Now(), grace, a.Name(), bs.rules)
 	})
 	if err != nil {
 		return booking.Booking{}, err
 	}
-	return e.view(ctx, &b.Booking)
+	return bs.view(ctx, &b.Booking)
 }
 
 // NoShows is a user's no-show count: their released bookings (a restore or a late check-in takes
 // one back).
-func (e *Bookings) NoShows(ctx context.Context, userID string) (int, error) {
-	return e.ss.NoShows(ctx, userID, time.Time{})
+func (bs *Bookings) NoShows(ctx context.Context, userID string) (int, error) {
+	return bs.ss.NoShows(ctx, userID, time.Time{})
 }
 
 // setTimers sets what a booking still needs to be timed after a change: a CONFIRMED booking needs a
 // release task (queued by the loader once within the horizon) and, unless it is too late for one,
 // a reminder, and its release is to be decided; any other status, or a booking whose release was
 // held back, needs none of them.
-func (e *Bookings) setTimers(b *sqlstore.Booking, now time.Time) {
+func (bs *Bookings) setTimers(b *sqlstore.Booking, now time.Time) {
 	b.QueueAt, b.DueAt, b.RemindAt = nil, nil, nil
 	if b.Status != booking.Confirmed || b.ReleaseHeldAt != nil {
 		return
 	}
 	at := b.ReleaseAt
 	b.QueueAt, b.DueAt = &at, &at
-	if r, ok := booking.ReminderAt(b.ReleaseAt, e.opts.ReminderLead, now); ok {
+	if r, ok := booking.ReminderAt(b.ReleaseAt, bs.opts.ReminderLead, now); ok {
 		b.RemindAt = &r
 	}
 }
@@ -319,27 +319,27 @@ func (e *Bookings) setTimers(b *sqlstore.Booking, now time.Time) {
 // scheduleIfDue tells the loops of the booking's new release_at and reminder (they wake when those
 // are sooner than their next look at SQL), and queues the release task when release_at is already
 // within the horizon; later ones wait in SQL for the loader.
-func (e *Bookings) scheduleIfDue(ctx context.Context, b *sqlstore.Booking) {
-	if soon, ok := e.timersSoon.Load().(func(*sqlstore.Booking)); ok {
+func (bs *Bookings) scheduleIfDue(ctx context.Context, b *sqlstore.Booking) {
+	if soon, ok := bs.timersSoon.Load().(func(*sqlstore.Booking)); ok {
 		soon(b)
 	}
-	if e.sched == nil || b.ReleaseAt.Sub(e.clock.Now()) > e.opts.ReleaseHorizon {
+	if bs.sched == nil || b.ReleaseAt.Sub(bs.clock.Now()) > bs.opts.ReleaseHorizon {
 		return
 	}
 	ref := release.Ref{BookingID: b.ID, ReleaseAt: b.ReleaseAt}
-	if err := e.sched.ScheduleRelease(ctx, ref); err != nil {
-		e.log.Error("schedule release failed; the loader will retry", "booking_id", b.ID, "err", err)
+	if err := bs.sched.ScheduleRelease(ctx, ref); err != nil {
+		bs.log.Error("schedule release failed; the loader will retry", "booking_id", b.ID, "err", err)
 		return
 	}
-	if err := e.MarkReleaseQueued(ctx, []release.Ref{ref}); err != nil {
-		e.log.Warn("mark release queued failed", "booking_id", b.ID, "err", err)
+	if err := bs.MarkReleaseQueued(ctx, []release.Ref{ref}); err != nil {
+		bs.log.Warn("mark release queued failed", "booking_id", b.ID, "err", err)
 	}
 }
 
 // DueReleases lists CONFIRMED bookings whose release_at is before until and whose task is not yet
 // queued, oldest first.
-func (e *Bookings) DueReleases(ctx context.Context, until time.Time, limit int) ([]release.Ref, error) {
-	rs, err := e.ss.DueForQueue(ctx, until, limit)
+func (bs *Bookings) DueReleases(ctx context.Context, until time.Time, limit int) ([]release.Ref, error) {
+	rs, err := bs.ss.DueForQueue(ctx, until, limit)
 	out := make([]release.Ref, len(rs))
 	for i, r := range rs {
 		out[i] = release.Ref{BookingID: r.BookingID, ReleaseAt: r.ReleaseAt}
@@ -349,12 +349,12 @@ func (e *Bookings) DueReleases(ctx context.Context, until time.Time, limit int) 
 
 // MarkReleaseQueued records that the release tasks of refs are in the queue, so the loader stops
 // offering them. A booking restored meanwhile (another release_at) stays to be queued.
-func (e *Bookings) MarkReleaseQueued(ctx context.Context, refs []release.Ref) error {
+func (bs *Bookings) MarkReleaseQueued(ctx context.Context, refs []release.Ref) error {
 	rs := make([]sqlstore.Ref, len(refs))
 	for i, r := range refs {
 		rs[i] = sqlstore.Ref{BookingID: r.BookingID, ReleaseAt: r.ReleaseAt}
 	}
-	return e.ss.MarkQueued(ctx, rs)
+	return bs.ss.MarkQueued(ctx, rs)
 }
 
 // units are the units a booking holds in Redis, as its current version holds them.
@@ -364,25 +364,25 @@ func units(b *sqlstore.Booking) redisstore.BookingUnits {
 
 // takeUnits takes a booking's units again (restore, check-in after release) for its change at
 // version: they must be free.
-func (e *Bookings) takeUnits(ctx context.Context, b *sqlstore.Booking, version int) error {
-	ri, err := e.cat.resource(ctx, b.ResourceID)
+func (bs *Bookings) takeUnits(ctx context.Context, b *sqlstore.Booking, version int) error {
+	ri, err := bs.cat.resource(ctx, b.ResourceID)
 	if err != nil {
 		return err
 	}
 	for _, day := range bookingDays(&b.Booking, ri.venue.loc) {
-		loaded, err := e.rs.DayLoaded(ctx, b.VenueID, redisstore.DayField(b.ResourceID, day))
+		loaded, err := bs.rs.DayLoaded(ctx, b.VenueID, redisstore.DayField(b.ResourceID, day))
 		if err != nil {
 			return err
 		}
 		if !loaded {
-			if err := e.catalog.loadDay(ctx, ri, day); err != nil {
+			if err := bs.catalog.loadDay(ctx, ri, day); err != nil {
 				return err
 			}
 		}
 	}
 	u := units(b)
 	u.Version = version
-	out, err := e.rs.Restore(ctx, b.VenueID, u)
+	out, err := bs.rs.Restore(ctx, b.VenueID, u)
 	if err != nil {
 		return err
 	}
@@ -408,25 +408,25 @@ func bookingDays(b *booking.Booking, loc *time.Location) []string {
 // giveBack returns a booking's units after SQL stopped counting them at b.Version (units a later
 // change took again stay). Idempotent; a failure is repaired by reconciliation, which frees units
 // whose booking no longer occupies.
-func (e *Bookings) giveBack(ctx context.Context, b *sqlstore.Booking) {
+func (bs *Bookings) giveBack(ctx context.Context, b *sqlstore.Booking) {
 	lctx, cancel := later(ctx)
 	defer cancel()
-	if _, err := e.rs.GiveBack(lctx, b.VenueID, []redisstore.Freed{freed(b)}, e.clock.Now()); err != nil {
-		e.log.Error("give back units failed; reconciliation will", "booking_id", b.ID, "err", err)
+	if _, err := bs.rs.GiveBack(lctx, b.VenueID, []redisstore.Freed{freed(b)}, bs.clock.Now()); err != nil {
+		bs.log.Error("give back units failed; reconciliation will", "booking_id", b.ID, "err", err)
 	}
 }
 
 // freeIfNotOccupying gives a booking's units back unless SQL says it occupies them.
-func (e *Bookings) freeIfNotOccupying(ctx context.Context, id uint64) {
+func (bs *Bookings) freeIfNotOccupying(ctx context.Context, id uint64) {
 	lctx, cancel := later(ctx)
 	defer cancel()
-	b, err := e.ss.Booking(lctx, id)
+	b, err := bs.ss.Booking(lctx, id)
 	if err != nil {
-		e.log.Warn("could not check units taken for a change that failed; reconciliation will", "booking_id", id, "err", err)
+		bs.log.Warn("could not check units taken for a change that failed; reconciliation will", "booking_id", id, "err", err)
 		return
 	}
 	if !b.Status.Occupies() {
-		e.giveBack(lctx, &b)
+		bs.giveBack(lctx, &b)
 	}
 }
 

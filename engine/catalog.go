@@ -454,12 +454,12 @@ func offer(ri *resourceInfo, si *serviceInfo) booking.Offer {
 func minutes(n int) time.Duration { return time.Duration(n) * time.Minute }
 
 // graceFor is the grace of a booking of ri starting at start.
-func (e *Catalog) graceFor(ctx context.Context, ri *resourceInfo, start time.Time) (time.Duration, error) {
-	policies, err := e.cat.grace(ctx)
+func (cg *Catalog) graceFor(ctx context.Context, ri *resourceInfo, start time.Time) (time.Duration, error) {
+	policies, err := cg.cat.grace(ctx)
 	if err != nil {
 		return 0, err
 	}
-	return booking.GraceFor(policies, ri.res.Category, e.opts.DefaultGrace, start, ri.venue.loc), nil
+	return booking.GraceFor(policies, ri.res.Category, cg.opts.DefaultGrace, start, ri.venue.loc), nil
 }
 
 // unknown turns "not found" of a referenced object into the request's own error.
@@ -478,7 +478,7 @@ func requireAdmin(a booking.Actor) error {
 }
 
 // CreateVenue adds a venue. Admin only.
-func (e *Catalog) CreateVenue(ctx context.Context, a booking.Actor, in VenueInput) (Venue, error) {
+func (cg *Catalog) CreateVenue(ctx context.Context, a booking.Actor, in VenueInput) (Venue, error) {
 	if err := requireAdmin(a); err != nil {
 		return Venue{}, err
 	}
@@ -488,12 +488,12 @@ func (e *Catalog) CreateVenue(ctx context.Context, a booking.Actor, in VenueInpu
 	if _, err := loadLocation(in.Timezone); err != nil {
 		return Venue{}, err
 	}
-	v, err := e.ss.CreateVenue(ctx, in.Name, in.Timezone, e.clock.Now())
+	v, err := cg.ss.CreateVenue(ctx, in.Name, in.Timezone, cg.clock.Now())
 	if err != nil {
 		return Venue{}, err
 	}
-	e.cat.venueIDs.forget(struct{}{})
-	return e.toVenue(v), nil
+	cg.cat.venueIDs.forget(struct{}{})
+	return cg.toVenue(v), nil
 }
 
 func loadLocation(tz string) (*time.Location, error) {
@@ -509,33 +509,33 @@ func loadLocation(tz string) (*time.Location, error) {
 }
 
 // toVenue converts a row; its times are answered in the venue's own offset, like everything else.
-func (e *Catalog) toVenue(v models.Venue) Venue {
+func (cg *Catalog) toVenue(v models.Venue) Venue {
 	created := v.CreatedAt
 	if loc, err := time.LoadLocation(v.Timezone); err == nil {
 		created = created.In(loc)
 	}
 	mode := v.ReleaseMode
 	if mode == "" {
-		mode = string(e.opts.ReleaseMode)
+		mode = string(cg.opts.ReleaseMode)
 	}
 	return Venue{ID: v.ID, Name: v.Name, Timezone: v.Timezone, ReleaseMode: mode, CreatedAt: created}
 }
 
 // ListVenues lists every venue. Anyone.
-func (e *Catalog) ListVenues(ctx context.Context) ([]Venue, error) {
-	rows, err := e.ss.Venues(ctx)
+func (cg *Catalog) ListVenues(ctx context.Context) ([]Venue, error) {
+	rows, err := cg.ss.Venues(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Venue, len(rows))
 	for i, v := range rows {
-		out[i] = e.toVenue(v)
+		out[i] = cg.toVenue(v)
 	}
 	return out, nil
 }
 
 // CreateResource adds a resource to a venue. Admin only.
-func (e *Catalog) CreateResource(ctx context.Context, a booking.Actor, in ResourceInput) (Resource, error) {
+func (cg *Catalog) CreateResource(ctx context.Context, a booking.Actor, in ResourceInput) (Resource, error) {
 	if err := requireAdmin(a); err != nil {
 		return Resource{}, err
 	}
@@ -548,12 +548,12 @@ func (e *Catalog) CreateResource(ctx context.Context, a booking.Actor, in Resour
 	); err != nil {
 		return Resource{}, err
 	}
-	vi, err := e.cat.venue(ctx, in.VenueID)
+	vi, err := cg.cat.venue(ctx, in.VenueID)
 	if err != nil {
 		return Resource{}, unknown(err, "unknown_venue", "venue %d does not exist", in.VenueID)
 	}
-	r, err := e.ss.CreateResource(ctx, sqlstore.NewResource{VenueID: in.VenueID, Name: in.Name, Kind: in.Kind,
-		Capacity: in.Capacity, Category: in.Category, PriceCents: in.PriceCents}, e.clock.Now())
+	r, err := cg.ss.CreateResource(ctx, sqlstore.NewResource{VenueID: in.VenueID, Name: in.Name, Kind: in.Kind,
+		Capacity: in.Capacity, Category: in.Category, PriceCents: in.PriceCents}, cg.clock.Now())
 	if err != nil {
 		return Resource{}, err
 	}
@@ -578,12 +578,12 @@ func toResource(r models.Resource, slotMinutes int) Resource {
 }
 
 // ListResources lists resources, of one venue when venueID != 0. Anyone.
-func (e *Catalog) ListResources(ctx context.Context, venueID uint64) ([]Resource, error) {
-	rows, err := e.ss.Resources(ctx, venueID)
+func (cg *Catalog) ListResources(ctx context.Context, venueID uint64) ([]Resource, error) {
+	rows, err := cg.ss.Resources(ctx, venueID)
 	if err != nil {
 		return nil, err
 	}
-	scheds, err := e.ss.Schedules(ctx)
+	scheds, err := cg.ss.Schedules(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -594,7 +594,7 @@ func (e *Catalog) ListResources(ctx context.Context, venueID uint64) ([]Resource
 	out := make([]Resource, len(rows))
 	for i, r := range rows {
 		out[i] = toResource(r, slotMinutes[r.ID])
-		if vi, err := e.cat.venue(ctx, r.VenueID); err == nil {
+		if vi, err := cg.cat.venue(ctx, r.VenueID); err == nil {
 			out[i].CreatedAt = out[i].CreatedAt.In(vi.loc)
 		}
 	}
@@ -603,7 +603,7 @@ func (e *Catalog) ListResources(ctx context.Context, venueID uint64) ([]Resource
 
 // CreateService adds a service deliverable on some resources of one venue — any one of ResourceIDs,
 // or, for a service that needs several resources at once, one of every role's. Admin only.
-func (e *Catalog) CreateService(ctx context.Context, a booking.Actor, in ServiceInput) (Service, error) {
+func (cg *Catalog) CreateService(ctx context.Context, a booking.Actor, in ServiceInput) (Service, error) {
 	if err := requireAdmin(a); err != nil {
 		return Service{}, err
 	}
@@ -620,12 +620,12 @@ func (e *Catalog) CreateService(ctx context.Context, a booking.Actor, in Service
 	if err != nil {
 		return Service{}, err
 	}
-	vi, err := e.cat.venue(ctx, in.VenueID)
+	vi, err := cg.cat.venue(ctx, in.VenueID)
 	if err != nil {
 		return Service{}, unknown(err, "unknown_venue", "venue %d does not exist", in.VenueID)
 	}
 	for _, l := range links {
-		ri, err := e.cat.resource(ctx, l.ResourceID)
+		ri, err := cg.cat.resource(ctx, l.ResourceID)
 		if err == nil && ri.res.VenueID != in.VenueID {
 			err = booking.ErrNotFound
 		}
@@ -633,9 +633,9 @@ func (e *Catalog) CreateService(ctx context.Context, a booking.Actor, in Service
 			return Service{}, unknown(err, "unknown_resource", "resource %d is not a resource of venue %d", l.ResourceID, in.VenueID)
 		}
 	}
-	s, rows, err := e.ss.CreateService(ctx, sqlstore.NewService{VenueID: in.VenueID, Name: in.Name,
+	s, rows, err := cg.ss.CreateService(ctx, sqlstore.NewService{VenueID: in.VenueID, Name: in.Name,
 		DurationMinutes: in.DurationMinutes, PrepMinutes: in.PrepMinutes, CleanupMinutes: in.CleanupMinutes,
-		PriceCents: in.PriceCents, Links: links}, e.clock.Now())
+		PriceCents: in.PriceCents, Links: links}, cg.clock.Now())
 	if err != nil {
 		return Service{}, err
 	}
@@ -697,15 +697,15 @@ func toService(si *serviceInfo) Service {
 }
 
 // ListServices lists services, of one venue when venueID != 0. Anyone.
-func (e *Catalog) ListServices(ctx context.Context, venueID uint64) ([]Service, error) {
-	rows, by, err := e.ss.Services(ctx, venueID)
+func (cg *Catalog) ListServices(ctx context.Context, venueID uint64) ([]Service, error) {
+	rows, by, err := cg.ss.Services(ctx, venueID)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Service, len(rows))
 	for i, s := range rows {
 		out[i] = toService(serviceInfoOf(s, by[s.ID]))
-		if vi, err := e.cat.venue(ctx, s.VenueID); err == nil {
+		if vi, err := cg.cat.venue(ctx, s.VenueID); err == nil {
 			out[i].CreatedAt = out[i].CreatedAt.In(vi.loc)
 		}
 	}
@@ -713,7 +713,7 @@ func (e *Catalog) ListServices(ctx context.Context, venueID uint64) ([]Service, 
 }
 
 // SetGracePolicy sets the grace of a resource category. Admin only.
-func (e *Catalog) SetGracePolicy(ctx context.Context, a booking.Actor, in GracePolicy) (GracePolicy, error) {
+func (cg *Catalog) SetGracePolicy(ctx context.Context, a booking.Actor, in GracePolicy) (GracePolicy, error) {
 	if err := requireAdmin(a); err != nil {
 		return GracePolicy{}, err
 	}
@@ -723,16 +723,16 @@ func (e *Catalog) SetGracePolicy(ctx context.Context, a booking.Actor, in GraceP
 	if in.Peak == nil {
 		in.Peak = []booking.PeakRule{}
 	}
-	if err := e.ss.SetGrace(ctx, booking.GraceInput{Category: in.Category, GraceSeconds: in.GraceSeconds, Peak: in.Peak}, e.clock.Now()); err != nil {
+	if err := cg.ss.SetGrace(ctx, booking.GraceInput{Category: in.Category, GraceSeconds: in.GraceSeconds, Peak: in.Peak}, cg.clock.Now()); err != nil {
 		return GracePolicy{}, err
 	}
-	e.cat.graces.forget(struct{}{})
+	cg.cat.graces.forget(struct{}{})
 	return in, nil
 }
 
 // SetReleaseMode sets a venue's release mode; it takes effect at the venue's next release batch, on
 // every instance. Admin only.
-func (e *Catalog) SetReleaseMode(ctx context.Context, a booking.Actor, venueID uint64, mode string) (Venue, error) {
+func (cg *Catalog) SetReleaseMode(ctx context.Context, a booking.Actor, venueID uint64, mode string) (Venue, error) {
 	if err := requireAdmin(a); err != nil {
 		return Venue{}, err
 	}
@@ -740,15 +740,15 @@ func (e *Catalog) SetReleaseMode(ctx context.Context, a booking.Actor, venueID u
 	if err != nil {
 		return Venue{}, err
 	}
-	v, err := e.ss.Venue(ctx, venueID)
+	v, err := cg.ss.Venue(ctx, venueID)
 	if err != nil {
 		return Venue{}, err
 	}
 	v.ReleaseMode = string(m)
-	if err := e.ss.UpdateVenue(ctx, &v, "release_mode"); err != nil {
+	if err := cg.ss.UpdateVenue(ctx, &v, "release_mode"); err != nil {
 		return Venue{}, err
 	}
-	e.cat.venues.forget(venueID)
+	cg.cat.venues.forget(venueID)
 	release.ObserveMode(venueID, m)
-	return e.toVenue(v), nil
+	return cg.toVenue(v), nil
 }

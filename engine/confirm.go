@@ -44,17 +44,17 @@ const (
 // Confirm turns a hold into a booking without a payment (dev payments). Owner or admin. A hold that
 // expired re-takes its units if they are still free; otherwise ErrHoldExpired. Confirming a hold
 // that is already a booking answers that booking.
-func (e *Payments) Confirm(ctx context.Context, a booking.Actor, holdID string) (booking.Booking, error) {
-	r, err := e.holds.readHold(ctx, holdID)
+func (ps *Payments) Confirm(ctx context.Context, a booking.Actor, holdID string) (booking.Booking, error) {
+	r, err := ps.holds.readHold(ctx, holdID)
 	if errors.Is(err, booking.ErrNotFound) {
-		b, ok, err := e.ss.BookingByHold(ctx, holdID)
+		b, ok, err := ps.ss.BookingByHold(ctx, holdID)
 		if err != nil {
 			return booking.Booking{}, err
 		}
 		if !ok || !a.MayChange(b.UserID) {
 			return booking.Booking{}, booking.ErrNotFound
 		}
-		return e.bookings.view(ctx, &b.Booking)
+		return ps.bookings.view(ctx, &b.Booking)
 	}
 	if err != nil {
 		return booking.Booking{}, err
@@ -62,7 +62,7 @@ func (e *Payments) Confirm(ctx context.Context, a booking.Actor, holdID string) 
 	if !a.MayChange(r.UserID) {
 		return booking.Booking{}, booking.ErrNotFound
 	}
-	b, err := e.confirm(ctx, r, nil)
+	b, err := ps.confirm(ctx, r, nil)
 	switch {
 	case errors.Is(err, errUnitsGone):
 		return booking.Booking{}, booking.ErrHoldExpired
@@ -79,24 +79,24 @@ var errUnitsGone = errors.New("units gone")
 // one used before for another hold is ErrPaymentIDConflict. A payment for a hold whose units are gone
 // (or for a hold already paid by another payment) is recorded for refund and answered with the
 // refund outcome, since providers retry anything but 2xx.
-func (e *Payments) Pay(ctx context.Context, n PaymentNotice) (PaymentResult, error) {
+func (ps *Payments) Pay(ctx context.Context, n PaymentNotice) (PaymentResult, error) {
 	if n.PaymentID == "" || len(n.PaymentID) > booking.MaxPaymentIDLen {
 		return PaymentResult{}, booking.Invalid("invalid_payment_id", "payment_id must be 1 to %d characters", booking.MaxPaymentIDLen).WithField("payment_id")
 	}
 	if err := booking.CheckRange(booking.FieldAmountCents, n.AmountCents); err != nil {
 		return PaymentResult{}, err
 	}
-	if prev, ok, err := e.ss.PaymentByID(ctx, n.PaymentID); err != nil || ok {
+	if prev, ok, err := ps.ss.PaymentByID(ctx, n.PaymentID); err != nil || ok {
 		if err != nil {
 			return PaymentResult{}, err
 		}
-		return e.answerPayment(ctx, n, prev)
+		return ps.answerPayment(ctx, n, prev)
 	}
-	r, err := e.holds.readHold(ctx, n.HoldID)
+	r, err := ps.holds.readHold(ctx, n.HoldID)
 	if errors.Is(err, booking.ErrNotFound) {
 		// No hold record (paid already, over a day old, or lost with Redis): nothing to book; the
 		// money is kept for refund unless this payment made the booking.
-		return e.paymentForHold(ctx, n)
+		return ps.paymentForHold(ctx, n)
 	}
 	if err != nil {
 		return PaymentResult{}, err
@@ -105,13 +105,13 @@ func (e *Payments) Pay(ctx context.Context, n PaymentNotice) (PaymentResult, err
 	if n.AmountCents != r.AmountCents {
 		return PaymentResult{}, booking.ErrAmountMismatch
 	}
-	b, err := e.confirm(ctx, r, &n)
+	b, err := ps.confirm(ctx, r, &n)
 	switch {
 	case errors.Is(err, booking.ErrConfirmInProgress), errors.Is(err, errPaymentTaken):
 		// The same notification, delivered twice at once: answer as the first one will.
-		return e.awaitPayment(ctx, n)
+		return ps.awaitPayment(ctx, n)
 	case errors.Is(err, errUnitsGone):
-		return e.recordPayment(ctx, n, nil, booking.RefundLatePayment)
+		return ps.recordPayment(ctx, n, nil, booking.RefundLatePayment)
 	case errors.Is(err, errLedgerRefused):
 		// Paid for units MySQL counts as sold: acknowledged, and refunded like a late payment (the
 		// refusal's transaction recorded the payment for refund).
@@ -120,7 +120,7 @@ func (e *Payments) Pay(ctx context.Context, n PaymentNotice) (PaymentResult, err
 		return PaymentResult{}, err
 	case b.PaymentID != n.PaymentID:
 		// Paid twice: the booking belongs to the first payment, this one is refunded.
-		return e.recordPayment(ctx, n, nil, booking.RefundDuplicate)
+		return ps.recordPayment(ctx, n, nil, booking.RefundDuplicate)
 	}
 	return PaymentResult{Outcome: OutcomeBooked, PaymentID: n.PaymentID, HoldID: n.HoldID, Booking: &b}, nil
 }
@@ -130,7 +130,7 @@ var errPaymentTaken = errors.New("payment id taken")
 
 // answerPayment answers a payment_id seen before as it was answered then. If it made a booking whose
 // hold is still waiting to be settled (the commit's acknowledgement was lost), it is settled now.
-func (e *Payments) answerPayment(ctx context.Context, n PaymentNotice, p sqlstore.Payment) (PaymentResult, error) {
+func (ps *Payments) answerPayment(ctx context.Context, n PaymentNotice, p sqlstore.Payment) (PaymentResult, error) {
 	if p.HoldID != n.HoldID {
 		return PaymentResult{}, booking.ErrPaymentIDConflict
 	}
@@ -138,36 +138,36 @@ func (e *Payments) answerPayment(ctx context.Context, n PaymentNotice, p sqlstor
 	if p.BookingID == 0 {
 		return res, nil
 	}
-	b, err := e.ss.Booking(ctx, p.BookingID)
+	b, err := ps.ss.Booking(ctx, p.BookingID)
 	if err != nil {
 		return PaymentResult{}, err
 	}
 	if p.Booked {
 		res.Outcome = OutcomeBooked
-		e.settlePending(ctx, &b)
+		ps.settlePending(ctx, &b)
 	}
-	out, err := e.bookings.view(ctx, &b.Booking)
+	out, err := ps.bookings.view(ctx, &b.Booking)
 	res.Booking = &out
 	return res, err
 }
 
 // awaitPayment waits (bounded) for a concurrent confirm of the same hold to commit, then answers as
 // it did. There is no signal across instances, so it polls the payment row.
-func (e *Payments) awaitPayment(ctx context.Context, n PaymentNotice) (PaymentResult, error) {
+func (ps *Payments) awaitPayment(ctx context.Context, n PaymentNotice) (PaymentResult, error) {
 	t := time.NewTicker(25 * time.Millisecond)
 	defer t.Stop()
 	for range 200 {
-		if prev, ok, err := e.ss.PaymentByID(ctx, n.PaymentID); err != nil || ok {
+		if prev, ok, err := ps.ss.PaymentByID(ctx, n.PaymentID); err != nil || ok {
 			if err != nil {
 				return PaymentResult{}, err
 			}
-			return e.answerPayment(ctx, n, prev)
+			return ps.answerPayment(ctx, n, prev)
 		}
-		if b, ok, err := e.ss.BookingByHold(ctx, n.HoldID); err != nil || ok {
+		if b, ok, err := ps.ss.BookingByHold(ctx, n.HoldID); err != nil || ok {
 			if err != nil {
 				return PaymentResult{}, err
 			}
-			return e.recordPayment(ctx, n, &b, booking.RefundDuplicate)
+			return ps.recordPayment(ctx, n, &b, booking.RefundDuplicate)
 		}
 		select {
 		case <-ctx.Done():
@@ -180,22 +180,22 @@ func (e *Payments) awaitPayment(ctx context.Context, n PaymentNotice) (PaymentRe
 
 // paymentForHold records a payment against whatever booking its hold became: booked if this payment
 // made it, refund otherwise (no booking, or one paid by another payment).
-func (e *Payments) paymentForHold(ctx context.Context, n PaymentNotice) (PaymentResult, error) {
-	b, ok, err := e.ss.BookingByHold(ctx, n.HoldID)
+func (ps *Payments) paymentForHold(ctx context.Context, n PaymentNotice) (PaymentResult, error) {
+	b, ok, err := ps.ss.BookingByHold(ctx, n.HoldID)
 	if err != nil {
 		return PaymentResult{}, err
 	}
 	if !ok {
-		return e.recordPayment(ctx, n, nil, booking.RefundLatePayment)
+		return ps.recordPayment(ctx, n, nil, booking.RefundLatePayment)
 	}
-	return e.recordPayment(ctx, n, &b, booking.RefundDuplicate)
+	return ps.recordPayment(ctx, n, &b, booking.RefundDuplicate)
 }
 
 // recordPayment stores a payment that did not make a booking of its own — refunded in full, for
 // reason — or one for a booking found afterwards; a concurrent duplicate keeps the first row.
-func (e *Payments) recordPayment(ctx context.Context, n PaymentNotice, b *sqlstore.Booking, reason string) (PaymentResult, error) {
+func (ps *Payments) recordPayment(ctx context.Context, n PaymentNotice, b *sqlstore.Booking, reason string) (PaymentResult, error) {
 	p := sqlstore.Payment{PaymentID: n.PaymentID, HoldID: n.HoldID, AmountCents: n.AmountCents, PaidAt: n.PaidAt.UTC(),
-		At: e.clock.Now(), Provider: n.Provider, RefundReason: reason, UserID: n.user}
+		At: ps.clock.Now(), Provider: n.Provider, RefundReason: reason, UserID: n.user}
 	p.VenueID, _ = redisstore.HoldVenue(n.HoldID)
 	if b != nil {
 		p.UserID = b.UserID
@@ -203,32 +203,32 @@ func (e *Payments) recordPayment(ctx context.Context, n PaymentNotice, b *sqlsto
 			p.Booked, p.BookingID = true, b.ID
 		}
 	}
-	got, err := e.ss.RecordPayment(ctx, p)
+	got, err := ps.ss.RecordPayment(ctx, p)
 	if err != nil {
 		return PaymentResult{}, err
 	}
 	if !got.Booked {
 		metricConfirms.WithLabelValues("refund").Inc()
-		e.log.Warn("payment recorded for refund", "payment_id", n.PaymentID, "hold_id", n.HoldID)
+		ps.log.Warn("payment recorded for refund", "payment_id", n.PaymentID, "hold_id", n.HoldID)
 	}
-	return e.answerPayment(ctx, n, got)
+	return ps.answerPayment(ctx, n, got)
 }
 
 // confirm runs docs/DESIGN.md's order: mark the hold confirming in Redis (the wheel can no longer
 // expire it), commit the booking to SQL, then settle the hold. Units go back only when the booking
 // was certainly not committed; a commit whose outcome is unknown leaves the hold CONFIRMING, and
 // the sweep settles it once SQL can tell.
-func (e *Payments) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *PaymentNotice) (booking.Booking, error) {
-	now := e.clock.Now()
+func (ps *Payments) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *PaymentNotice) (booking.Booking, error) {
+	now := ps.clock.Now()
 	if st := r.Effective(now); (st == booking.HoldHeld || st == booking.HoldExpired || st == booking.HoldCancelled) && !r.End.After(now) {
 		// The slot is over: a booking of it is worth nothing, so the payment is refunded.
-		if b, ok, err := e.booked(ctx, r.ID); err != nil || ok {
+		if b, ok, err := ps.booked(ctx, r.ID); err != nil || ok {
 			return b, err
 		}
 		return booking.Booking{}, errUnitsGone
 	}
 	for attempt := 0; ; attempt++ {
-		st, err := e.rs.MarkConfirming(ctx, r, e.clock.Now(), pay != nil, e.opts.ConfirmStaleAfter)
+		st, err := ps.rs.MarkConfirming(ctx, r, ps.clock.Now(), pay != nil, ps.opts.ConfirmStaleAfter)
 		if err != nil {
 			return booking.Booking{}, err
 		}
@@ -237,27 +237,27 @@ func (e *Payments) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *P
 			if st.Outcome == "retaken" {
 				metricConfirms.WithLabelValues("retaken").Inc()
 			}
-			return e.commitBooking(ctx, r, pay)
+			return ps.commitBooking(ctx, r, pay)
 		case "confirmed":
-			b, err := e.ss.Booking(ctx, st.BookingID)
+			b, err := ps.ss.Booking(ctx, st.BookingID)
 			if err != nil {
 				return booking.Booking{}, err
 			}
-			return e.bookings.view(ctx, &b.Booking)
+			return ps.bookings.view(ctx, &b.Booking)
 		case "busy":
 			// Another request is committing this hold right now, or it committed and its
 			// acknowledgement was lost: the booking row answers which.
-			if b, ok, err := e.ss.BookingByHold(ctx, r.ID); err != nil || ok {
+			if b, ok, err := ps.ss.BookingByHold(ctx, r.ID); err != nil || ok {
 				if err != nil {
 					return booking.Booking{}, err
 				}
-				e.settle(ctx, r, &b)
-				return e.bookings.view(ctx, &b.Booking)
+				ps.settle(ctx, r, &b)
+				return ps.bookings.view(ctx, &b.Booking)
 			}
 			return booking.Booking{}, booking.ErrConfirmInProgress
 		case "missing":
 			// The record went since it was read: a concurrent confirm settled it into its booking.
-			if b, ok, err := e.booked(ctx, r.ID); err != nil || ok {
+			if b, ok, err := ps.booked(ctx, r.ID); err != nil || ok {
 				return b, err
 			}
 			return booking.Booking{}, booking.ErrNotFound
@@ -267,7 +267,7 @@ func (e *Payments) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *P
 			}
 			return booking.Booking{}, booking.ErrHoldNotActive
 		case "gone":
-			if b, ok, err := e.booked(ctx, r.ID); err != nil || ok {
+			if b, ok, err := ps.booked(ctx, r.ID); err != nil || ok {
 				return b, err
 			}
 			return booking.Booking{}, errUnitsGone
@@ -275,7 +275,7 @@ func (e *Payments) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *P
 			if attempt >= 10 {
 				return booking.Booking{}, redisstore.Unexpected("confirm: day would not load")
 			}
-			if err := e.holds.loadDayField(ctx, st.Detail); err != nil {
+			if err := ps.holds.loadDayField(ctx, st.Detail); err != nil {
 				return booking.Booking{}, err
 			}
 		default:
@@ -285,12 +285,12 @@ func (e *Payments) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *P
 }
 
 // booked answers the booking a hold became, if any.
-func (e *Payments) booked(ctx context.Context, holdID string) (booking.Booking, bool, error) {
-	b, ok, err := e.ss.BookingByHold(ctx, holdID)
+func (ps *Payments) booked(ctx context.Context, holdID string) (booking.Booking, bool, error) {
+	b, ok, err := ps.ss.BookingByHold(ctx, holdID)
 	if err != nil || !ok {
 		return booking.Booking{}, false, err
 	}
-	out, err := e.bookings.view(ctx, &b.Booking)
+	out, err := ps.bookings.view(ctx, &b.Booking)
 	return out, err == nil, err
 }
 
@@ -298,26 +298,26 @@ func (e *Payments) booked(ctx context.Context, holdID string) (booking.Booking, 
 // ConfirmStaleAfter can only belong to a dead process (or a commit whose outcome was lost).
 const confirmTimeout = 5 * time.Second
 
-func (e *Payments) commitBooking(ctx context.Context, r *redisstore.HoldRecord, pay *PaymentNotice) (booking.Booking, error) {
-	if e.hooks.beforeCommit != nil {
-		if err := e.hooks.beforeCommit(r.ID); err != nil {
+func (ps *Payments) commitBooking(ctx context.Context, r *redisstore.HoldRecord, pay *PaymentNotice) (booking.Booking, error) {
+	if ps.hooks.beforeCommit != nil {
+		if err := ps.hooks.beforeCommit(r.ID); err != nil {
 			if !errors.Is(err, errSimulatedCrash) {
-				e.unconfirm(ctx, r)
+				ps.unconfirm(ctx, r)
 			}
 			return booking.Booking{}, err
 		}
 	}
-	ri, err := e.cat.resource(ctx, r.ResourceID)
+	ri, err := ps.cat.resource(ctx, r.ResourceID)
 	if err != nil {
-		e.unconfirm(ctx, r)
+		ps.unconfirm(ctx, r)
 		return booking.Booking{}, err
 	}
-	grace, err := e.catalog.graceFor(ctx, ri, r.Start)
+	grace, err := ps.catalog.graceFor(ctx, ri, r.Start)
 	if err != nil {
-		e.unconfirm(ctx, r)
+		ps.unconfirm(ctx, r)
 		return booking.Booking{}, err
 	}
-	now := e.clock.Now()
+	now := ps.clock.Now()
 	b := &sqlstore.Booking{Booking: booking.Booking{HoldID: r.ID, UserID: r.UserID, VenueID: r.VenueID,
 		ResourceID: r.ResourceID, ServiceID: r.ServiceID, Quantity: r.Quantity, Status: booking.Confirmed, Version: 1,
 		Start: r.Start, End: r.End, OccupyStart: r.OccupyStart, OccupyEnd: r.OccupyEnd,
@@ -325,18 +325,18 @@ func (e *Payments) commitBooking(ctx context.Context, r *redisstore.HoldRecord, 
 		Fields: r.Fields}
 	nb := sqlstore.NewBooking{Booking: b, Code: newCheckinCode,
 		Change:  booking.Change{From: booking.Status(booking.HoldHeld), To: booking.Confirmed, At: now},
-		Refusal: e.refusal(ctx, r, pay, now)}
+		Refusal: ps.refusal(ctx, r, pay, now)}
 	if pay != nil {
 		b.PaymentID = pay.PaymentID
 		nb.Payment = &sqlstore.Payment{PaymentID: pay.PaymentID, HoldID: r.ID, AmountCents: pay.AmountCents, PaidAt: pay.PaidAt.UTC(), At: now,
 			Provider: pay.Provider}
 	}
-	e.bookings.setTimers(b, now)
+	ps.bookings.setTimers(b, now)
 	commitCtx, cancel := context.WithTimeout(ctx, confirmTimeout)
 	defer cancel()
-	err = e.ss.CreateBooking(commitCtx, nb)
-	if e.hooks.afterCommit != nil && (err == nil || errors.Is(err, sqlstore.ErrCommitUnknown)) {
-		if herr := e.hooks.afterCommit(r.ID); errors.Is(herr, errSimulatedCrash) {
+	err = ps.ss.CreateBooking(commitCtx, nb)
+	if ps.hooks.afterCommit != nil && (err == nil || errors.Is(err, sqlstore.ErrCommitUnknown)) {
+		if herr := ps.hooks.afterCommit(r.ID); errors.Is(herr, errSimulatedCrash) {
 			return booking.Booking{}, herr
 		} else if herr != nil {
 			err = herr
@@ -346,78 +346,78 @@ func (e *Payments) commitBooking(ctx context.Context, r *redisstore.HoldRecord, 
 	case err == nil:
 	case errors.Is(err, sqlstore.ErrHoldBooked):
 		// Another confirm of this hold won (a stale CONFIRMING taken over): answer its booking.
-		return e.settleExisting(ctx, r)
+		return ps.settleExisting(ctx, r)
 	case errors.Is(err, sqlstore.ErrPaymentTaken):
-		e.unconfirm(ctx, r)
+		ps.unconfirm(ctx, r)
 		return booking.Booking{}, errPaymentTaken
 	case errors.Is(err, sqlstore.ErrOverCapacity):
-		return booking.Booking{}, e.refuseConfirm(ctx, r, err)
+		return booking.Booking{}, ps.refuseConfirm(ctx, r, err)
 	case errors.Is(err, sqlstore.ErrCommitUnknown):
 		// The acknowledgement of COMMIT was lost. Giving the units back now could sell them twice if
 		// the booking did commit: find out, and while SQL cannot tell, leave the hold CONFIRMING.
 		metricConfirms.WithLabelValues("unknown").Inc()
-		e.log.Warn("booking commit outcome unknown; resolving from SQL", "hold_id", r.ID, "err", err)
-		if b, rerr := e.settleExisting(ctx, r); rerr == nil {
+		ps.log.Warn("booking commit outcome unknown; resolving from SQL", "hold_id", r.ID, "err", err)
+		if b, rerr := ps.settleExisting(ctx, r); rerr == nil {
 			return b, nil
 		}
 		return booking.Booking{}, errors.Join(booking.ErrStorageUnavailable, err)
 	default:
 		metricConfirms.WithLabelValues("failed").Inc()
-		e.unconfirm(ctx, r)
+		ps.unconfirm(ctx, r)
 		return booking.Booking{}, err
 	}
 	metricConfirms.WithLabelValues("booked").Inc()
 	countTransition(booking.Created)
-	e.settle(ctx, r, b)
-	e.bookings.scheduleIfDue(ctx, b)
-	return e.bookings.view(ctx, &b.Booking)
+	ps.settle(ctx, r, b)
+	ps.bookings.scheduleIfDue(ctx, b)
+	return ps.bookings.view(ctx, &b.Booking)
 }
 
 // settleExisting answers the booking a hold already became, settling the hold; ErrNotFound when
 // SQL (answering) has none.
-func (e *Payments) settleExisting(ctx context.Context, r *redisstore.HoldRecord) (booking.Booking, error) {
+func (ps *Payments) settleExisting(ctx context.Context, r *redisstore.HoldRecord) (booking.Booking, error) {
 	lctx, cancel := later(ctx)
 	defer cancel()
-	b, ok, err := e.ss.BookingByHold(lctx, r.ID)
+	b, ok, err := ps.ss.BookingByHold(lctx, r.ID)
 	if err != nil {
 		return booking.Booking{}, err
 	}
 	if !ok {
 		return booking.Booking{}, booking.ErrNotFound
 	}
-	e.settle(lctx, r, &b)
-	return e.bookings.view(ctx, &b.Booking)
+	ps.settle(lctx, r, &b)
+	return ps.bookings.view(ctx, &b.Booking)
 }
 
 // settle hands the hold's units to its booking (and back, when the booking no longer occupies: it
 // was released or cancelled before its hold was settled). A failure here leaves the hold CONFIRMING
 // with its booking committed, which the sweep and reconciliation settle; the booking itself is safe.
-func (e *Payments) settle(ctx context.Context, r *redisstore.HoldRecord, b *sqlstore.Booking) {
+func (ps *Payments) settle(ctx context.Context, r *redisstore.HoldRecord, b *sqlstore.Booking) {
 	lctx, cancel := later(ctx)
 	defer cancel()
-	if _, err := e.rs.Settle(lctx, r, b.ID, b.Version); err != nil {
-		e.log.Error("settle hold failed; the sweep will settle it", "hold_id", r.ID, "booking_id", b.ID, "err", err)
+	if _, err := ps.rs.Settle(lctx, r, b.ID, b.Version); err != nil {
+		ps.log.Error("settle hold failed; the sweep will settle it", "hold_id", r.ID, "booking_id", b.ID, "err", err)
 		return
 	}
 	if !b.Status.Occupies() {
-		e.bookings.giveBack(lctx, b)
+		ps.bookings.giveBack(lctx, b)
 	}
 }
 
 // settlePending settles a booking's hold if its record is still waiting (its commit's
 // acknowledgement was lost, or the process died before settling).
-func (e *Payments) settlePending(ctx context.Context, b *sqlstore.Booking) {
-	if r, ok, err := e.rs.ReadHold(ctx, b.HoldID); err == nil && ok && r.Status == booking.HoldConfirming {
-		e.settle(ctx, &r, b)
+func (ps *Payments) settlePending(ctx context.Context, b *sqlstore.Booking) {
+	if r, ok, err := ps.rs.ReadHold(ctx, b.HoldID); err == nil && ok && r.Status == booking.HoldConfirming {
+		ps.settle(ctx, &r, b)
 	}
 }
 
 // unconfirm puts a hold whose commit certainly failed back on the wheel.
-func (e *Payments) unconfirm(ctx context.Context, r *redisstore.HoldRecord) {
+func (ps *Payments) unconfirm(ctx context.Context, r *redisstore.HoldRecord) {
 	lctx, cancel := later(ctx)
 	defer cancel()
-	if err := e.rs.Unconfirm(lctx, r, e.clock.Now()); err != nil {
-		e.log.Error("unconfirm hold failed; the sweep will put it back", "hold_id", r.ID, "err", err)
+	if err := ps.rs.Unconfirm(lctx, r, ps.clock.Now()); err != nil {
+		ps.log.Error("unconfirm hold failed; the sweep will put it back", "hold_id", r.ID, "err", err)
 	}
 }
 

@@ -82,11 +82,11 @@ func newClaimToken() string {
 
 // webhookSender is the sender of the deployment's webhooks: many deliveries go to the same few
 // receivers at once, so it keeps connections to them open.
-func (e *Notifications) webhookSender() *webhook.Sender {
-	if s := e.opts.Notify.Webhooks; s != nil {
+func (n *Notifications) webhookSender() *webhook.Sender {
+	if s := n.opts.Notify.Webhooks; s != nil {
 		return s
 	}
-	e.senderOnce.Do(func() {
+	n.senderOnce.Do(func() {
 		tr := &http.Transport{
 			Proxy:                 http.ProxyFromEnvironment,
 			DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -97,9 +97,9 @@ func (e *Notifications) webhookSender() *webhook.Sender {
 			ExpectContinueTimeout: time.Second,
 			ForceAttemptHTTP2:     true,
 		}
-		e.sender = &webhook.Sender{Client: &http.Client{Transport: tr}}
+		n.sender = &webhook.Sender{Client: &http.Client{Transport: tr}}
 	})
-	return e.sender
+	return n.sender
 }
 
 // RelayOutbox publishes unpublished events — a delivery per matching webhook endpoint and, for a
@@ -107,22 +107,22 @@ func (e *Notifications) webhookSender() *webhook.Sender {
 // attempts. It answers how many events it published. A crash at any point repeats nothing that
 // finished and loses nothing: deliveries are unique per event and sink, and a delivery left
 // claimed is picked up by the requeue loop once its claim runs out.
-func (e *Notifications) RelayOutbox(ctx context.Context) (int, error) {
-	evs, err := e.ss.Unpublished(ctx, 500)
+func (n *Notifications) RelayOutbox(ctx context.Context) (int, error) {
+	evs, err := n.ss.Unpublished(ctx, 500)
 	if err != nil || len(evs) == 0 {
 		return 0, err
 	}
-	endpoints, err := e.ss.Endpoints(ctx)
+	endpoints, err := n.ss.Endpoints(ctx)
 	if err != nil {
 		return 0, err
 	}
 	var templates map[string]models.WechatTemplate
-	if e.opts.Notify.Wechat != nil {
-		if templates, err = e.ss.Templates(ctx); err != nil {
+	if n.opts.Notify.Wechat != nil {
+		if templates, err = n.ss.Templates(ctx); err != nil {
 			return 0, err
 		}
 	}
-	now := e.clock.Now()
+	now := n.clock.Now()
 	token := newClaimToken()
 	ids := make([]uint64, len(evs))
 	byID := make(map[uint64]models.OutboxEvent, len(evs))
@@ -142,42 +142,42 @@ func (e *Notifications) RelayOutbox(ctx context.Context) (int, error) {
 			add(sinkWechat, 0, ev)
 		}
 	}
-	ours, err := e.ss.Publish(ctx, ids, ds, now, token, now.Add(deliveryClaim))
+	ours, err := n.ss.Publish(ctx, ids, ds, now, token, now.Add(deliveryClaim))
 	if err != nil {
 		return 0, err
 	}
 	metricEventsPublished.Add(float64(len(evs)))
-	if e.hooks.afterPublish != nil {
-		if err := e.hooks.afterPublish(); err != nil {
+	if n.hooks.afterPublish != nil {
+		if err := n.hooks.afterPublish(); err != nil {
 			return len(evs), err
 		}
 	}
 	if len(ours) == 0 {
 		return len(evs), nil
 	}
-	chains, blocked, err := e.chainsToSend(ctx, ours)
+	chains, blocked, err := n.chainsToSend(ctx, ours)
 	if err != nil {
 		// The deliveries are published and claimed; the requeue loop sends them once the claims run out.
-		e.log.Warn("relay could not order its deliveries; the requeue loop will send them", "err", err)
+		n.log.Warn("relay could not order its deliveries; the requeue loop will send them", "err", err)
 		return len(evs), nil
 	}
 	if len(blocked) > 0 {
 		// An earlier event of their subject still waits for the sink: finishing it lets these go.
-		if err := e.ss.Unclaim(ctx, token, blocked); err != nil {
-			e.log.Warn("unclaim deliveries failed; their claims run out", "err", err)
+		if err := n.ss.Unclaim(ctx, token, blocked); err != nil {
+			n.log.Warn("unclaim deliveries failed; their claims run out", "err", err)
 		}
 	}
 	eps := make(map[uint64]models.WebhookEndpoint, len(endpoints))
 	for _, ep := range endpoints {
 		eps[ep.ID] = ep
 	}
-	e.sendChains(ctx, token, chains, byID, eps)
+	n.sendChains(ctx, token, chains, byID, eps)
 	return len(evs), nil
 }
 
 // chainsToSend groups deliveries by subject and sink, in event order, and splits off the chains
 // that must wait: an earlier event of theirs is still pending for the same sink.
-func (e *Notifications) chainsToSend(ctx context.Context, ds []models.Delivery) (chains [][]models.Delivery, blocked []uint64, err error) {
+func (n *Notifications) chainsToSend(ctx context.Context, ds []models.Delivery) (chains [][]models.Delivery, blocked []uint64, err error) {
 	type key struct{ sink, subject string }
 	index := map[key]int{}
 	var subjects []string
@@ -192,7 +192,7 @@ func (e *Notifications) chainsToSend(ctx context.Context, ds []models.Delivery) 
 		}
 		chains[i] = append(chains[i], d)
 	}
-	firsts, err := e.ss.FirstPending(ctx, subjects)
+	firsts, err := n.ss.FirstPending(ctx, subjects)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -237,7 +237,7 @@ func (b *relayBatch) close() []attemptResult {
 
 // sendChains attempts the chains at once (each in event order), waits for them up to relayWait and
 // records their outcomes.
-func (e *Notifications) sendChains(ctx context.Context, token string, chains [][]models.Delivery, evs map[uint64]models.OutboxEvent,
+func (n *Notifications) sendChains(ctx context.Context, token string, chains [][]models.Delivery, evs map[uint64]models.OutboxEvent,
 	eps map[uint64]models.WebhookEndpoint) {
 	batch := &relayBatch{}
 	sem := make(chan struct{}, relayConcurrency)
@@ -249,14 +249,14 @@ func (e *Notifications) sendChains(ctx context.Context, token string, chains [][
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			for i, d := range chain {
-				r := e.attempt(actx, d, evs[d.EventID], eps)
+				r := n.attempt(actx, d, evs[d.EventID], eps)
 				r.token = token
 				if !batch.add(r) {
-					e.finishAttempt(actx, r, true)
+					n.finishAttempt(actx, r, true)
 				}
 				if r.status == models.DeliveryPending || r.status == models.DeliveryFailed {
 					// The rest of the chain waits for this one's retries.
-					e.unclaimRest(actx, token, chain[i+1:])
+					n.unclaimRest(actx, token, chain[i+1:])
 					return
 				}
 			}
@@ -273,10 +273,10 @@ func (e *Notifications) sendChains(ctx context.Context, token string, chains [][
 	case <-time.After(relayWait):
 	case <-ctx.Done():
 	}
-	e.finishBatch(ctx, token, batch.close())
+	n.finishBatch(ctx, token, batch.close())
 }
 
-func (e *Notifications) unclaimRest(ctx context.Context, token string, rest []models.Delivery) {
+func (n *Notifications) unclaimRest(ctx context.Context, token string, rest []models.Delivery) {
 	if len(rest) == 0 {
 		return
 	}
@@ -284,32 +284,32 @@ func (e *Notifications) unclaimRest(ctx context.Context, token string, rest []mo
 	for i, d := range rest {
 		ids[i] = d.ID
 	}
-	if err := e.ss.Unclaim(ctx, token, ids); err != nil {
-		e.log.Warn("unclaim deliveries failed; their claims run out", "err", err)
+	if err := n.ss.Unclaim(ctx, token, ids); err != nil {
+		n.log.Warn("unclaim deliveries failed; their claims run out", "err", err)
 	}
 }
 
 // finishBatch records the relay's outcomes: the sent ones in one statement, the others one by one
 // (they are few, and each needs its retry queued).
-func (e *Notifications) finishBatch(ctx context.Context, token string, rs []attemptResult) {
+func (n *Notifications) finishBatch(ctx context.Context, token string, rs []attemptResult) {
 	lctx, cancel := later(ctx)
 	defer cancel()
 	var sent []uint64
-	now := e.clock.Now()
+	now := n.clock.Now()
 	for _, r := range rs {
 		if r.status == models.DeliverySucceeded {
 			sent = append(sent, r.d.ID)
 			continue
 		}
-		e.finishAttempt(lctx, r, false)
+		n.finishAttempt(lctx, r, false)
 	}
 	if len(sent) == 0 {
 		return
 	}
-	if err := e.ss.FinishSent(lctx, token, sent, now); err != nil {
+	if err := n.ss.FinishSent(lctx, token, sent, now); err != nil {
 		// Not recorded: the claims run out and the deliveries are sent again, with the same
 		// webhook-id (at least once).
-		e.log.Warn("record sent deliveries failed; they will be sent again", "n", len(sent), "err", err)
+		n.log.Warn("record sent deliveries failed; they will be sent again", "n", len(sent), "err", err)
 		return
 	}
 	for _, r := range rs {
@@ -330,16 +330,16 @@ type attemptResult struct {
 
 // attempt sends d once and decides its outcome: succeeded, skipped (the sink will never take it),
 // pending (to be retried at Next) or failed (for good).
-func (e *Notifications) attempt(ctx context.Context, d models.Delivery, ev models.OutboxEvent, eps map[uint64]models.WebhookEndpoint) attemptResult {
+func (n *Notifications) attempt(ctx context.Context, d models.Delivery, ev models.OutboxEvent, eps map[uint64]models.WebhookEndpoint) attemptResult {
 	r := attemptResult{d: d, ev: ev}
 	var sendErr error
 	final := false
 	if d.Sink == sinkWechat {
-		final, sendErr = e.sendWechat(ctx, ev)
+		final, sendErr = n.sendWechat(ctx, ev)
 	} else {
-		r.HTTPStatus, sendErr = e.sendWebhook(ctx, d, ev, eps)
+		r.HTTPStatus, sendErr = n.sendWebhook(ctx, d, ev, eps)
 	}
-	now := e.clock.Now()
+	now := n.clock.Now()
 	r.Retries = d.Retries
 	switch {
 	case sendErr == nil:
@@ -362,19 +362,19 @@ func (e *Notifications) attempt(ctx context.Context, d models.Delivery, ev model
 
 // finishAttempt records one attempt, queues its retry (pending) or, when it finished the delivery and
 // asked to, the next delivery of its chain.
-func (e *Notifications) finishAttempt(ctx context.Context, r attemptResult, queueNext bool) {
-	now := e.clock.Now()
-	if err := e.ss.FinishDelivery(ctx, r.d.ID, r.token, r.Attempt, now); err != nil {
-		e.log.Warn("record delivery attempt failed; its claim runs out and it is tried again", "delivery_id", r.d.ID, "err", err)
+func (n *Notifications) finishAttempt(ctx context.Context, r attemptResult, queueNext bool) {
+	now := n.clock.Now()
+	if err := n.ss.FinishDelivery(ctx, r.d.ID, r.token, r.Attempt, now); err != nil {
+		n.log.Warn("record delivery attempt failed; its claim runs out and it is tried again", "delivery_id", r.d.ID, "err", err)
 		return
 	}
 	observeAttempt(r, now)
 	if r.status == models.DeliveryPending {
-		e.queueDelivery(ctx, r.d.ID, "a"+strconv.Itoa(r.d.Attempts+1), r.Next)
+		n.queueDelivery(ctx, r.d.ID, "a"+strconv.Itoa(r.d.Attempts+1), r.Next)
 		return
 	}
 	if queueNext {
-		e.queueNextInChain(ctx, r.d)
+		n.queueNextInChain(ctx, r.d)
 	}
 }
 
@@ -386,26 +386,26 @@ func observeAttempt(r attemptResult, now time.Time) {
 }
 
 // queueNextInChain queues the next pending delivery of d's chain, now that d is finished.
-func (e *Notifications) queueNextInChain(ctx context.Context, d models.Delivery) {
-	next, ok, err := e.ss.NextInChain(ctx, d.Sink, d.Subject)
+func (n *Notifications) queueNextInChain(ctx context.Context, d models.Delivery) {
+	next, ok, err := n.ss.NextInChain(ctx, d.Sink, d.Subject)
 	if err != nil {
-		e.log.Warn("find the next delivery failed; the requeue loop will", "delivery_id", d.ID, "err", err)
+		n.log.Warn("find the next delivery failed; the requeue loop will", "delivery_id", d.ID, "err", err)
 		return
 	}
 	if ok {
-		e.queueDelivery(ctx, next.ID, "after-"+strconv.FormatUint(d.ID, 10), next.NextAttemptAt)
+		n.queueDelivery(ctx, next.ID, "after-"+strconv.FormatUint(d.ID, 10), next.NextAttemptAt)
 	}
 }
 
 // queueDelivery hands an attempt to the queue. A failure is logged, not returned: the delivery is
 // in SQL, and the requeue loop queues it again.
-func (e *Notifications) queueDelivery(ctx context.Context, id uint64, key string, at time.Time) {
-	sched, ok := e.sched.(DeliveryScheduler)
+func (n *Notifications) queueDelivery(ctx context.Context, id uint64, key string, at time.Time) {
+	sched, ok := n.sched.(DeliveryScheduler)
 	if !ok {
 		return
 	}
 	if err := sched.ScheduleDelivery(ctx, id, key, at); err != nil {
-		e.log.Warn("queue delivery failed; the requeue loop will", "delivery_id", id, "err", err)
+		n.log.Warn("queue delivery failed; the requeue loop will", "delivery_id", id, "err", err)
 	}
 }
 
@@ -414,19 +414,19 @@ func (e *Notifications) queueDelivery(ctx context.Context, id uint64, key string
 // attempt is queued again along notify.NextAttempt, or failed for good once the schedule is over; a
 // finished delivery queues the next of its chain. An error means the attempt could not be made (a
 // backend is away), and the task should be run again.
-func (e *Notifications) Deliver(ctx context.Context, deliveryID uint64) error {
-	now := e.clock.Now()
+func (n *Notifications) Deliver(ctx context.Context, deliveryID uint64) error {
+	now := n.clock.Now()
 	token := newClaimToken()
 	// Asynq keeps scheduled times in whole seconds and may start a task up to a second early.
-	d, ok, err := e.ss.ClaimDelivery(ctx, deliveryID, token, now.Add(time.Second), now.Add(deliveryClaim))
+	d, ok, err := n.ss.ClaimDelivery(ctx, deliveryID, token, now.Add(time.Second), now.Add(deliveryClaim))
 	if err != nil || !ok {
 		return err
 	}
-	ev, err := e.ss.Event(ctx, d.EventID)
+	ev, err := n.ss.Event(ctx, d.EventID)
 	var eps map[uint64]models.WebhookEndpoint
 	if err == nil && d.Sink != sinkWechat {
 		var ep models.WebhookEndpoint
-		if ep, err = e.ss.Endpoint(ctx, d.EndpointID); err == nil {
+		if ep, err = n.ss.Endpoint(ctx, d.EndpointID); err == nil {
 			eps = make(map[uint64]models.WebhookEndpoint, 1)
 			eps[ep.ID] = ep
 		}
@@ -434,14 +434,14 @@ func (e *Notifications) Deliver(ctx context.Context, deliveryID uint64) error {
 	if err != nil {
 		lctx, cancel := later(ctx)
 		defer cancel()
-		return errors.Join(err, e.ss.Unclaim(lctx, token, []uint64{d.ID}))
+		return errors.Join(err, n.ss.Unclaim(lctx, token, []uint64{d.ID}))
 	}
-	r := e.attempt(ctx, d, ev, eps)
+	r := n.attempt(ctx, d, ev, eps)
 	r.token = token
 	// What the attempt did is recorded even when the task's context ended meanwhile.
 	lctx, cancel := later(ctx)
 	defer cancel()
-	e.finishAttempt(lctx, r, true)
+	n.finishAttempt(lctx, r, true)
 	return nil
 }
 
@@ -451,13 +451,13 @@ func eventBody(ev models.OutboxEvent) []byte {
 		Data: json.RawMessage(ev.Data)})
 }
 
-func (e *Notifications) sendWebhook(ctx context.Context, d models.Delivery, ev models.OutboxEvent, eps map[uint64]models.WebhookEndpoint) (int, error) {
+func (n *Notifications) sendWebhook(ctx context.Context, d models.Delivery, ev models.OutboxEvent, eps map[uint64]models.WebhookEndpoint) (int, error) {
 	ep, ok := eps[d.EndpointID]
 	if !ok || ep.DeletedAt != nil {
 		return 0, errSinkGone
 	}
-	res := e.webhookSender().Send(ctx, webhook.Delivery{URL: ep.URL, Secret: ep.Secret, ID: wire.EventID(ev.ID),
-		Timestamp: e.clock.Now(), Body: eventBody(ev)})
+	res := n.webhookSender().Send(ctx, webhook.Delivery{URL: ep.URL, Secret: ep.Secret, ID: wire.EventID(ev.ID),
+		Timestamp: n.clock.Now(), Body: eventBody(ev)})
 	if res.OK {
 		return res.StatusCode, nil
 	}
@@ -468,8 +468,8 @@ func (e *Notifications) sendWebhook(ctx context.Context, d models.Delivery, ev m
 }
 
 // sendWechat sends the event's subscribe message; final reports an error retrying cannot help.
-func (e *Notifications) sendWechat(ctx context.Context, ev models.OutboxEvent) (final bool, err error) {
-	client := e.opts.Notify.Wechat
+func (n *Notifications) sendWechat(ctx context.Context, ev models.OutboxEvent) (final bool, err error) {
+	client := n.opts.Notify.Wechat
 	if client == nil {
 		return true, errSinkGone
 	}
@@ -477,7 +477,7 @@ func (e *Notifications) sendWechat(ctx context.Context, ev models.OutboxEvent) (
 	if !ok {
 		return true, errSinkGone // the user was erased since the event was published: nobody to address
 	}
-	templates, err := e.ss.Templates(ctx)
+	templates, err := n.ss.Templates(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -489,7 +489,7 @@ func (e *Notifications) sendWechat(ctx context.Context, ev models.OutboxEvent) (
 	if err := json.Unmarshal([]byte(t.Data), &mapping); err != nil {
 		return true, fmt.Errorf("template of %s: %w", ev.Type, err)
 	}
-	fields, err := e.messageFields(ctx, ev)
+	fields, err := n.messageFields(ctx, ev)
 	if err != nil {
 		return false, err
 	}
@@ -506,7 +506,7 @@ func (e *Notifications) sendWechat(ctx context.Context, ev models.OutboxEvent) (
 
 // messageFields are the values a template can show, from the event's data (a booking, a hold or a
 // waitlist entry): names from the catalog, times venue-local as "2006-01-02 15:04".
-func (e *Notifications) messageFields(ctx context.Context, ev models.OutboxEvent) (map[string]string, error) {
+func (n *Notifications) messageFields(ctx context.Context, ev models.OutboxEvent) (map[string]string, error) {
 	var raw map[string]any
 	if err := json.Unmarshal([]byte(ev.Data), &raw); err != nil {
 		return nil, fmt.Errorf("event %d data: %w", ev.ID, err)
@@ -518,17 +518,17 @@ func (e *Notifications) messageFields(ctx context.Context, ev models.OutboxEvent
 	}
 	var loc *time.Location
 	if id, err := strconv.ParseUint(str("venue_id"), 10, 64); err == nil {
-		if vi, err := e.cat.venue(ctx, id); err == nil {
+		if vi, err := n.cat.venue(ctx, id); err == nil {
 			out["venue_name"], loc = vi.venue.Name, vi.loc
 		}
 	}
 	if id, err := strconv.ParseUint(str("resource_id"), 10, 64); err == nil {
-		if ri, err := e.cat.resource(ctx, id); err == nil {
+		if ri, err := n.cat.resource(ctx, id); err == nil {
 			out["resource_name"] = ri.res.Name
 		}
 	}
 	if id, err := strconv.ParseUint(str("service_id"), 10, 64); err == nil {
-		if si, err := e.cat.service(ctx, id); err == nil {
+		if si, err := n.cat.service(ctx, id); err == nil {
 			out["service_name"] = si.svc.Name
 		}
 	}
@@ -547,12 +547,12 @@ func (e *Notifications) messageFields(ctx context.Context, ev models.OutboxEvent
 // seconds: their task was lost (Redis lost its data, queuing failed, the process died between
 // publishing and queuing, or a task ran out of its own retries while SQL was away). A delivery still
 // queued or in flight is not sent twice: its attempt claims it first.
-func (e *Notifications) requeueDeliveries(ctx context.Context) error {
-	if _, ok := e.sched.(DeliveryScheduler); !ok {
+func (n *Notifications) requeueDeliveries(ctx context.Context) error {
+	if _, ok := n.sched.(DeliveryScheduler); !ok {
 		return nil
 	}
-	now := e.clock.Now()
-	ids, err := e.ss.StaleHeads(ctx, now.Add(-requeueAfter), now, 1000)
+	now := n.clock.Now()
+	ids, err := n.ss.StaleHeads(ctx, now.Add(-requeueAfter), now, 1000)
 	if err != nil {
 		return err
 	}
@@ -560,7 +560,7 @@ func (e *Notifications) requeueDeliveries(ctx context.Context) error {
 	// archived task still holds.
 	key := "requeue-" + strconv.FormatInt(now.Unix()/int64(requeueAfter/time.Second), 10)
 	for _, id := range ids {
-		e.queueDelivery(ctx, id, key, now)
+		n.queueDelivery(ctx, id, key, now)
 	}
 	metricDeliveriesRequeued.Add(float64(len(ids)))
 	return nil
@@ -570,10 +570,10 @@ func (e *Notifications) requeueDeliveries(ctx context.Context) error {
 const requeueAfter = 10 * time.Second
 
 // pruneNotifications drops published events and finished deliveries past the retention.
-func (e *Notifications) pruneNotifications(ctx context.Context) error {
-	keep := e.opts.Notify.Retention
-	now := e.clock.Now()
-	_, err := e.ss.Prune(ctx, now.Add(-keep), now.Add(-4*keep))
+func (n *Notifications) pruneNotifications(ctx context.Context) error {
+	keep := n.opts.Notify.Retention
+	now := n.clock.Now()
+	_, err := n.ss.Prune(ctx, now.Add(-keep), now.Add(-4*keep))
 	return err
 }
 

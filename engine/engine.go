@@ -201,22 +201,22 @@ func New(opts Options) (*Engine, error) {
 // SetScheduler wires the release queue after construction (the queue's handlers need the engine).
 // A scheduler that lists its queues (Queues() []string) has them watched for data loss. Call it
 // before the loops start.
-func (e *core) SetScheduler(s release.Scheduler) {
-	e.sched = s
+func (co *core) SetScheduler(s release.Scheduler) {
+	co.sched = s
 	if q, ok := s.(interface{ Queues() []string }); ok {
-		e.opts.QueueTags = q.Queues()
+		co.opts.QueueTags = q.Queues()
 	}
 }
 
 // Clock returns the engine's clock.
-func (e *core) Clock() clock.Clock { return e.clock }
+func (co *core) Clock() clock.Clock { return co.clock }
 
 // ReleaseHorizon is how far ahead of release_at a booking's release task is queued (by its confirm,
 // and by the release queue's loader for the rest).
-func (e *core) ReleaseHorizon() time.Duration { return e.opts.ReleaseHorizon }
+func (co *core) ReleaseHorizon() time.Duration { return co.opts.ReleaseHorizon }
 
 // Rules returns the rules the engine applies.
-func (e *core) Rules() booking.Rules { return e.rules }
+func (co *core) Rules() booking.Rules { return co.rules }
 
 // msClock truncates to milliseconds, the precision of DATETIME(3) and of Redis scores, so that a
 // time the engine computes compares equal to the same time read back from either store.
@@ -232,14 +232,14 @@ func setDefault(d *time.Duration, def time.Duration) {
 
 // Lease returns the lease of the background work named name for this instance (see engine/loop):
 // with it, one instance at a time runs that work, and another takes over when it dies.
-func (e *core) Lease(name string) loop.Lease { return e.rs.Lease(name, e.token) }
+func (co *core) Lease(name string) loop.Lease { return co.rs.Lease(name, co.token) }
 
 // Ready checks that both backends answer.
-func (e *core) Ready(ctx context.Context) error {
-	if err := e.ss.Ping(ctx); err != nil {
+func (co *core) Ready(ctx context.Context) error {
+	if err := co.ss.Ping(ctx); err != nil {
 		return err
 	}
-	return e.rs.Ping(ctx)
+	return co.rs.Ping(ctx)
 }
 
 // later is a context for work that must finish even when the request that started it ends (giving

@@ -41,29 +41,29 @@ const eraseTimeout = time.Minute
 // The user id itself stays usable: a later request with it starts afresh, as a user with no holds,
 // bookings, no-shows or freeze. A request racing with the erasure (a hold or a confirm under way)
 // may still write the id after it; erasing again takes care of that.
-func (e *Bookings) EraseUser(ctx context.Context, a booking.Actor, userID string) (Erased, error) {
+func (bs *Bookings) EraseUser(ctx context.Context, a booking.Actor, userID string) (Erased, error) {
 	if err := requireAdmin(a); err != nil {
 		return Erased{}, err
 	}
-	x, err := booking.Erase(e.opts.ErasureKey, userID)
+	x, err := booking.Erase(bs.opts.ErasureKey, userID)
 	if err != nil {
 		return Erased{}, err
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eraseTimeout)
 	defer cancel()
-	now := e.clock.Now()
+	now := bs.clock.Now()
 
 	// Redis first: a confirm that reads a hold after this books it under the pseudonym.
-	holds, err := e.eraseHolds(ctx, x)
+	holds, err := bs.eraseHolds(ctx, x)
 	if err != nil {
 		return Erased{}, err
 	}
-	if err := e.rs.SetFrozen(ctx, map[string]time.Time{x.UserID: {}}, now); err != nil {
+	if err := bs.rs.SetFrozen(ctx, map[string]time.Time{x.UserID: {}}, now); err != nil {
 		return Erased{}, err
 	}
-	rows, err := e.ss.EraseUser(ctx, x, now)
+	rows, err := bs.ss.EraseUser(ctx, x, now)
 	if errors.Is(err, sqlstore.ErrCommitUnknown) {
-		rows, err = e.ss.EraseUser(ctx, x, now) // the same again is harmless, and tells
+		rows, err = bs.ss.EraseUser(ctx, x, now) // the same again is harmless, and tells
 	}
 	if err != nil {
 		return Erased{}, err
@@ -72,7 +72,7 @@ func (e *Bookings) EraseUser(ctx context.Context, a booking.Actor, userID string
 		Refunds: rows.Refunds, WechatOrders: rows.WechatOrders, Events: rows.Events, StoredAnswers: rows.StoredAnswers,
 		Holds: holds}
 	// The log names the pseudonym, never the id it replaced.
-	e.log.Info("user erased", "by", a.Name(), "pseudonym", out.Pseudonym, "bookings", out.Bookings,
+	bs.log.Info("user erased", "by", a.Name(), "pseudonym", out.Pseudonym, "bookings", out.Bookings,
 		"history", out.History, "waitlist", out.Waitlist, "refunds", out.Refunds, "wechat_orders", out.WechatOrders,
 		"events", out.Events, "stored_answers", out.StoredAnswers, "holds", out.Holds)
 	return out, nil
@@ -80,19 +80,19 @@ func (e *Bookings) EraseUser(ctx context.Context, a booking.Actor, userID string
 
 // eraseHolds gives the user's holds at every venue to their pseudonym and counts the hold records
 // that name it.
-func (e *Bookings) eraseHolds(ctx context.Context, x booking.Erasure) (int, error) {
-	venues, err := e.ss.VenueIDs(ctx)
+func (bs *Bookings) eraseHolds(ctx context.Context, x booking.Erasure) (int, error) {
+	venues, err := bs.ss.VenueIDs(ctx)
 	if err != nil {
 		return 0, err
 	}
 	total := 0
 	for _, v := range venues {
-		n, left, err := e.rs.EraseHolds(ctx, v, x.UserID, x.Pseudonym)
+		n, left, err := bs.rs.EraseHolds(ctx, v, x.UserID, x.Pseudonym)
 		if err != nil {
 			return 0, err
 		}
 		if left > 0 {
-			e.log.Warn("holds made while their user was erased keep the user id; erase again", "venue_id", v, "holds", left)
+			bs.log.Warn("holds made while their user was erased keep the user id; erase again", "venue_id", v, "holds", left)
 		}
 		total += n
 	}

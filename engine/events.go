@@ -15,23 +15,23 @@ import (
 // state a booking passed through, not whatever it is when the event is delivered.
 
 // renderChange is the event of a booking change (the store's Renderer).
-func (e *core) renderChange(b *sqlstore.Booking, c booking.Change) (sqlstore.Event, bool) {
+func (co *core) renderChange(b *sqlstore.Booking, c booking.Change) (sqlstore.Event, bool) {
 	typ := c.Event()
 	if typ == "" {
 		return sqlstore.Event{}, false
 	}
-	return e.bookingEvent(typ, b, string(c.From), c.At), true
+	return co.bookingEvent(typ, b, string(c.From), c.At), true
 }
 
 // bookingEvent renders an event about a booking, with the status it had before when prev is set.
-func (e *core) bookingEvent(typ string, b *sqlstore.Booking, prev string, at time.Time) sqlstore.Event {
+func (co *core) bookingEvent(typ string, b *sqlstore.Booking, prev string, at time.Time) sqlstore.Event {
 	view := b.Booking
 	// The venue's zone comes from the catalog's cache, which the callers fill before a transaction
 	// starts: rendering runs inside it and must not wait for SQL.
-	if vi, ok := e.cat.venues.peek(b.VenueID); ok {
+	if vi, ok := co.cat.venues.peek(b.VenueID); ok {
 		view = view.In(vi.loc)
 	} else {
-		e.log.Warn("event rendered in UTC: its venue was not in the cache", "booking_id", b.ID, "venue_id", b.VenueID)
+		co.log.Warn("event rendered in UTC: its venue was not in the cache", "booking_id", b.ID, "venue_id", b.VenueID)
 	}
 	data := wire.BookingChange{Booking: wire.FromBooking(view), PreviousStatus: prev}
 	return sqlstore.Event{Type: typ, Subject: sqlstore.BookingSubject(b.ID), VenueID: b.VenueID, UserID: b.UserID,
@@ -39,13 +39,13 @@ func (e *core) bookingEvent(typ string, b *sqlstore.Booking, prev string, at tim
 }
 
 // waitlistEvent renders an event about a waitlist entry (already in the venue's zone).
-func (e *core) waitlistEvent(typ string, w booking.WaitlistEntry, at time.Time) sqlstore.Event {
+func (co *core) waitlistEvent(typ string, w booking.WaitlistEntry, at time.Time) sqlstore.Event {
 	return sqlstore.Event{Type: typ, Subject: "waitlist:" + strconv.FormatUint(w.ID, 10), VenueID: w.VenueID,
 		UserID: w.UserID, Data: mustJSON(wire.FromWaitlist(w)), At: at}
 }
 
 // holdEvent renders an event about a hold (already in the venue's zone).
-func (e *core) holdEvent(typ string, h booking.Hold, at time.Time) sqlstore.Event {
+func (co *core) holdEvent(typ string, h booking.Hold, at time.Time) sqlstore.Event {
 	return sqlstore.Event{Type: typ, Subject: "hold:" + h.ID, VenueID: h.VenueID, UserID: h.UserID,
 		Data: mustJSON(wire.FromHold(h)), At: at}
 }

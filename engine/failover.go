@@ -20,18 +20,18 @@ import (
 // watchPrimary is the failover watch's run (every SweepInterval, on every instance): it reads the
 // primaries' identity and, when it changed since the last run, rebuilds from MySQL. The new identity
 // is kept only once the rebuild succeeded, so that a failed one is tried again at the next run.
-func (e *Upkeep) watchPrimary(ctx context.Context) error {
-	id, err := e.rs.Identity(ctx)
+func (u *Upkeep) watchPrimary(ctx context.Context) error {
+	id, err := u.rs.Identity(ctx)
 	if err != nil || id == "" {
 		return err
 	}
-	prev, _ := e.primary.Load().(string)
+	prev, _ := u.primary.Load().(string)
 	if prev != "" && prev != id {
-		if err := e.repairAfterFailover(ctx, prev, id); err != nil {
+		if err := u.repairAfterFailover(ctx, prev, id); err != nil {
 			return err
 		}
 	}
-	e.primary.Store(id)
+	u.primary.Store(id)
 	return nil
 }
 
@@ -39,27 +39,27 @@ func (e *Upkeep) watchPrimary(ctx context.Context) error {
 // instance that notices repairs the counters (the part that makes holds safe again, idempotent, and
 // what this instance must not serve without); one of them, under a lease, requeues the releases and
 // checks the ledger.
-func (e *Upkeep) repairAfterFailover(ctx context.Context, prev, now string) error {
-	e.log.Warn("the Redis primary changed (a failover may have lost acknowledged writes); rebuilding Redis from MySQL now",
+func (u *Upkeep) repairAfterFailover(ctx context.Context, prev, now string) error {
+	u.log.Warn("the Redis primary changed (a failover may have lost acknowledged writes); rebuilding Redis from MySQL now",
 		"was", prev, "now", now)
 	metricRepairs.WithLabelValues(repairRedisFailover).Inc()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), failoverRepairTimeout)
 	defer cancel()
-	began := e.clock.Now()
-	rep, err := e.RepairCounters(rctx)
+	began := u.clock.Now()
+	rep, err := u.RepairCounters(rctx)
 	countRepairs(rep)
 	if err != nil {
 		return fmt.Errorf("rebuild after redis failover: %w", err)
 	}
-	e.log.Info("rebuilt Redis from MySQL after a failover", "took", e.clock.Now().Sub(began), "report", fmt.Sprintf("%+v", rep))
-	lease := e.Lease("failover_reconcile")
+	u.log.Info("rebuilt Redis from MySQL after a failover", "took", u.clock.Now().Sub(began), "report", fmt.Sprintf("%+v", rep))
+	lease := u.Lease("failover_reconcile")
 	held, err := lease.Hold(rctx, failoverRepairTimeout)
 	if err != nil || !held {
 		return err // another instance requeues; the counters here are repaired
 	}
 	defer func() { _ = lease.Release(context.WithoutCancel(rctx)) }()
-	rest, err := e.ReconcileRest(rctx, ReconcileReport{})
-	e.log.Info("reconciled after a Redis failover", "report", fmt.Sprintf("%+v", rest))
+	rest, err := u.ReconcileRest(rctx, ReconcileReport{})
+	u.log.Info("reconciled after a Redis failover", "report", fmt.Sprintf("%+v", rest))
 	return err
 }
 
@@ -70,17 +70,17 @@ const failoverRepairTimeout = time.Minute
 // are still open: their close task was lost (Redis lost it, or the process died before queuing it).
 // Orders whose deadline is long past are left alone: WeChat refuses to take payment past an order's
 // time_expire, which is the hold's deadline.
-func (e *Upkeep) sweepOrders(ctx context.Context) error {
-	if _, ok := e.sched.(PaymentScheduler); !ok || e.opts.WechatPay == nil {
+func (u *Upkeep) sweepOrders(ctx context.Context) error {
+	if _, ok := u.sched.(PaymentScheduler); !ok || u.opts.WechatPay == nil {
 		return nil
 	}
-	now := e.clock.Now()
-	orders, err := e.ss.OpenOrders(ctx, now.Add(-orderSweepWindow), now.Add(-orderCloseSlack), 500)
+	now := u.clock.Now()
+	orders, err := u.ss.OpenOrders(ctx, now.Add(-orderSweepWindow), now.Add(-orderCloseSlack), 500)
 	if err != nil {
 		return err
 	}
 	for _, o := range orders {
-		e.payments.closeOrderOf(ctx, o.HoldID, o.OutTradeNo)
+		u.payments.closeOrderOf(ctx, o.HoldID, o.OutTradeNo)
 	}
 	return nil
 }

@@ -17,26 +17,26 @@ type freedUnits struct {
 // one that frees units does not know them: a release never walks through the hold path. What a
 // reaction lost with its process is found again by a sweep of SQL: the waitlist loop promotes, the
 // freezes loop (sweepFreezes) decides the freezes of recent no-shows.
-func (c *core) announceFreed(ctx context.Context, f freedUnits) {
+func (co *core) announceFreed(ctx context.Context, f freedUnits) {
 	if len(f.resources) == 0 && len(f.noShows) == 0 {
 		return
 	}
-	for _, react := range c.onFreed {
+	for _, react := range co.onFreed {
 		react(ctx, f)
 	}
 }
 
 // reactToFreed offers the freed units to the resources' first waiters and refreshes the no-show
 // owners' freezes. A failure is only logged: the sweeps retry.
-func (e *Holds) reactToFreed(ctx context.Context, f freedUnits) {
+func (hs *Holds) reactToFreed(ctx context.Context, f freedUnits) {
 	for _, r := range f.resources {
-		e.promoteAfterFree(ctx, r)
+		hs.promoteAfterFree(ctx, r)
 	}
 	if len(f.noShows) == 0 {
 		return
 	}
-	if err := e.refreshFreezes(ctx, f.noShows); err != nil {
-		e.log.Warn("refresh no-show freezes failed; the freezes loop retries", "err", err)
+	if err := hs.refreshFreezes(ctx, f.noShows); err != nil {
+		hs.log.Warn("refresh no-show freezes failed; the freezes loop retries", "err", err)
 	}
 }
 
@@ -49,29 +49,29 @@ type freezeSweep struct {
 // sweepFreezes decides the freezes of the owners released as no-shows since its last look, so that
 // a freeze whose release's process died before the announcement is set all the same. It reads
 // nothing while the no-show rule is off.
-func (e *Holds) sweepFreezes(ctx context.Context) error {
-	p, err := e.cat.noshowPolicy(ctx)
+func (hs *Holds) sweepFreezes(ctx context.Context) error {
+	p, err := hs.cat.noshowPolicy(ctx)
 	if err != nil || p.MaxNoshows == 0 {
 		return err
 	}
-	now := e.clock.Now()
-	e.freezes.mu.Lock()
+	now := hs.clock.Now()
+	hs.freezes.mu.Lock()
 	// It reads again from a little before its last look: a release commits its released_at a little
 	// after it stamps it (a run may take up to the release service's RunTimeout).
-	since := e.freezes.upTo.Add(-e.releases.Config().RunTimeout)
-	e.freezes.mu.Unlock()
+	since := hs.freezes.upTo.Add(-hs.releases.Config().RunTimeout)
+	hs.freezes.mu.Unlock()
 	if since.Before(now.Add(-p.Within)) {
 		since = now.Add(-p.Within)
 	}
-	users, err := e.ss.UsersWithNoshows(ctx, since)
+	users, err := hs.ss.UsersWithNoshows(ctx, since)
 	if err != nil {
 		return err
 	}
-	if err := e.refreshFreezes(ctx, users); err != nil {
+	if err := hs.refreshFreezes(ctx, users); err != nil {
 		return err
 	}
-	e.freezes.mu.Lock()
-	e.freezes.upTo = now
-	e.freezes.mu.Unlock()
+	hs.freezes.mu.Lock()
+	hs.freezes.upTo = now
+	hs.freezes.mu.Unlock()
 	return nil
 }

@@ -37,60 +37,60 @@ type holdOnce struct {
 // HoldOnce is Hold for a request with an Idempotency-Key: it answers what the API is to send — the
 // first answer again (replayed) for a repeat — and an error only when no answer is to be stored (a
 // backend failed, the key came with another body, the first request still runs).
-func (e *Holds) HoldOnce(ctx context.Context, req HoldRequest, k IdempotentHold) (a idem.Response, replayed bool, err error) {
-	if req.ServiceID != 0 || e.rs.Clustered() {
-		if prev, err := e.holdIdem.Begin(ctx, k.Scope, k.Hash); err != nil || prev != nil {
+func (hs *Holds) HoldOnce(ctx context.Context, req HoldRequest, k IdempotentHold) (a idem.Response, replayed bool, err error) {
+	if req.ServiceID != 0 || hs.rs.Clustered() {
+		if prev, err := hs.holdIdem.Begin(ctx, k.Scope, k.Hash); err != nil || prev != nil {
 			if prev != nil {
 				return *prev, true, nil
 			}
 			return idem.Response{}, false, err
 		}
-		h, err := e.Hold(ctx, req)
-		return e.finishOnce(ctx, k, h, err)
+		h, err := hs.Hold(ctx, req)
+		return hs.finishOnce(ctx, k, h, err)
 	}
 	once := &holdOnce{IdempotentHold: k}
 	req.once = once
-	h, err := e.Hold(ctx, req)
+	h, err := hs.Hold(ctx, req)
 	switch {
 	case !once.ran:
 		// Refused before its script ran (bad input, a frozen account).
-		return e.AnswerOnce(ctx, k, err)
+		return hs.AnswerOnce(ctx, k, err)
 	case errors.Is(err, idem.ErrKeyReused), errors.Is(err, idem.ErrInProgress):
 		return idem.Response{}, false, err
 	case once.stored.Status != 0:
 		return once.stored, once.replay, nil
 	}
 	// Refused otherwise (closed, over the limit of holds): the script reserved the record.
-	return e.finishOnce(ctx, k, h, err)
+	return hs.finishOnce(ctx, k, h, err)
 }
 
 // AnswerOnce answers a keyed hold refused before it reached the engine's hold (its request could
 // not be read) or its script (err): the record is taken now, so that a repeat — or a first request
 // that got through meanwhile — answers as one.
-func (e *Holds) AnswerOnce(ctx context.Context, k IdempotentHold, err error) (idem.Response, bool, error) {
-	if prev, berr := e.holdIdem.Begin(ctx, k.Scope, k.Hash); berr != nil || prev != nil {
+func (hs *Holds) AnswerOnce(ctx context.Context, k IdempotentHold, err error) (idem.Response, bool, error) {
+	if prev, berr := hs.holdIdem.Begin(ctx, k.Scope, k.Hash); berr != nil || prev != nil {
 		if prev != nil {
 			return *prev, true, nil
 		}
 		return idem.Response{}, false, berr
 	}
-	return e.finishOnce(ctx, k, booking.Hold{}, err)
+	return hs.finishOnce(ctx, k, booking.Hold{}, err)
 }
 
 // finishOnce answers a keyed hold whose record is reserved, and stores the answer; one that failed
 // on the server's side (5xx) gives the reservation up, so that a retry runs again.
-func (e *Holds) finishOnce(ctx context.Context, k IdempotentHold, h booking.Hold, err error) (idem.Response, bool, error) {
+func (hs *Holds) finishOnce(ctx context.Context, k IdempotentHold, h booking.Hold, err error) (idem.Response, bool, error) {
 	a := k.Answer(h, err)
 	lctx, cancel := later(ctx)
 	defer cancel()
 	if a.Status >= 500 {
-		if aerr := e.holdIdem.Abandon(lctx, k.Scope); aerr != nil {
-			e.log.Warn("idempotency reservation not given up; it lapses by itself", "err", aerr)
+		if aerr := hs.holdIdem.Abandon(lctx, k.Scope); aerr != nil {
+			hs.log.Warn("idempotency reservation not given up; it lapses by itself", "err", aerr)
 		}
 		return a, false, nil
 	}
-	if ferr := e.holdIdem.Finish(lctx, k.Scope, a); ferr != nil {
-		e.log.Warn("idempotency answer not stored; a repeat runs again", "err", ferr)
+	if ferr := hs.holdIdem.Finish(lctx, k.Scope, a); ferr != nil {
+		hs.log.Warn("idempotency answer not stored; a repeat runs again", "err", ferr)
 	}
 	return a, false, nil
 }

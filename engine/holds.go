@@ -32,7 +32,7 @@ type HoldRequest struct {
 
 // Hold takes units for a user, all or nothing. A service hold without a resource takes the first of
 // the service's resources that has room.
-func (e *Holds) Hold(ctx context.Context, req HoldRequest) (booking.Hold, error) {
+func (hs *Holds) Hold(ctx context.Context, req HoldRequest) (booking.Hold, error) {
 	if req.UserID == "" {
 		return booking.Hold{}, booking.ErrForbidden
 	}
@@ -47,28 +47,28 @@ func (e *Holds) Hold(ctx context.Context, req HoldRequest) (booking.Hold, error)
 		if req.ResourceID == 0 {
 			return booking.Hold{}, booking.Invalid("missing_resource_id", "resource_id or service_id is required").WithField("resource_id")
 		}
-		ri, err := e.cat.resource(ctx, req.ResourceID)
+		ri, err := hs.cat.resource(ctx, req.ResourceID)
 		if err != nil {
 			return booking.Hold{}, unknown(err, "unknown_resource", "resource %d does not exist", req.ResourceID)
 		}
-		if err := e.checkFrozen(ctx, req.UserID, ri.venue.loc); err != nil {
+		if err := hs.checkFrozen(ctx, req.UserID, ri.venue.loc); err != nil {
 			return booking.Hold{}, err
 		}
-		return e.take(ctx, req, ri, nil)
+		return hs.take(ctx, req, ri, nil)
 	}
-	si, err := e.cat.service(ctx, req.ServiceID)
+	si, err := hs.cat.service(ctx, req.ServiceID)
 	if err != nil {
 		return booking.Hold{}, unknown(err, "unknown_service", "service %d does not exist", req.ServiceID)
 	}
-	vi, err := e.cat.venue(ctx, si.svc.VenueID)
+	vi, err := hs.cat.venue(ctx, si.svc.VenueID)
 	if err != nil {
 		return booking.Hold{}, err
 	}
-	if err := e.checkFrozen(ctx, req.UserID, vi.loc); err != nil {
+	if err := hs.checkFrozen(ctx, req.UserID, vi.loc); err != nil {
 		return booking.Hold{}, err
 	}
 	if len(si.roles) > 0 {
-		return e.holdRoles(ctx, req, si)
+		return hs.holdRoles(ctx, req, si)
 	}
 	if len(req.Resources) > 0 {
 		return booking.Hold{}, booking.Invalid("invalid_resources", "service %d has no roles: name one resource_id", si.svc.ID).WithField("resources")
@@ -82,10 +82,10 @@ func (e *Holds) Hold(ctx context.Context, req HoldRequest) (booking.Hold, error)
 	}
 	var firstErr error
 	for _, rid := range candidates {
-		ri, err := e.cat.resource(ctx, rid)
+		ri, err := hs.cat.resource(ctx, rid)
 		if err == nil {
 			var h booking.Hold
-			if h, err = e.take(ctx, req, ri, si); err == nil {
+			if h, err = hs.take(ctx, req, ri, si); err == nil {
 				return h, nil
 			}
 		}
@@ -100,8 +100,8 @@ func (e *Holds) Hold(ctx context.Context, req HoldRequest) (booking.Hold, error)
 }
 
 // take places the request on ri's grid and runs the hold script, loading cold days from SQL first.
-func (e *Holds) take(ctx context.Context, req HoldRequest, ri *resourceInfo, si *serviceInfo) (booking.Hold, error) {
-	now := e.clock.Now()
+func (hs *Holds) take(ctx context.Context, req HoldRequest, ri *resourceInfo, si *serviceInfo) (booking.Hold, error) {
+	now := hs.clock.Now()
 	p, err := offer(ri, si).Place(req.Start, req.End, req.Quantity, now)
 	if err != nil {
 		return booking.Hold{}, err
@@ -109,7 +109,7 @@ func (e *Holds) take(ctx context.Context, req HoldRequest, ri *resourceInfo, si 
 	v := ri.res.VenueID
 	r := &redisstore.HoldRecord{ID: redisstore.NewHoldID(v), UserID: req.UserID, VenueID: v, ResourceID: ri.res.ID,
 		Quantity: req.Quantity, Status: booking.HoldHeld, Start: p.Start, End: p.End, OccupyStart: p.OccupyStart,
-		OccupyEnd: p.OccupyEnd, Deadline: booking.HoldDeadline(now, e.opts.HoldTTL), Created: now, AmountCents: p.AmountCents}
+		OccupyEnd: p.OccupyEnd, Deadline: booking.HoldDeadline(now, hs.opts.HoldTTL), Created: now, AmountCents: p.AmountCents}
 	if si != nil {
 		r.ServiceID = si.svc.ID
 	}
@@ -118,8 +118,8 @@ func (e *Holds) take(ctx context.Context, req HoldRequest, ri *resourceInfo, si 
 	if req.once != nil {
 		step = req.once.prepare(holdOf(r).In(ri.venue.loc))
 	}
-	return e.runHold(ctx, r, ri.venue.loc, func() (redisstore.HoldOutcome, string, error) {
-		out, day, a, err := e.rs.HoldOnce(ctx, r, now, e.opts.MaxActiveHolds, step)
+	return hs.runHold(ctx, r, ri.venue.loc, func() (redisstore.HoldOutcome, string, error) {
+		out, day, a, err := hs.rs.HoldOnce(ctx, r, now, hs.opts.MaxActiveHolds, step)
 		if err == nil && req.once != nil {
 			req.once.outcome(out, a)
 		}
@@ -129,7 +129,7 @@ func (e *Holds) take(ctx context.Context, req HoldRequest, ri *resourceInfo, si 
 
 // runHold runs a hold script (script) until it answers something other than a cold day, loading
 // each cold day it names, and turns its answer into the hold or the error the client gets.
-func (e *Holds) runHold(ctx context.Context, r *redisstore.HoldRecord, loc *time.Location, script func() (redisstore.HoldOutcome, string, error)) (booking.Hold, error) {
+func (hs *Holds) runHold(ctx context.Context, r *redisstore.HoldRecord, loc *time.Location, script func() (redisstore.HoldOutcome, string, error)) (booking.Hold, error) {
 	// Each attempt loads one more day; a hold spans at most a few (a role service's resources'
 	// days), so more attempts than this mean the day does not stay loaded.
 	const maxAttempts = 10
@@ -152,13 +152,13 @@ func (e *Holds) runHold(ctx context.Context, r *redisstore.HoldRecord, loc *time
 			if attempt >= maxAttempts {
 				return booking.Hold{}, redisstore.Unexpected("hold: day would not load")
 			}
-			if err := e.loadDayField(ctx, cold); err != nil {
+			if err := hs.loadDayField(ctx, cold); err != nil {
 				return booking.Hold{}, err
 			}
 		case redisstore.HoldFull:
 			return booking.Hold{}, booking.ErrSlotFull
 		case redisstore.HoldLimit:
-			return booking.Hold{}, booking.ErrTooManyHolds.WithDetail("max_active_holds", e.opts.MaxActiveHolds)
+			return booking.Hold{}, booking.ErrTooManyHolds.WithDetail("max_active_holds", hs.opts.MaxActiveHolds)
 		default:
 			return booking.Hold{}, booking.ErrSlotClosed
 		}
@@ -167,7 +167,7 @@ func (e *Holds) runHold(ctx context.Context, r *redisstore.HoldRecord, loc *time
 
 // holdRoles takes a hold of a service that needs several resources at once: one resource of every
 // role (the named one, or the first of the role's that has room), in one script, all or none.
-func (e *Holds) holdRoles(ctx context.Context, req HoldRequest, si *serviceInfo) (booking.Hold, error) {
+func (hs *Holds) holdRoles(ctx context.Context, req HoldRequest, si *serviceInfo) (booking.Hold, error) {
 	if req.ResourceID != 0 {
 		return booking.Hold{}, booking.Invalid("invalid_resources", "service %d needs one resource per role: name them in resources", si.svc.ID).WithField("resource_id")
 	}
@@ -176,7 +176,7 @@ func (e *Holds) holdRoles(ctx context.Context, req HoldRequest, si *serviceInfo)
 			return booking.Hold{}, booking.Invalid("invalid_resources", "service %d has no role %q", si.svc.ID, role).WithField("resources")
 		}
 	}
-	now := e.clock.Now()
+	now := hs.clock.Now()
 	var first *booking.Placement
 	var primary *resourceInfo
 	var firstErr error
@@ -192,7 +192,7 @@ func (e *Holds) holdRoles(ctx context.Context, req HoldRequest, si *serviceInfo)
 		}
 		roles[i].Name = role.Role
 		for _, rid := range ids {
-			ri, err := e.cat.resource(ctx, rid)
+			ri, err := hs.cat.resource(ctx, rid)
 			var p booking.Placement
 			if err == nil {
 				p, err = offer(ri, si).Place(req.Start, req.End, req.Quantity, now)
@@ -217,20 +217,20 @@ func (e *Holds) holdRoles(ctx context.Context, req HoldRequest, si *serviceInfo)
 	v := primary.res.VenueID
 	r := &redisstore.HoldRecord{ID: redisstore.NewHoldID(v), UserID: req.UserID, VenueID: v, ResourceID: primary.res.ID,
 		ServiceID: si.svc.ID, Quantity: req.Quantity, Status: booking.HoldHeld, Start: first.Start, End: first.End,
-		OccupyStart: first.OccupyStart, OccupyEnd: first.OccupyEnd, Deadline: booking.HoldDeadline(now, e.opts.HoldTTL),
+		OccupyStart: first.OccupyStart, OccupyEnd: first.OccupyEnd, Deadline: booking.HoldDeadline(now, hs.opts.HoldTTL),
 		Created: now, AmountCents: first.AmountCents, Days: allDays}
-	return e.runHold(ctx, r, primary.venue.loc, func() (redisstore.HoldOutcome, string, error) {
-		return e.rs.HoldRoles(ctx, r, roles, now, e.opts.MaxActiveHolds)
+	return hs.runHold(ctx, r, primary.venue.loc, func() (redisstore.HoldOutcome, string, error) {
+		return hs.rs.HoldRoles(ctx, r, roles, now, hs.opts.MaxActiveHolds)
 	})
 }
 
 // loadDayField loads the resource-day a script found cold.
-func (e *Holds) loadDayField(ctx context.Context, dayField string) error {
-	ri, err := e.cat.resource(ctx, redisstore.DayResource(dayField))
+func (hs *Holds) loadDayField(ctx context.Context, dayField string) error {
+	ri, err := hs.cat.resource(ctx, redisstore.DayResource(dayField))
 	if err != nil {
 		return err
 	}
-	return e.catalog.loadDay(ctx, ri, redisstore.DayOf(dayField))
+	return hs.catalog.loadDay(ctx, ri, redisstore.DayOf(dayField))
 }
 
 // holdOf is the hold a record stands for, with the status it had when written.
@@ -242,8 +242,8 @@ func holdOf(r *redisstore.HoldRecord) booking.Hold {
 
 // readHold loads a live or recently ended hold record; ErrNotFound when Redis has none (a paid hold's
 // record goes when its booking takes over, and unpaid holds may be lost with Redis).
-func (e *Holds) readHold(ctx context.Context, id string) (*redisstore.HoldRecord, error) {
-	r, ok, err := e.rs.ReadHold(ctx, id)
+func (hs *Holds) readHold(ctx context.Context, id string) (*redisstore.HoldRecord, error) {
+	r, ok, err := hs.rs.ReadHold(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -254,20 +254,20 @@ func (e *Holds) readHold(ctx context.Context, id string) (*redisstore.HoldRecord
 }
 
 // viewHold is what a caller is shown of a record: its effective status, in the venue's zone.
-func (e *Holds) viewHold(ctx context.Context, r *redisstore.HoldRecord) booking.Hold {
+func (hs *Holds) viewHold(ctx context.Context, r *redisstore.HoldRecord) booking.Hold {
 	h := holdOf(r)
-	h.Status = r.Effective(e.clock.Now())
-	if vi, err := e.cat.venue(ctx, r.VenueID); err == nil {
+	h.Status = r.Effective(hs.clock.Now())
+	if vi, err := hs.cat.venue(ctx, r.VenueID); err == nil {
 		h = h.In(vi.loc)
 	}
 	return h
 }
 
 // GetHold reads a hold (for 24 h after it ends). Owner or admin; others get ErrNotFound.
-func (e *Holds) GetHold(ctx context.Context, a booking.Actor, id string) (booking.Hold, error) {
-	r, err := e.readHold(ctx, id)
+func (hs *Holds) GetHold(ctx context.Context, a booking.Actor, id string) (booking.Hold, error) {
+	r, err := hs.readHold(ctx, id)
 	if errors.Is(err, booking.ErrNotFound) {
-		return e.paidHold(ctx, a, id)
+		return hs.paidHold(ctx, a, id)
 	}
 	if err != nil {
 		return booking.Hold{}, err
@@ -275,30 +275,30 @@ func (e *Holds) GetHold(ctx context.Context, a booking.Actor, id string) (bookin
 	if !a.MayChange(r.UserID) {
 		return booking.Hold{}, booking.ErrNotFound
 	}
-	return e.viewHold(ctx, r), nil
+	return hs.viewHold(ctx, r), nil
 }
 
 // paidHold answers for a hold whose record is gone: the booking made from it says what it was.
-func (e *Holds) paidHold(ctx context.Context, a booking.Actor, id string) (booking.Hold, error) {
+func (hs *Holds) paidHold(ctx context.Context, a booking.Actor, id string) (booking.Hold, error) {
 	if _, ok := redisstore.HoldVenue(id); !ok {
 		return booking.Hold{}, booking.ErrNotFound
 	}
-	b, ok, err := e.ss.BookingByHold(ctx, id)
+	b, ok, err := hs.ss.BookingByHold(ctx, id)
 	if err != nil {
 		return booking.Hold{}, err
 	}
 	if !ok || !a.MayChange(b.UserID) {
 		return booking.Hold{}, booking.ErrNotFound
 	}
-	return e.holdFromBooking(ctx, &b.Booking), nil
+	return hs.holdFromBooking(ctx, &b.Booking), nil
 }
 
-func (e *Holds) holdFromBooking(ctx context.Context, b *booking.Booking) booking.Hold {
+func (hs *Holds) holdFromBooking(ctx context.Context, b *booking.Booking) booking.Hold {
 	h := booking.Hold{ID: b.HoldID, UserID: b.UserID, VenueID: b.VenueID, ResourceID: b.ResourceID, ServiceID: b.ServiceID,
 		Quantity: b.Quantity, Status: booking.HoldConfirmed, Start: b.Start, End: b.End, OccupyStart: b.OccupyStart,
 		OccupyEnd: b.OccupyEnd, ExpiresAt: b.ConfirmedAt, CreatedAt: b.ConfirmedAt, AmountCents: b.AmountCents, BookingID: b.ID,
 		Roles: b.Roles}
-	if vi, err := e.cat.venue(ctx, b.VenueID); err == nil {
+	if vi, err := hs.cat.venue(ctx, b.VenueID); err == nil {
 		h = h.In(vi.loc)
 	}
 	return h
@@ -306,8 +306,8 @@ func (e *Holds) holdFromBooking(ctx context.Context, b *booking.Booking) booking
 
 // ListHolds lists the actor's holds of the last 24 hours, newest first: unpaid ones from Redis at
 // every venue, paid ones from the bookings they became.
-func (e *Holds) ListHolds(ctx context.Context, a booking.Actor) ([]booking.Hold, error) {
-	venues, err := e.cat.venueList(ctx)
+func (hs *Holds) ListHolds(ctx context.Context, a booking.Actor) ([]booking.Hold, error) {
+	venues, err := hs.cat.venueList(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -315,12 +315,12 @@ func (e *Holds) ListHolds(ctx context.Context, a booking.Actor) ([]booking.Hold,
 	var out []booking.Hold
 	seen := map[string]bool{}
 	for _, v := range venues {
-		ids, err := e.rs.UserHolds(ctx, v, a.UserID, limit)
+		ids, err := hs.rs.UserHolds(ctx, v, a.UserID, limit)
 		if err != nil {
 			return nil, err
 		}
 		for _, id := range ids {
-			r, err := e.readHold(ctx, id)
+			r, err := hs.readHold(ctx, id)
 			if errors.Is(err, booking.ErrNotFound) {
 				continue
 			}
@@ -328,16 +328,16 @@ func (e *Holds) ListHolds(ctx context.Context, a booking.Actor) ([]booking.Hold,
 				return nil, err
 			}
 			seen[id] = true
-			out = append(out, e.viewHold(ctx, r))
+			out = append(out, hs.viewHold(ctx, r))
 		}
 	}
-	paid, err := e.ss.PaidHolds(ctx, a.UserID, e.clock.Now().Add(-redisstore.Keep), limit)
+	paid, err := hs.ss.PaidHolds(ctx, a.UserID, hs.clock.Now().Add(-redisstore.Keep), limit)
 	if err != nil && !errors.Is(err, booking.ErrStorageUnavailable) {
 		return nil, err
 	}
 	for i := range paid {
 		if !seen[paid[i].HoldID] {
-			out = append(out, e.holdFromBooking(ctx, &paid[i].Booking))
+			out = append(out, hs.holdFromBooking(ctx, &paid[i].Booking))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
@@ -348,16 +348,16 @@ func (e *Holds) ListHolds(ctx context.Context, a booking.Actor) ([]booking.Hold,
 }
 
 // CancelHold gives up an unpaid hold. Owner or admin.
-func (e *Holds) CancelHold(ctx context.Context, a booking.Actor, id string) (booking.Hold, error) {
-	r, err := e.readHold(ctx, id)
+func (hs *Holds) CancelHold(ctx context.Context, a booking.Actor, id string) (booking.Hold, error) {
+	r, err := hs.readHold(ctx, id)
 	if err != nil {
 		return booking.Hold{}, err
 	}
 	if !a.MayChange(r.UserID) {
 		return booking.Hold{}, booking.ErrNotFound
 	}
-	now := e.clock.Now()
-	out, err := e.rs.CancelHold(ctx, r, now)
+	now := hs.clock.Now()
+	out, err := hs.rs.CancelHold(ctx, r, now)
 	if err != nil {
 		return booking.Hold{}, err
 	}
@@ -370,10 +370,10 @@ func (e *Holds) CancelHold(ctx context.Context, a booking.Actor, id string) (boo
 	default:
 		return booking.Hold{}, booking.ErrHoldNotActive
 	}
-	e.announceFreed(ctx, freedUnits{resources: []uint64{r.ResourceID}})
-	e.payments.closeOrderOf(ctx, r.ID, r.OrderNo)
+	hs.announceFreed(ctx, freedUnits{resources: []uint64{r.ResourceID}})
+	hs.payments.closeOrderOf(ctx, r.ID, r.OrderNo)
 	r.Status = booking.HoldCancelled // what the script just wrote
-	return e.viewHold(ctx, r), nil
+	return hs.viewHold(ctx, r), nil
 }
 
 // The metrics of this file (engine.go says why they are package-level).

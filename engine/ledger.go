@@ -33,10 +33,10 @@ var ErrSoldOut = &booking.Error{Kind: booking.KindConflict, Code: booking.ErrSlo
 
 // refusal is what a confirm of r commits if the ledger refuses its booking: hold.refused, and a
 // payment (pay, when set) kept for refund in full.
-func (e *Payments) refusal(ctx context.Context, r *redisstore.HoldRecord, pay *PaymentNotice, now time.Time) sqlstore.Refusal {
-	h := e.holds.viewHold(ctx, r)
+func (ps *Payments) refusal(ctx context.Context, r *redisstore.HoldRecord, pay *PaymentNotice, now time.Time) sqlstore.Refusal {
+	h := ps.holds.viewHold(ctx, r)
 	h.Status = booking.HoldCancelled
-	out := sqlstore.Refusal{Event: e.holdEvent(booking.EventHoldRefused, h, now)}
+	out := sqlstore.Refusal{Event: ps.holdEvent(booking.EventHoldRefused, h, now)}
 	if pay != nil {
 		out.Payment = &sqlstore.Payment{PaymentID: pay.PaymentID, HoldID: r.ID, AmountCents: pay.AmountCents, PaidAt: pay.PaidAt.UTC(),
 			At: now, Provider: pay.Provider, RefundReason: booking.RefundCapacity, UserID: r.UserID, VenueID: r.VenueID}
@@ -47,28 +47,28 @@ func (e *Payments) refusal(ctx context.Context, r *redisstore.HoldRecord, pay *P
 // refuseConfirm ends a hold whose booking the ledger refused (cause; the refusal's transaction
 // recorded its event and the payment's refund): its units go back in Redis and its record says
 // CANCELLED, and the venue is rebuilt from MySQL.
-func (e *Payments) refuseConfirm(ctx context.Context, r *redisstore.HoldRecord, cause error) error {
+func (ps *Payments) refuseConfirm(ctx context.Context, r *redisstore.HoldRecord, cause error) error {
 	metricConfirms.WithLabelValues("refused").Inc()
-	e.log.Warn("the capacity ledger refused a booking: Redis let its hold through on units MySQL counts as sold; "+
+	ps.log.Warn("the capacity ledger refused a booking: Redis let its hold through on units MySQL counts as sold; "+
 		"ending the hold and rebuilding the venue from MySQL", "hold_id", r.ID, "venue_id", r.VenueID, "err", cause)
 	lctx, cancel := later(ctx)
 	defer cancel()
-	if out, err := e.rs.RefuseHold(lctx, r, redisstore.RefuseConfirming, e.clock.Now()); err != nil || out != "refused" {
-		e.log.Error("end a refused hold failed; the sweep will", "hold_id", r.ID, "answer", out, "err", err)
+	if out, err := ps.rs.RefuseHold(lctx, r, redisstore.RefuseConfirming, ps.clock.Now()); err != nil || out != "refused" {
+		ps.log.Error("end a refused hold failed; the sweep will", "hold_id", r.ID, "answer", out, "err", err)
 	}
-	e.rebuildVenueSoon(r.VenueID)
+	ps.rebuildVenueSoon(r.VenueID)
 	return errLedgerRefused
 }
 
 // announceRefused writes hold.refused for holds that ended because their units were sold.
-func (e *Payments) announceRefused(ctx context.Context, rs []*redisstore.HoldRecord) {
-	now := e.clock.Now()
+func (ps *Payments) announceRefused(ctx context.Context, rs []*redisstore.HoldRecord) {
+	now := ps.clock.Now()
 	evs := make([]sqlstore.Event, 0, len(rs))
 	for _, r := range rs {
-		evs = append(evs, e.refusal(ctx, r, nil, now).Event)
+		evs = append(evs, ps.refusal(ctx, r, nil, now).Event)
 	}
-	if err := e.ss.InsertEvents(ctx, evs); err != nil {
-		e.log.Warn("announce refused holds failed", "holds", len(rs), "err", err)
+	if err := ps.ss.InsertEvents(ctx, evs); err != nil {
+		ps.log.Warn("announce refused holds failed", "holds", len(rs), "err", err)
 	}
 }
 
@@ -76,15 +76,15 @@ func (e *Payments) announceRefused(ctx context.Context, rs []*redisstore.HoldRec
 // after Redis lost writes its counters may have let holds through on units that bookings own, and
 // none of those holds could be paid for. The youngest holds go first, each only while one of its
 // slots is still over (the script checks, atomically), and each is announced.
-func (e *Payments) refuseOverfull(ctx context.Context, venueID uint64, fields []string) (int, error) {
+func (ps *Payments) refuseOverfull(ctx context.Context, venueID uint64, fields []string) (int, error) {
 	if len(fields) == 0 {
 		return 0, nil
 	}
-	st, err := e.rs.ReadVenueState(ctx, venueID)
+	st, err := ps.rs.ReadVenueState(ctx, venueID)
 	if err != nil {
 		return 0, err
 	}
-	now := e.clock.Now()
+	now := ps.clock.Now()
 	var holds []*redisstore.HoldRecord
 	for o, u := range st.Owners {
 		id, ok := o.Hold()
@@ -98,20 +98,20 @@ func (e *Payments) refuseOverfull(ctx context.Context, venueID uint64, fields []
 	var refused []*redisstore.HoldRecord
 	var errs []error
 	for _, r := range holds {
-		out, err := e.rs.RefuseHold(ctx, r, redisstore.RefuseOverfull, now)
+		out, err := ps.rs.RefuseHold(ctx, r, redisstore.RefuseOverfull, now)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		if out == "refused" {
 			refused = append(refused, r)
-			e.closeOrderOf(ctx, r.ID, r.OrderNo)
+			ps.closeOrderOf(ctx, r.ID, r.OrderNo)
 		}
 	}
 	if len(refused) > 0 {
-		e.log.Warn("ended holds on slots Redis counted over their capacity (Redis had lost writes)",
+		ps.log.Warn("ended holds on slots Redis counted over their capacity (Redis had lost writes)",
 			"venue_id", venueID, "slots", fields, "holds", len(refused))
-		e.announceRefused(ctx, refused)
+		ps.announceRefused(ctx, refused)
 	}
 	return len(refused), errors.Join(errs...)
 }
@@ -126,8 +126,8 @@ type rebuilds struct {
 
 // rebuildVenueSoon rebuilds a venue's Redis state from MySQL in the background, at once (see
 // rebuilds).
-func (e *Payments) rebuildVenueSoon(venueID uint64) {
-	rb := &e.rebuilds
+func (ps *Payments) rebuildVenueSoon(venueID uint64) {
+	rb := &ps.rebuilds
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
 	if rb.running == nil {
@@ -144,13 +144,13 @@ func (e *Payments) rebuildVenueSoon(venueID uint64) {
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), rebuildTimeout)
 			var rep ReconcileReport
-			err := e.upkeep.repairVenue(ctx, venueID, &rep)
+			err := ps.upkeep.repairVenue(ctx, venueID, &rep)
 			cancel()
 			countRepairs(rep)
 			if err != nil {
-				e.log.Error("rebuild of a venue's Redis state failed; reconciliation will repeat it", "venue_id", venueID, "err", err)
+				ps.log.Error("rebuild of a venue's Redis state failed; reconciliation will repeat it", "venue_id", venueID, "err", err)
 			} else {
-				e.log.Info("rebuilt a venue's Redis state from MySQL", "venue_id", venueID, "report", rep)
+				ps.log.Info("rebuilt a venue's Redis state from MySQL", "venue_id", venueID, "report", rep)
 			}
 			rb.mu.Lock()
 			again := rb.running[venueID]
@@ -169,7 +169,7 @@ func (e *Payments) rebuildVenueSoon(venueID uint64) {
 const rebuildTimeout = 30 * time.Second
 
 // WaitRebuilds waits for the venue rebuilds under way (tests, and a graceful stop).
-func (e *Payments) WaitRebuilds() { e.rebuilds.wg.Wait() }
+func (ps *Payments) WaitRebuilds() { ps.rebuilds.wg.Wait() }
 
 // LedgerReport is what a check of the capacity ledger found (see CheckLedger).
 type LedgerReport = sqlstore.LedgerReport
@@ -187,8 +187,8 @@ func CheckLedger(ctx context.Context, db *gorm.DB) (LedgerReport, error) {
 // the slots from a day ago on: what is over can no longer be sold, and an oversell found once stays
 // in the logs and the alert's history rather than paging for ever (`slotwheel migrate` checks
 // every slot).
-func (e *Payments) checkLedger(ctx context.Context, rep *ReconcileReport) error {
-	lr, err := e.ss.CheckLedger(ctx, nil, e.clock.Now().Add(-24*time.Hour))
+func (ps *Payments) checkLedger(ctx context.Context, rep *ReconcileReport) error {
+	lr, err := ps.ss.CheckLedger(ctx, nil, ps.clock.Now().Add(-24*time.Hour))
 	if err != nil {
 		return err
 	}
@@ -196,15 +196,15 @@ func (e *Payments) checkLedger(ctx context.Context, rep *ReconcileReport) error 
 	rep.SlotsOverCapacity = len(lr.Over)
 	metricSlotsOver.Set(float64(len(lr.Over)))
 	for _, sl := range lr.Repaired {
-		e.log.Warn("capacity ledger repaired: its count differed from the bookings", "slot", sl.Field, "ledger", sl.Occupied,
+		ps.log.Warn("capacity ledger repaired: its count differed from the bookings", "slot", sl.Field, "ledger", sl.Occupied,
 			"bookings", sl.Booked)
 	}
 	for _, sl := range lr.Over {
-		e.log.Error("slot over capacity: its bookings take more units than it has", "slot", sl.Field, "capacity", sl.Capacity,
+		ps.log.Error("slot over capacity: its bookings take more units than it has", "slot", sl.Field, "capacity", sl.Capacity,
 			"units", sl.Booked, "booking_ids", sl.Bookings)
 	}
 	for _, sl := range lr.Missing {
-		e.log.Warn("occupying bookings on a slot that has no inventory row", "slot", sl.Field, "booking_ids", sl.Bookings)
+		ps.log.Warn("occupying bookings on a slot that has no inventory row", "slot", sl.Field, "booking_ids", sl.Bookings)
 	}
 	return nil
 }

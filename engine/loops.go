@@ -218,45 +218,45 @@ type wheel struct {
 // runWheel is the wheel's tick: every venue marked for a second that has come is looked at once
 // (its due holds expire, expired ones are announced, abandoned confirms and moves resolved), and the
 // second's marks are dropped. Its cost follows what is due, not how many venues exist.
-func (e *Holds) runWheel(ctx context.Context, batch int) error {
-	e.wheel.mu.Lock()
-	defer e.wheel.mu.Unlock()
-	now := e.clock.Now()
+func (hs *Holds) runWheel(ctx context.Context, batch int) error {
+	hs.wheel.mu.Lock()
+	defer hs.wheel.mu.Unlock()
+	now := hs.clock.Now()
 	sec := now.Unix()
-	from := e.wheel.cursor + 1
-	if e.wheel.cursor == 0 || from < sec-wheelLookback {
+	from := hs.wheel.cursor + 1
+	if hs.wheel.cursor == 0 || from < sec-wheelLookback {
 		from = sec - wheelLookback
 	}
 	// Every second since the last run, read and dropped in one round trip each: a run after a pause
 	// (a clock jump, a lease taken over) costs no more round trips than one on time.
-	venues, err := e.rs.DueBetween(ctx, from, sec)
+	venues, err := hs.rs.DueBetween(ctx, from, sec)
 	if err != nil {
 		return err // these seconds are read again next run
 	}
 	var errs []error
 	for _, v := range venues {
-		if err := e.tickVenue(ctx, v, batch); err != nil {
+		if err := hs.tickVenue(ctx, v, batch); err != nil {
 			errs = append(errs, fmt.Errorf("venue %d: %w", v, err))
 			// Looked at again in a second, not lost with the dropped mark.
-			errs = append(errs, e.rs.MarkDue(ctx, v, now.Add(time.Second), now))
+			errs = append(errs, hs.rs.MarkDue(ctx, v, now.Add(time.Second), now))
 		}
 	}
-	if err := e.rs.DropDueBetween(ctx, from, sec); err != nil {
+	if err := hs.rs.DropDueBetween(ctx, from, sec); err != nil {
 		return errors.Join(append(errs, err)...)
 	}
-	e.wheel.cursor = sec
+	hs.wheel.cursor = sec
 	return errors.Join(errs...)
 }
 
 // sweepWheel looks at every venue as the wheel does: the safety net for timers never marked.
-func (e *Holds) sweepWheel(ctx context.Context, batch int) error {
-	venues, err := e.cat.venueList(ctx)
+func (hs *Holds) sweepWheel(ctx context.Context, batch int) error {
+	venues, err := hs.cat.venueList(ctx)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, v := range venues {
-		if err := e.tickVenue(ctx, v, batch); err != nil {
+		if err := hs.tickVenue(ctx, v, batch); err != nil {
 			errs = append(errs, fmt.Errorf("venue %d: %w", v, err))
 		}
 	}
@@ -265,10 +265,10 @@ func (e *Holds) sweepWheel(ctx context.Context, batch int) error {
 
 // tickVenue does a venue's due work: due holds give their units back (in batches), holds that
 // expired are announced, and confirms and moves a dead process left behind are resolved.
-func (e *Holds) tickVenue(ctx context.Context, v uint64, batch int) error {
+func (hs *Holds) tickVenue(ctx context.Context, v uint64, batch int) error {
 	var errs []error
 	for {
-		n, _, err := e.rs.ExpireDue(ctx, v, e.clock.Now(), batch)
+		n, _, err := hs.rs.ExpireDue(ctx, v, hs.clock.Now(), batch)
 		metricExpired.Add(float64(n))
 		if err != nil {
 			errs = append(errs, err)
@@ -278,13 +278,13 @@ func (e *Holds) tickVenue(ctx context.Context, v uint64, batch int) error {
 			break
 		}
 	}
-	errs = append(errs, e.finishExpiredAt(ctx, v), e.sweepConfirmingAt(ctx, v), e.bookings.sweepMoves(ctx, v, e.clock.Now()))
+	errs = append(errs, hs.finishExpiredAt(ctx, v), hs.sweepConfirmingAt(ctx, v), hs.bookings.sweepMoves(ctx, v, hs.clock.Now()))
 	return errors.Join(errs...)
 }
 
-func (e *Holds) finishExpiredAt(ctx context.Context, v uint64) error {
-	now := e.clock.Now()
-	ended, err := e.rs.EndedHolds(ctx, v, now, 200)
+func (hs *Holds) finishExpiredAt(ctx context.Context, v uint64) error {
+	now := hs.clock.Now()
+	ended, err := hs.rs.EndedHolds(ctx, v, now, 200)
 	if err != nil || len(ended) == 0 {
 		return err
 	}
@@ -297,45 +297,45 @@ func (e *Holds) finishExpiredAt(ctx context.Context, v uint64) error {
 		if r.UserID == "" || r.Effective(now) != booking.HoldExpired {
 			continue
 		}
-		h := e.viewHold(ctx, r)
-		evs = append(evs, e.holdEvent(booking.EventHoldExpired, h, now))
-		w, ok, err := e.ss.PromotedFor(ctx, r.ID)
+		h := hs.viewHold(ctx, r)
+		evs = append(evs, hs.holdEvent(booking.EventHoldExpired, h, now))
+		w, ok, err := hs.ss.PromotedFor(ctx, r.ID)
 		if err != nil {
 			return err
 		}
 		if ok {
-			entry := e.toWaitlistEntry(ctx, w)
+			entry := hs.toWaitlistEntry(ctx, w)
 			entry.Status = booking.WaitLapsed
-			ev := e.waitlistEvent(booking.EventLapsed, entry, now)
-			if err := e.ss.SetWaitStatus(ctx, w.ID, booking.WaitPromoted, booking.WaitLapsed, "", now, &ev); err != nil && !sqlstore.IsStale(err) {
+			ev := hs.waitlistEvent(booking.EventLapsed, entry, now)
+			if err := hs.ss.SetWaitStatus(ctx, w.ID, booking.WaitPromoted, booking.WaitLapsed, "", now, &ev); err != nil && !sqlstore.IsStale(err) {
 				return err
 			}
 			lapsed = append(lapsed, w.ResourceID)
 		}
 	}
-	if err := e.ss.InsertEvents(ctx, evs); err != nil {
+	if err := hs.ss.InsertEvents(ctx, evs); err != nil {
 		return err
 	}
-	if err := e.rs.FinishExpired(ctx, v, ids, now); err != nil {
+	if err := hs.rs.FinishExpired(ctx, v, ids, now); err != nil {
 		return err
 	}
 	for i := range ended {
-		e.payments.closeOrderOf(ctx, ended[i].ID, ended[i].OrderNo)
+		hs.payments.closeOrderOf(ctx, ended[i].ID, ended[i].OrderNo)
 	}
-	e.announceFreed(ctx, freedUnits{resources: lapsed})
+	hs.announceFreed(ctx, freedUnits{resources: lapsed})
 	return nil
 }
 
 // sweepConfirmingAt resolves a venue's holds left CONFIRMING for longer than ConfirmStaleAfter: a
 // process died between marking and settling, or a commit's outcome was lost. It is what
 // reconciliation does for them, but within seconds (the confirm marked the venue's timer).
-func (e *Holds) sweepConfirmingAt(ctx context.Context, v uint64) error {
-	now := e.clock.Now()
-	ids, err := e.rs.StaleConfirming(ctx, v, now.Add(-e.opts.ConfirmStaleAfter), 100)
+func (hs *Holds) sweepConfirmingAt(ctx context.Context, v uint64) error {
+	now := hs.clock.Now()
+	ids, err := hs.rs.StaleConfirming(ctx, v, now.Add(-hs.opts.ConfirmStaleAfter), 100)
 	if err != nil || len(ids) == 0 {
 		return err
 	}
-	records, err := e.rs.ReadHolds(ctx, v, ids)
+	records, err := hs.rs.ReadHolds(ctx, v, ids)
 	if err != nil {
 		return err
 	}
@@ -343,9 +343,9 @@ func (e *Holds) sweepConfirmingAt(ctx context.Context, v uint64) error {
 	var errs []error
 	for _, id := range ids {
 		r, ok := records[id]
-		gone, err := e.upkeep.repairHold(ctx, v, id, r, ok, now, &rep)
+		gone, err := hs.upkeep.repairHold(ctx, v, id, r, ok, now, &rep)
 		if err == nil && gone {
-			_, err = e.rs.GiveBack(ctx, v, []redisstore.Freed{{Owner: redisstore.HoldOwner(id)}}, now)
+			_, err = hs.rs.GiveBack(ctx, v, []redisstore.Freed{{Owner: redisstore.HoldOwner(id)}}, now)
 		}
 		errs = append(errs, err)
 	}
@@ -355,18 +355,18 @@ func (e *Holds) sweepConfirmingAt(ctx context.Context, v uint64) error {
 
 // reconcileIfRedisLost reconciles at once when Redis lost its data while the process runs: the
 // release tasks went with it, and the loader does not offer bookings it already queued.
-func (e *Upkeep) reconcileIfRedisLost(ctx context.Context) error {
-	alive, err := e.rs.Alive(ctx, e.opts.QueueTags)
+func (u *Upkeep) reconcileIfRedisLost(ctx context.Context) error {
+	alive, err := u.rs.Alive(ctx, u.opts.QueueTags)
 	if err != nil || alive {
 		return err
 	}
-	e.log.Warn("redis lost its data; rebuilding from SQL now")
+	u.log.Warn("redis lost its data; rebuilding from SQL now")
 	metricRepairs.WithLabelValues(repairRedisLost).Inc()
 	// A sweep's timeout is too short for a full reconciliation.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	rep, err := e.Reconcile(rctx)
-	e.log.Info("rebuilt after redis data loss", "report", fmt.Sprintf("%+v", rep))
+	rep, err := u.Reconcile(rctx)
+	u.log.Info("rebuilt after redis data loss", "report", fmt.Sprintf("%+v", rep))
 	return err
 }
 
@@ -374,34 +374,34 @@ func (e *Upkeep) reconcileIfRedisLost(ctx context.Context) error {
 // come, and answers the next remind_at (zero: none). Only CONFIRMED bookings are reminded: every
 // other status cleared its reminder when it left CONFIRMED, and a booking that left it meanwhile is
 // skipped here too.
-func (e *Notifications) sendReminders(ctx context.Context) (time.Time, error) {
-	now := e.clock.Now()
-	due, err := e.ss.DueReminders(ctx, now, 500)
+func (n *Notifications) sendReminders(ctx context.Context) (time.Time, error) {
+	now := n.clock.Now()
+	due, err := n.ss.DueReminders(ctx, now, 500)
 	if err != nil {
 		return time.Time{}, err
 	}
-	if err := e.remind(ctx, due, now); err != nil {
+	if err := n.remind(ctx, due, now); err != nil {
 		return time.Time{}, err
 	}
 	if len(due) == 500 {
 		return now, nil // more are due: at once
 	}
-	return e.ss.NextReminder(ctx)
+	return n.ss.NextReminder(ctx)
 }
 
 // remind sends the reminders of due bookings at now.
-func (e *Notifications) remind(ctx context.Context, due []sqlstore.Booking, now time.Time) error {
+func (n *Notifications) remind(ctx context.Context, due []sqlstore.Booking, now time.Time) error {
 	if len(due) == 0 {
 		return nil
 	}
 	evs := make(map[uint64]sqlstore.Event, len(due))
 	for i := range due {
-		if _, err := e.cat.venue(ctx, due[i].VenueID); err != nil {
+		if _, err := n.cat.venue(ctx, due[i].VenueID); err != nil {
 			return err
 		}
-		evs[due[i].ID] = e.bookingEvent(booking.EventReminder, &due[i], "", now)
+		evs[due[i].ID] = n.bookingEvent(booking.EventReminder, &due[i], "", now)
 	}
-	sent, err := e.ss.MarkReminded(ctx, due, evs)
+	sent, err := n.ss.MarkReminded(ctx, due, evs)
 	if err != nil {
 		return err
 	}

@@ -77,7 +77,7 @@ var wechatFields = []string{"venue_name", "resource_name", "service_name", "star
 
 // CreateWebhook adds an endpoint and answers it with its secret, generated here and shown once.
 // Admin only.
-func (e *Notifications) CreateWebhook(ctx context.Context, a booking.Actor, in WebhookInput) (Webhook, error) {
+func (n *Notifications) CreateWebhook(ctx context.Context, a booking.Actor, in WebhookInput) (Webhook, error) {
 	if err := requireAdmin(a); err != nil {
 		return Webhook{}, err
 	}
@@ -94,12 +94,12 @@ func (e *Notifications) CreateWebhook(ctx context.Context, a booking.Actor, in W
 		}
 	}
 	if in.VenueID != 0 {
-		if _, err := e.cat.venue(ctx, in.VenueID); err != nil {
+		if _, err := n.cat.venue(ctx, in.VenueID); err != nil {
 			return Webhook{}, unknown(err, "unknown_venue", "venue %d does not exist", in.VenueID)
 		}
 	}
-	row, err := e.ss.CreateEndpoint(ctx, sqlstore.NewEndpoint{URL: in.URL, Secret: webhook.NewSecret(), EventTypes: types,
-		VenueID: in.VenueID}, e.clock.Now())
+	row, err := n.ss.CreateEndpoint(ctx, sqlstore.NewEndpoint{URL: in.URL, Secret: webhook.NewSecret(), EventTypes: types,
+		VenueID: in.VenueID}, n.clock.Now())
 	if err != nil {
 		return Webhook{}, err
 	}
@@ -115,11 +115,11 @@ func toWebhook(r models.WebhookEndpoint) Webhook {
 }
 
 // ListWebhooks lists the endpoints, without their secrets. Admin only.
-func (e *Notifications) ListWebhooks(ctx context.Context, a booking.Actor) ([]Webhook, error) {
+func (n *Notifications) ListWebhooks(ctx context.Context, a booking.Actor) ([]Webhook, error) {
 	if err := requireAdmin(a); err != nil {
 		return nil, err
 	}
-	rows, err := e.ss.Endpoints(ctx)
+	rows, err := n.ss.Endpoints(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -132,29 +132,29 @@ func (e *Notifications) ListWebhooks(ctx context.Context, a booking.Actor) ([]We
 
 // DeleteWebhook removes an endpoint and answers it as it was; what still waited for it is skipped.
 // Admin only.
-func (e *Notifications) DeleteWebhook(ctx context.Context, a booking.Actor, id uint64) (Webhook, error) {
+func (n *Notifications) DeleteWebhook(ctx context.Context, a booking.Actor, id uint64) (Webhook, error) {
 	if err := requireAdmin(a); err != nil {
 		return Webhook{}, err
 	}
-	row, err := e.ss.Endpoint(ctx, id)
+	row, err := n.ss.Endpoint(ctx, id)
 	if err != nil {
 		return Webhook{}, err
 	}
 	if row.DeletedAt != nil {
 		return Webhook{}, booking.ErrNotFound
 	}
-	if err := e.ss.DeleteEndpoint(ctx, id, e.clock.Now()); err != nil {
+	if err := n.ss.DeleteEndpoint(ctx, id, n.clock.Now()); err != nil {
 		return Webhook{}, err
 	}
 	return toWebhook(row), nil
 }
 
 // ListDeliveries lists an endpoint's deliveries, newest first, optionally of one status. Admin only.
-func (e *Notifications) ListDeliveries(ctx context.Context, a booking.Actor, endpointID uint64, status, cursor string, limit int) ([]Delivery, string, error) {
+func (n *Notifications) ListDeliveries(ctx context.Context, a booking.Actor, endpointID uint64, status, cursor string, limit int) ([]Delivery, string, error) {
 	if err := requireAdmin(a); err != nil {
 		return nil, "", err
 	}
-	if _, err := e.ss.Endpoint(ctx, endpointID); err != nil {
+	if _, err := n.ss.Endpoint(ctx, endpointID); err != nil {
 		return nil, "", err
 	}
 	switch status {
@@ -166,7 +166,7 @@ func (e *Notifications) ListDeliveries(ctx context.Context, a booking.Actor, end
 	if err != nil {
 		return nil, "", err
 	}
-	rows, err := e.ss.Deliveries(ctx, sqlstore.DeliveryQuery{EndpointID: endpointID, Status: status, Page: page})
+	rows, err := n.ss.Deliveries(ctx, sqlstore.DeliveryQuery{EndpointID: endpointID, Status: status, Page: page})
 	if err != nil {
 		return nil, "", err
 	}
@@ -175,7 +175,7 @@ func (e *Notifications) ListDeliveries(ctx context.Context, a booking.Actor, end
 	for i, r := range rows {
 		ids[i] = r.EventID
 	}
-	types, err := e.ss.EventTypes(ctx, ids)
+	types, err := n.ss.EventTypes(ctx, ids)
 	if err != nil {
 		return nil, "", err
 	}
@@ -199,26 +199,26 @@ func toDelivery(r models.Delivery) Delivery {
 
 // RetryDelivery sends a failed (or skipped) delivery again, at once, with a new series of retries
 // should it fail again; a delivery that succeeded is answered as it is. Admin only.
-func (e *Notifications) RetryDelivery(ctx context.Context, a booking.Actor, endpointID, deliveryID uint64) (Delivery, error) {
+func (n *Notifications) RetryDelivery(ctx context.Context, a booking.Actor, endpointID, deliveryID uint64) (Delivery, error) {
 	if err := requireAdmin(a); err != nil {
 		return Delivery{}, err
 	}
-	d, err := e.ss.ReopenDelivery(ctx, deliveryID, endpointID, e.clock.Now())
+	d, err := n.ss.ReopenDelivery(ctx, deliveryID, endpointID, n.clock.Now())
 	if err != nil {
 		return Delivery{}, err
 	}
 	if d.Status == models.DeliveryPending {
-		e.queueDelivery(ctx, d.ID, "manual-"+strconv.Itoa(d.Attempts), d.NextAttemptAt)
+		n.queueDelivery(ctx, d.ID, "manual-"+strconv.Itoa(d.Attempts), d.NextAttemptAt)
 	}
 	out := toDelivery(d)
-	if ev, err := e.ss.Event(ctx, d.EventID); err == nil {
+	if ev, err := n.ss.Event(ctx, d.EventID); err == nil {
 		out.EventType = ev.Type
 	}
 	return out, nil
 }
 
 // SetWechatTemplate maps an event type to a subscribe-message template. Admin only.
-func (e *Notifications) SetWechatTemplate(ctx context.Context, a booking.Actor, t WechatTemplate) (WechatTemplate, error) {
+func (n *Notifications) SetWechatTemplate(ctx context.Context, a booking.Actor, t WechatTemplate) (WechatTemplate, error) {
 	if err := requireAdmin(a); err != nil {
 		return WechatTemplate{}, err
 	}
@@ -242,16 +242,16 @@ func (e *Notifications) SetWechatTemplate(ctx context.Context, a booking.Actor, 
 			return WechatTemplate{}, booking.Invalid("invalid_template_data", "%q is not one of %s", f, strings.Join(wechatFields, ", ")).WithField("data." + k)
 		}
 	}
-	return t, e.ss.SetTemplate(ctx, sqlstore.Template{EventType: t.EventType, TemplateID: t.TemplateID, Page: t.Page,
-		Data: t.Data}, e.clock.Now())
+	return t, n.ss.SetTemplate(ctx, sqlstore.Template{EventType: t.EventType, TemplateID: t.TemplateID, Page: t.Page,
+		Data: t.Data}, n.clock.Now())
 }
 
 // WechatTemplates lists the subscribe-message templates by event type. Admin only.
-func (e *Notifications) WechatTemplates(ctx context.Context, a booking.Actor) ([]WechatTemplate, error) {
+func (n *Notifications) WechatTemplates(ctx context.Context, a booking.Actor) ([]WechatTemplate, error) {
 	if err := requireAdmin(a); err != nil {
 		return nil, err
 	}
-	rows, err := e.ss.Templates(ctx)
+	rows, err := n.ss.Templates(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -267,4 +267,4 @@ func (e *Notifications) WechatTemplates(ctx context.Context, a booking.Actor) ([
 
 // WechatEnabled reports whether subscribe messages can be sent (WeChat's app id and secret are
 // configured).
-func (e *Notifications) WechatEnabled() bool { return e.opts.Notify.Wechat != nil }
+func (n *Notifications) WechatEnabled() bool { return n.opts.Notify.Wechat != nil }

@@ -25,8 +25,8 @@ type Policy struct {
 }
 
 // ResourcePolicy reads a resource's booking rules (the defaults when it set none). Anyone.
-func (e *Catalog) ResourcePolicy(ctx context.Context, resourceID uint64) (Policy, error) {
-	ri, err := e.cat.resource(ctx, resourceID)
+func (cg *Catalog) ResourcePolicy(ctx context.Context, resourceID uint64) (Policy, error) {
+	ri, err := cg.cat.resource(ctx, resourceID)
 	if err != nil {
 		return Policy{}, err
 	}
@@ -34,16 +34,16 @@ func (e *Catalog) ResourcePolicy(ctx context.Context, resourceID uint64) (Policy
 }
 
 // SetResourcePolicy changes a resource's booking rules; fields left out keep their value. Admin only.
-func (e *Catalog) SetResourcePolicy(ctx context.Context, a booking.Actor, resourceID uint64, in booking.PolicyInput) (Policy, error) {
+func (cg *Catalog) SetResourcePolicy(ctx context.Context, a booking.Actor, resourceID uint64, in booking.PolicyInput) (Policy, error) {
 	if err := requireAdmin(a); err != nil {
 		return Policy{}, err
 	}
 	// An unknown resource is answered before the rules are checked.
-	res, _, err := e.ss.Resource(ctx, resourceID)
+	res, _, err := cg.ss.Resource(ctx, resourceID)
 	if err != nil {
 		return Policy{}, err
 	}
-	p, err := e.ss.UpdatePolicy(ctx, resourceID, e.clock.Now(), func(p *booking.Policy) error {
+	p, err := cg.ss.UpdatePolicy(ctx, resourceID, cg.clock.Now(), func(p *booking.Policy) error {
 		next, err := p.With(in)
 		*p = next
 		return err
@@ -51,8 +51,8 @@ func (e *Catalog) SetResourcePolicy(ctx context.Context, a booking.Actor, resour
 	if err != nil {
 		return Policy{}, err
 	}
-	e.cat.resources.forget(resourceID)
-	e.cat.policies.forget(res.VenueID)
+	cg.cat.resources.forget(resourceID)
+	cg.cat.policies.forget(res.VenueID)
 	return Policy{ResourceID: resourceID, Policy: p}, nil
 }
 
@@ -64,7 +64,7 @@ type NoshowPolicy struct {
 
 // SetNoshowPolicy sets the no-show freeze rule and applies it at once to every user's recent
 // no-shows. Admin only.
-func (e *Catalog) SetNoshowPolicy(ctx context.Context, a booking.Actor, in booking.NoshowPolicyInput) (NoshowPolicy, error) {
+func (cg *Catalog) SetNoshowPolicy(ctx context.Context, a booking.Actor, in booking.NoshowPolicyInput) (NoshowPolicy, error) {
 	if err := requireAdmin(a); err != nil {
 		return NoshowPolicy{}, err
 	}
@@ -72,27 +72,27 @@ func (e *Catalog) SetNoshowPolicy(ctx context.Context, a booking.Actor, in booki
 	if err != nil {
 		return NoshowPolicy{}, err
 	}
-	now := e.clock.Now()
-	if err := e.ss.SetNoshowPolicy(ctx, in, now); err != nil {
+	now := cg.clock.Now()
+	if err := cg.ss.SetNoshowPolicy(ctx, in, now); err != nil {
 		return NoshowPolicy{}, err
 	}
-	e.cat.noshow.forget(struct{}{})
-	users, err := e.ss.UsersWithNoshows(ctx, now.Add(-p.Within))
+	cg.cat.noshow.forget(struct{}{})
+	users, err := cg.ss.UsersWithNoshows(ctx, now.Add(-p.Within))
 	if err != nil {
 		return NoshowPolicy{}, err
 	}
-	if err := e.holds.refreshFreezes(ctx, users); err != nil {
+	if err := cg.holds.refreshFreezes(ctx, users); err != nil {
 		return NoshowPolicy{}, err
 	}
 	return NoshowPolicy{Enabled: in.MaxNoshows > 0, MaxNoshows: in.MaxNoshows, WithinDays: in.WithinDays, FreezeDays: in.FreezeDays}, nil
 }
 
 // NoshowPolicyView reads the no-show freeze rule. Admin only.
-func (e *Catalog) NoshowPolicyView(ctx context.Context, a booking.Actor) (NoshowPolicy, error) {
+func (cg *Catalog) NoshowPolicyView(ctx context.Context, a booking.Actor) (NoshowPolicy, error) {
 	if err := requireAdmin(a); err != nil {
 		return NoshowPolicy{}, err
 	}
-	row, ok, err := e.ss.NoshowPolicy(ctx)
+	row, ok, err := cg.ss.NoshowPolicy(ctx)
 	if err != nil || !ok {
 		return NoshowPolicy{}, err
 	}
@@ -101,13 +101,13 @@ func (e *Catalog) NoshowPolicyView(ctx context.Context, a booking.Actor) (Noshow
 
 // refreshFreezes decides again whether users are frozen, after their no-shows changed (a release, a
 // restore, a late check-in) or the rule did, and tells Redis, where every instance's holds read it.
-func (e *Holds) refreshFreezes(ctx context.Context, users []string) error {
-	p, err := e.cat.noshowPolicy(ctx)
+func (hs *Holds) refreshFreezes(ctx context.Context, users []string) error {
+	p, err := hs.cat.noshowPolicy(ctx)
 	if err != nil || p.MaxNoshows == 0 {
 		return err
 	}
-	now := e.clock.Now()
-	times, err := e.ss.NoshowTimes(ctx, users, now.Add(-p.Within))
+	now := hs.clock.Now()
+	times, err := hs.ss.NoshowTimes(ctx, users, now.Add(-p.Within))
 	if err != nil {
 		return err
 	}
@@ -115,21 +115,21 @@ func (e *Holds) refreshFreezes(ctx context.Context, users []string) error {
 	for _, u := range users {
 		until[u] = p.FrozenUntil(times[u], now)
 	}
-	return e.rs.SetFrozen(ctx, until, now)
+	return hs.rs.SetFrozen(ctx, until, now)
 }
 
 // checkFrozen refuses a new hold of a user frozen for no-shows (the end of the freeze in loc, the
 // venue's zone). It costs a Redis read only while the rule is on.
-func (e *Holds) checkFrozen(ctx context.Context, userID string, loc *time.Location) error {
-	p, err := e.cat.noshowPolicy(ctx)
+func (hs *Holds) checkFrozen(ctx context.Context, userID string, loc *time.Location) error {
+	p, err := hs.cat.noshowPolicy(ctx)
 	if err != nil || p.MaxNoshows == 0 {
 		return err
 	}
-	until, err := e.rs.FrozenUntil(ctx, userID)
+	until, err := hs.rs.FrozenUntil(ctx, userID)
 	if err != nil {
 		return err
 	}
-	if until.After(e.clock.Now()) {
+	if until.After(hs.clock.Now()) {
 		return booking.ErrAccountFrozen.WithDetail("until", until.In(loc))
 	}
 	return nil
@@ -138,13 +138,13 @@ func (e *Holds) checkFrozen(ctx context.Context, userID string, loc *time.Locati
 // AllowRequest counts one request of a client address against RateLimitPerIP. Over it, the answer
 // is ErrRateLimited with the seconds to wait (retry_after). Without a limit, or when Redis cannot
 // count, the request passes: a limit that fails open never turns a Redis hiccup into an outage.
-func (e *Holds) AllowRequest(ctx context.Context, addr string) error {
-	if e.opts.RateLimitPerIP <= 0 {
+func (hs *Holds) AllowRequest(ctx context.Context, addr string) error {
+	if hs.opts.RateLimitPerIP <= 0 {
 		return nil
 	}
-	ok, err := e.rs.Allow(ctx, addr, e.clock.Now(), e.opts.RateLimitPerIP)
+	ok, err := hs.rs.Allow(ctx, addr, hs.clock.Now(), hs.opts.RateLimitPerIP)
 	if err != nil {
-		e.log.Warn("rate limit not counted", "err", err)
+		hs.log.Warn("rate limit not counted", "err", err)
 		return nil
 	}
 	if !ok {

@@ -49,33 +49,33 @@ type ReconcileReport struct {
 //   - the capacity ledger is checked against the bookings: a drifted count is repaired, and a slot
 //     whose bookings take more units than it has is reported (logged with the bookings, exported,
 //     alerted on), never hidden.
-func (e *Upkeep) Reconcile(ctx context.Context) (ReconcileReport, error) {
-	rep, err := e.RepairCounters(ctx)
+func (u *Upkeep) Reconcile(ctx context.Context) (ReconcileReport, error) {
+	rep, err := u.RepairCounters(ctx)
 	if err != nil {
 		return rep, err
 	}
-	return e.ReconcileRest(ctx, rep)
+	return u.ReconcileRest(ctx, rep)
 }
 
 // RepairCounters is the part of reconciliation a start waits for: every occupying booking's units
 // counted once, units of what no longer occupies given back, abandoned confirms resolved, counters
 // recomputed — then Redis is marked as holding what SQL says, and the instance may serve.
-func (e *Upkeep) RepairCounters(ctx context.Context) (ReconcileReport, error) {
+func (u *Upkeep) RepairCounters(ctx context.Context) (ReconcileReport, error) {
 	var rep ReconcileReport
 	// The markers name when the repair began: what it repaired is what happened before then.
-	began := e.clock.Now()
-	venues, err := e.cat.venueList(ctx)
+	began := u.clock.Now()
+	venues, err := u.cat.venueList(ctx)
 	if err != nil {
 		return rep, err
 	}
 	var errs []error
 	for _, v := range venues {
-		errs = append(errs, e.repairVenue(ctx, v, &rep))
+		errs = append(errs, u.repairVenue(ctx, v, &rep))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return rep, err
 	}
-	return rep, e.rs.MarkAlive(ctx, e.opts.QueueTags, began)
+	return rep, u.rs.MarkAlive(ctx, u.opts.QueueTags, began)
 }
 
 // startupLease is how long the instance doing the start-up repair may be silent before another
@@ -97,11 +97,11 @@ type StartupOutcome struct {
 // replaces included). The others wait for the lease meanwhile, so no instance serves before Redis
 // holds what SQL says; a holder that dies passes the repair to the next within startupLease. The
 // caller runs the rest of reconciliation (ReconcileRest) only when Ran.
-func (e *Upkeep) ReconcileAtStart(ctx context.Context, startedAt time.Time) (StartupOutcome, error) {
-	lease := e.Lease("startup_reconcile")
+func (u *Upkeep) ReconcileAtStart(ctx context.Context, startedAt time.Time) (StartupOutcome, error) {
+	lease := u.Lease("startup_reconcile")
 	// covered: a repair that began after this process started already saw all it would repair.
 	covered := func() (bool, error) {
-		since, alive, err := e.rs.AliveSince(ctx, e.opts.QueueTags)
+		since, alive, err := u.rs.AliveSince(ctx, u.opts.QueueTags)
 		return alive && !since.Before(startedAt), err
 	}
 	for {
@@ -142,12 +142,12 @@ func (e *Upkeep) ReconcileAtStart(ctx context.Context, startedAt time.Time) (Sta
 				return
 			case <-t.C:
 				if held, err := lease.Hold(rctx, startupLease); err == nil && !held {
-					e.log.Warn("start-up reconciliation lost its lease; another instance may repeat it")
+					u.log.Warn("start-up reconciliation lost its lease; another instance may repeat it")
 				}
 			}
 		}
 	}()
-	rep, err := e.RepairCounters(rctx)
+	rep, err := u.RepairCounters(rctx)
 	cancel()
 	<-renewed
 	return StartupOutcome{Ran: true, Report: rep}, err
@@ -156,31 +156,31 @@ func (e *Upkeep) ReconcileAtStart(ctx context.Context, startedAt time.Time) (Sta
 // ReconcileRest is the part of reconciliation that may run while the instance serves: inventory
 // kept generated, overdue bookings released, checked-in bookings moved along, release tasks
 // (re)queued. It adds to rep and counts the repairs in metrics.
-func (e *Upkeep) ReconcileRest(ctx context.Context, rep ReconcileReport) (ReconcileReport, error) {
+func (u *Upkeep) ReconcileRest(ctx context.Context, rep ReconcileReport) (ReconcileReport, error) {
 	var errs []error
-	n, err := e.catalog.extendInventory(ctx)
+	n, err := u.catalog.extendInventory(ctx)
 	rep.InventoryDays = n
 	errs = append(errs, err)
-	released, err := e.releases.ReleaseDue(ctx, 0)
+	released, err := u.releases.ReleaseDue(ctx, 0)
 	rep.OverdueReleased = released
 	errs = append(errs, err)
-	errs = append(errs, e.completeFinished(ctx))
-	errs = append(errs, e.requeueReleases(ctx, &rep))
-	errs = append(errs, e.payments.checkLedger(ctx, &rep))
+	errs = append(errs, u.completeFinished(ctx))
+	errs = append(errs, u.requeueReleases(ctx, &rep))
+	errs = append(errs, u.payments.checkLedger(ctx, &rep))
 	countRepairs(rep)
 	return rep, errors.Join(errs...)
 }
 
 // completeFinished moves checked-in bookings along with the clock: ARRIVED becomes IN_PROGRESS at
 // its start, and COMPLETED — giving its units back — once its physical window is over.
-func (e *Upkeep) completeFinished(ctx context.Context) error {
-	ids, err := e.ss.Progressing(ctx, e.clock.Now(), 500)
+func (u *Upkeep) completeFinished(ctx context.Context) error {
+	ids, err := u.ss.Progressing(ctx, u.clock.Now(), 500)
 	if err != nil {
 		return err
 	}
 	for _, id := range ids {
-		if _, _, err := e.bookings.apply(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
-			return b.Progress(e.clock.Now())
+		if _, _, err := u.bookings.apply(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
+			return b.Progress(u.clock.Now())
 		}); err != nil && !errors.Is(err, booking.ErrNotFound) {
 			return err
 		}
@@ -188,12 +188,12 @@ func (e *Upkeep) completeFinished(ctx context.Context) error {
 	return nil
 }
 
-func (e *Upkeep) repairVenue(ctx context.Context, v uint64, rep *ReconcileReport) error {
+func (u *Upkeep) repairVenue(ctx context.Context, v uint64, rep *ReconcileReport) error {
 	// Moves left behind first: a move's own units are neither a hold's nor a booking's.
-	if err := e.bookings.sweepMoves(ctx, v, e.clock.Now()); err != nil {
+	if err := u.bookings.sweepMoves(ctx, v, u.clock.Now()); err != nil {
 		return err
 	}
-	active, err := e.ss.Occupying(ctx, v)
+	active, err := u.ss.Occupying(ctx, v)
 	if err != nil {
 		return err
 	}
@@ -203,16 +203,16 @@ func (e *Upkeep) repairVenue(ctx context.Context, v uint64, rep *ReconcileReport
 		isActive[redisstore.BookingOwner(active[i].ID)] = true
 		bs[i] = units(&active[i])
 	}
-	added, err := e.rs.EnsureCounted(ctx, v, bs)
+	added, err := u.rs.EnsureCounted(ctx, v, bs)
 	rep.OwnersAdded += added
 	if err != nil {
 		return err
 	}
-	owners, err := e.rs.Owners(ctx, v)
+	owners, err := u.rs.Owners(ctx, v)
 	if err != nil {
 		return err
 	}
-	now := e.clock.Now()
+	now := u.clock.Now()
 	var stale []uint64
 	for _, o := range owners {
 		if id, ok := o.Booking(); ok && !isActive[o] {
@@ -221,7 +221,7 @@ func (e *Upkeep) repairVenue(ctx context.Context, v uint64, rep *ReconcileReport
 	}
 	// A booking confirmed after the snapshot above occupies after all; one that stopped occupying
 	// gives back only what its version (not a later change) held.
-	states, err := e.ss.States(ctx, stale)
+	states, err := u.ss.States(ctx, stale)
 	if err != nil {
 		return err
 	}
@@ -242,11 +242,11 @@ func (e *Upkeep) repairVenue(ctx context.Context, v uint64, rep *ReconcileReport
 	// rolled the confirm back (the counting above has already handed its units to the booking): it
 	// is settled into its booking, so that it neither expires — announcing an expiry of what was
 	// booked — nor counts twice.
-	live, err := e.rs.LiveHolds(ctx, v)
+	live, err := u.rs.LiveHolds(ctx, v)
 	if err != nil {
 		return err
 	}
-	records, err := e.rs.ReadHolds(ctx, v, append(slices.Clone(holds), live...))
+	records, err := u.rs.ReadHolds(ctx, v, append(slices.Clone(holds), live...))
 	if err != nil {
 		return err
 	}
@@ -256,13 +256,13 @@ func (e *Upkeep) repairVenue(ctx context.Context, v uint64, rep *ReconcileReport
 			unsettled = append(unsettled, id)
 		}
 	}
-	booked, err := e.ss.BookingsByHolds(ctx, unsettled)
+	booked, err := u.ss.BookingsByHolds(ctx, unsettled)
 	if err != nil {
 		return err
 	}
 	for id, b := range booked {
 		r := records[id]
-		e.payments.settle(ctx, &r, &b)
+		u.payments.settle(ctx, &r, &b)
 		rep.HoldsSettled++
 	}
 	for _, id := range holds {
@@ -270,7 +270,7 @@ func (e *Upkeep) repairVenue(ctx context.Context, v uint64, rep *ReconcileReport
 			continue
 		}
 		r, ok := records[id]
-		gone, err := e.repairHold(ctx, v, id, r, ok, now, rep)
+		gone, err := u.repairHold(ctx, v, id, r, ok, now, rep)
 		if err != nil {
 			return err
 		}
@@ -278,18 +278,18 @@ func (e *Upkeep) repairVenue(ctx context.Context, v uint64, rep *ReconcileReport
 			drop = append(drop, redisstore.Freed{Owner: redisstore.HoldOwner(id)})
 		}
 	}
-	if _, err := e.rs.GiveBack(ctx, v, drop, now); err != nil {
+	if _, err := u.rs.GiveBack(ctx, v, drop, now); err != nil {
 		return err
 	}
 	rep.OwnersRemoved += len(drop)
-	drift, overfull, err := e.rs.Recount(ctx, v)
+	drift, overfull, err := u.rs.Recount(ctx, v)
 	rep.CounterDrift += drift
 	if err != nil {
 		return err
 	}
 	// Holds let through on units that bookings own (Redis lost writes) cannot become bookings:
 	// they end now rather than at their payment.
-	refused, err := e.payments.refuseOverfull(ctx, v, overfull)
+	refused, err := u.payments.refuseOverfull(ctx, v, overfull)
 	rep.HoldsRefused += refused
 	return err
 }
@@ -297,35 +297,35 @@ func (e *Upkeep) repairVenue(ctx context.Context, v uint64, rep *ReconcileReport
 // repairHold settles what a process that died mid-hold or mid-confirm left behind, and reports
 // whether the hold's units must come back (expired, cancelled, unknown, or confirmed into a booking
 // that no longer occupies).
-func (e *Upkeep) repairHold(ctx context.Context, v uint64, id string, r redisstore.HoldRecord, ok bool, now time.Time, rep *ReconcileReport) (bool, error) {
+func (u *Upkeep) repairHold(ctx context.Context, v uint64, id string, r redisstore.HoldRecord, ok bool, now time.Time, rep *ReconcileReport) (bool, error) {
 	if !ok {
-		return true, e.rs.ForgetConfirming(ctx, v, id)
+		return true, u.rs.ForgetConfirming(ctx, v, id)
 	}
 	if r.Status != booking.HoldConfirming {
-		if err := e.rs.ForgetConfirming(ctx, v, id); err != nil {
+		if err := u.rs.ForgetConfirming(ctx, v, id); err != nil {
 			return false, err
 		}
 	}
 	switch r.Effective(now) {
 	case booking.HoldHeld:
-		added, err := e.rs.Requeue(ctx, &r, now)
+		added, err := u.rs.Requeue(ctx, &r, now)
 		if added {
 			rep.HoldsRequeued++
 		}
 		return false, err
 	case booking.HoldConfirming:
-		if now.Sub(r.Since) < e.opts.ConfirmStaleAfter {
+		if now.Sub(r.Since) < u.opts.ConfirmStaleAfter {
 			return false, nil // a confirm is running right now
 		}
-		b, ok, err := e.ss.BookingByHold(ctx, id)
+		b, ok, err := u.ss.BookingByHold(ctx, id)
 		if err != nil {
 			return false, err
 		}
 		if ok {
-			e.payments.settle(ctx, &r, &b)
+			u.payments.settle(ctx, &r, &b)
 			rep.HoldsSettled++
 		} else {
-			e.payments.unconfirm(ctx, &r)
+			u.payments.unconfirm(ctx, &r)
 			rep.ConfirmingResumed++
 		}
 		return false, nil
@@ -335,13 +335,13 @@ func (e *Upkeep) repairHold(ctx context.Context, v uint64, id string, r redissto
 
 // requeueReleases puts every release due within the horizon back into the queue; the queue answers
 // "already there" for those it has (task ids are derived from the booking).
-func (e *Upkeep) requeueReleases(ctx context.Context, rep *ReconcileReport) error {
-	if e.sched == nil {
+func (u *Upkeep) requeueReleases(ctx context.Context, rep *ReconcileReport) error {
+	if u.sched == nil {
 		return nil
 	}
 	var lastID uint64
 	for {
-		rows, err := e.ss.Unreleased(ctx, e.clock.Now().Add(e.opts.ReleaseHorizon), lastID, 500)
+		rows, err := u.ss.Unreleased(ctx, u.clock.Now().Add(u.opts.ReleaseHorizon), lastID, 500)
 		if err != nil {
 			return err
 		}
@@ -351,14 +351,14 @@ func (e *Upkeep) requeueReleases(ctx context.Context, rep *ReconcileReport) erro
 		refs := make([]release.Ref, 0, len(rows))
 		for _, r := range rows {
 			ref := release.Ref{BookingID: r.BookingID, ReleaseAt: r.ReleaseAt}
-			if err := e.sched.ScheduleRelease(ctx, ref); err != nil {
+			if err := u.sched.ScheduleRelease(ctx, ref); err != nil {
 				return err
 			}
 			refs = append(refs, ref)
 			lastID = r.BookingID
 		}
 		rep.TasksScheduled += len(refs)
-		if err := e.bookings.MarkReleaseQueued(ctx, refs); err != nil {
+		if err := u.bookings.MarkReleaseQueued(ctx, refs); err != nil {
 			return err
 		}
 	}

@@ -56,7 +56,7 @@ func refundEvent(r models.Refund, typ string) sqlstore.Event {
 }
 
 // ListRefunds lists refunds, newest first, optionally of one status. Admin only.
-func (e *Payments) ListRefunds(ctx context.Context, a booking.Actor, status, cursor string, limit int) ([]wire.Refund, string, error) {
+func (ps *Payments) ListRefunds(ctx context.Context, a booking.Actor, status, cursor string, limit int) ([]wire.Refund, string, error) {
 	if err := requireAdmin(a); err != nil {
 		return nil, "", err
 	}
@@ -69,7 +69,7 @@ func (e *Payments) ListRefunds(ctx context.Context, a booking.Actor, status, cur
 	if err != nil {
 		return nil, "", err
 	}
-	rows, err := e.ss.Refunds(ctx, sqlstore.RefundQuery{Status: status, Page: page})
+	rows, err := ps.ss.Refunds(ctx, sqlstore.RefundQuery{Status: status, Page: page})
 	if err != nil {
 		return nil, "", err
 	}
@@ -84,38 +84,38 @@ func (e *Payments) ListRefunds(ctx context.Context, a booking.Actor, status, cur
 // SendRefund asks the provider of a requested refund for the money (a refund task's work). A refund
 // no provider can send — a payment that came through /payments/notify, or WeChat Pay not configured
 // — stays requested for manual handling. An error means: try again later.
-func (e *Payments) SendRefund(ctx context.Context, refundID uint64) error {
-	r, err := e.ss.Refund(ctx, refundID)
+func (ps *Payments) SendRefund(ctx context.Context, refundID uint64) error {
+	r, err := ps.ss.Refund(ctx, refundID)
 	if errors.Is(err, booking.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	p := e.opts.Refunds
+	p := ps.opts.Refunds
 	if r.Status != models.RefundRequested || p == nil || p.Name() != r.Provider {
 		return nil
 	}
 	providerID, outcome, err := p.RequestRefund(ctx, r)
-	now := e.clock.Now()
+	now := ps.clock.Now()
 	if err != nil {
-		if rerr := e.ss.RefundSent(ctx, r.ID, "", err.Error(), now); rerr != nil {
-			e.log.Warn("record refund error failed", "refund_id", r.ID, "err", rerr)
+		if rerr := ps.ss.RefundSent(ctx, r.ID, "", err.Error(), now); rerr != nil {
+			ps.log.Warn("record refund error failed", "refund_id", r.ID, "err", rerr)
 		}
 		return err
 	}
 	if outcome == nil {
-		return e.ss.RefundSent(ctx, r.ID, providerID, "", now)
+		return ps.ss.RefundSent(ctx, r.ID, providerID, "", now)
 	}
-	_, err = e.SettleRefund(ctx, r.OutRefundNo, providerID, *outcome)
+	_, err = ps.SettleRefund(ctx, r.OutRefundNo, providerID, *outcome)
 	return err
 }
 
 // SettleRefund records how the provider says a refund (by out_refund_no) ended, once, with its
 // refund.succeeded or refund.failed event; a repeat changes nothing. It answers whether the refund
 // is known.
-func (e *Payments) SettleRefund(ctx context.Context, outRefundNo, providerID string, o RefundOutcome) (bool, error) {
-	r, err := e.ss.RefundByOutNo(ctx, outRefundNo)
+func (ps *Payments) SettleRefund(ctx context.Context, outRefundNo, providerID string, o RefundOutcome) (bool, error) {
+	r, err := ps.ss.RefundByOutNo(ctx, outRefundNo)
 	if errors.Is(err, booking.ErrNotFound) {
 		return false, nil
 	}
@@ -126,25 +126,25 @@ func (e *Payments) SettleRefund(ctx context.Context, outRefundNo, providerID str
 	if !o.Succeeded {
 		status = models.RefundFailed
 	}
-	_, _, err = e.ss.SettleRefund(ctx, r.ID, status, providerID, o.Detail, e.clock.Now())
+	_, _, err = ps.ss.SettleRefund(ctx, r.ID, status, providerID, o.Detail, ps.clock.Now())
 	return true, err
 }
 
 // queueRefunds hands requested refunds a provider can send to the queue: the new ones (decided in a
 // transaction, which queues nothing itself) once, and those stuck for a while again (their task ran
 // out of retries, or was lost with Redis). It runs as a loop, every couple of seconds.
-func (e *Payments) queueRefunds(ctx context.Context) error {
-	p := e.opts.Refunds
-	sched, ok := e.sched.(RefundScheduler)
+func (ps *Payments) queueRefunds(ctx context.Context) error {
+	p := ps.opts.Refunds
+	sched, ok := ps.sched.(RefundScheduler)
 	if p == nil || !ok {
 		return nil
 	}
-	now := e.clock.Now()
-	fresh, err := e.ss.RequestedRefunds(ctx, p.Name(), true, now, 500)
+	now := ps.clock.Now()
+	fresh, err := ps.ss.RequestedRefunds(ctx, p.Name(), true, now, 500)
 	if err != nil {
 		return err
 	}
-	stuck, err := e.ss.RequestedRefunds(ctx, p.Name(), false, now.Add(-refundStuckAfter), 100)
+	stuck, err := ps.ss.RequestedRefunds(ctx, p.Name(), false, now.Add(-refundStuckAfter), 100)
 	if err != nil {
 		return err
 	}

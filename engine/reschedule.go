@@ -33,8 +33,8 @@ var errMoveRaced = errors.New("the booking changed while it was being moved")
 // window; when the commit's outcome is unknown the move stays reserved and the sweep resolves it
 // from MySQL. Either way the booking ends with exactly one window, and no slot is ever counted over
 // its capacity.
-func (e *Bookings) Reschedule(ctx context.Context, a booking.Actor, req RescheduleRequest) (booking.Booking, error) {
-	b, err := e.mayRead(ctx, a, req.BookingID)
+func (bs *Bookings) Reschedule(ctx context.Context, a booking.Actor, req RescheduleRequest) (booking.Booking, error) {
+	b, err := bs.mayRead(ctx, a, req.BookingID)
 	if err != nil {
 		return booking.Booking{}, err
 	}
@@ -44,7 +44,7 @@ func (e *Bookings) Reschedule(ctx context.Context, a booking.Actor, req Reschedu
 	if req.Start.IsZero() {
 		return booking.Booking{}, booking.Invalid("missing_start", "start is required").WithField("start")
 	}
-	cur, err := e.cat.resource(ctx, b.ResourceID)
+	cur, err := bs.cat.resource(ctx, b.ResourceID)
 	if err != nil {
 		return booking.Booking{}, err
 	}
@@ -54,7 +54,7 @@ func (e *Bookings) Reschedule(ctx context.Context, a booking.Actor, req Reschedu
 		return booking.Booking{}, booking.Invalid("invalid_resources", "a booking of a service with roles keeps its resources when it moves").WithField("resource_id")
 	}
 	if req.ResourceID != 0 && req.ResourceID != b.ResourceID {
-		if ri, err = e.cat.resource(ctx, req.ResourceID); err != nil {
+		if ri, err = bs.cat.resource(ctx, req.ResourceID); err != nil {
 			return booking.Booking{}, unknown(err, "unknown_resource", "resource %d does not exist", req.ResourceID)
 		}
 		if ri.res.VenueID != b.VenueID {
@@ -63,25 +63,25 @@ func (e *Bookings) Reschedule(ctx context.Context, a booking.Actor, req Reschedu
 	}
 	var si *serviceInfo
 	if b.ServiceID != 0 {
-		if si, err = e.cat.service(ctx, b.ServiceID); err != nil {
+		if si, err = bs.cat.service(ctx, b.ServiceID); err != nil {
 			return booking.Booking{}, err
 		}
 		if !slices.Contains(si.resources, ri.res.ID) {
 			return booking.Booking{}, booking.Invalid("resource_not_in_service", "resource %d does not deliver the booking's service", ri.res.ID).WithField("resource_id")
 		}
 	}
-	now := e.clock.Now()
+	now := bs.clock.Now()
 	p, err := offer(ri, si).Place(req.Start, req.End, b.Quantity, now)
 	if err != nil {
 		return booking.Booking{}, err
 	}
-	grace, err := e.catalog.graceFor(ctx, ri, p.Start)
+	grace, err := bs.catalog.graceFor(ctx, ri, p.Start)
 	if err != nil {
 		return booking.Booking{}, err
 	}
 	fields, days := redisstore.SlotFields(ri.res.ID, p.Slots)
 	for _, role := range b.Roles[min(1, len(b.Roles)):] {
-		rr, err := e.cat.resource(ctx, role.ResourceID)
+		rr, err := bs.cat.resource(ctx, role.ResourceID)
 		if err != nil {
 			return booking.Booking{}, err
 		}
@@ -96,7 +96,7 @@ func (e *Bookings) Reschedule(ctx context.Context, a booking.Actor, req Reschedu
 		c, err := x.Reschedule(p, ri.res.ID, grace, a.Name(), now, cur.policy)
 		if err == nil {
 			x.Fields = fields
-			e.setTimers(x, now)
+			bs.setTimers(x, now)
 		}
 		return c, err
 	}
@@ -106,19 +106,19 @@ func (e *Bookings) Reschedule(ctx context.Context, a booking.Actor, req Reschedu
 		if err != nil {
 			return booking.Booking{}, err
 		}
-		return e.view(ctx, &b.Booking) // already on that window
+		return bs.view(ctx, &b.Booking) // already on that window
 	}
 	ver := b.Version + 1
-	if err := e.reserveMove(ctx, ri, redisstore.BookingUnits{BookingID: b.ID, Qty: b.Quantity, Fields: fields, Version: ver}, days); err != nil {
+	if err := bs.reserveMove(ctx, ri, redisstore.BookingUnits{BookingID: b.ID, Qty: b.Quantity, Fields: fields, Version: ver}, days); err != nil {
 		return booking.Booking{}, err
 	}
 	old := release.Ref{BookingID: b.ID, ReleaseAt: b.ReleaseAt}
-	if h := e.hooks.beforeMoveCommit; h != nil {
+	if h := bs.hooks.beforeMoveCommit; h != nil {
 		if err := h(); errors.Is(err, errSimulatedCrash) {
 			return booking.Booking{}, err
 		}
 	}
-	moved, _, err := e.ss.UpdateBooking(ctx, b.ID, func(x *sqlstore.Booking) (booking.Change, error) {
+	moved, _, err := bs.ss.UpdateBooking(ctx, b.ID, func(x *sqlstore.Booking) (booking.Change, error) {
 		if x.Version != b.Version {
 			return booking.Change{}, errMoveRaced
 		}
@@ -134,37 +134,37 @@ func (e *Bookings) Reschedule(ctx context.Context, a booking.Actor, req Reschedu
 		// Like a confirm whose acknowledgement was lost: the sweep asks MySQL and ends the move.
 		return booking.Booking{}, errors.Join(booking.ErrStorageUnavailable, err)
 	case err != nil:
-		if _, aerr := e.rs.AbortMove(lctx, b.VenueID, b.ID, ver); aerr != nil {
-			e.log.Warn("abort move failed; the sweep will", "booking_id", b.ID, "err", aerr)
+		if _, aerr := bs.rs.AbortMove(lctx, b.VenueID, b.ID, ver); aerr != nil {
+			bs.log.Warn("abort move failed; the sweep will", "booking_id", b.ID, "err", aerr)
 		}
 		if errors.Is(err, errMoveRaced) {
 			return booking.Booking{}, booking.ErrInvalidTransition
 		}
-		return booking.Booking{}, e.ledgerRefusal(b.VenueID, err)
+		return booking.Booking{}, bs.ledgerRefusal(b.VenueID, err)
 	}
-	if h := e.hooks.afterMoveCommit; h != nil {
+	if h := bs.hooks.afterMoveCommit; h != nil {
 		if err := h(); errors.Is(err, errSimulatedCrash) {
 			return booking.Booking{}, err
 		}
 	}
-	if _, err := e.rs.FinishMove(lctx, b.VenueID, b.ID, ver); err != nil {
-		e.log.Warn("finish move failed; the sweep will", "booking_id", b.ID, "err", err)
+	if _, err := bs.rs.FinishMove(lctx, b.VenueID, b.ID, ver); err != nil {
+		bs.log.Warn("finish move failed; the sweep will", "booking_id", b.ID, "err", err)
 	}
 	metricReschedules.Inc()
-	if e.sched != nil {
-		if err := e.sched.CancelRelease(lctx, old); err != nil {
-			e.log.Warn("cancel release task failed; its handler will do nothing", "booking_id", b.ID, "err", err)
+	if bs.sched != nil {
+		if err := bs.sched.CancelRelease(lctx, old); err != nil {
+			bs.log.Warn("cancel release task failed; its handler will do nothing", "booking_id", b.ID, "err", err)
 		}
 	}
-	e.scheduleIfDue(lctx, &moved)
-	e.announceFreed(lctx, freedUnits{resources: []uint64{cur.res.ID}})
-	return e.view(ctx, &moved.Booking)
+	bs.scheduleIfDue(lctx, &moved)
+	bs.announceFreed(lctx, freedUnits{resources: []uint64{cur.res.ID}})
+	return bs.view(ctx, &moved.Booking)
 }
 
 // reserveMove runs the move's reservation, loading the new window's cold days from SQL first.
-func (e *Bookings) reserveMove(ctx context.Context, ri *resourceInfo, u redisstore.BookingUnits, days []string) error {
+func (bs *Bookings) reserveMove(ctx context.Context, ri *resourceInfo, u redisstore.BookingUnits, days []string) error {
 	for attempt := 0; ; attempt++ {
-		out, cold, err := e.rs.ReserveMove(ctx, ri.res.VenueID, u, days, e.clock.Now(), e.opts.ConfirmStaleAfter)
+		out, cold, err := bs.rs.ReserveMove(ctx, ri.res.VenueID, u, days, bs.clock.Now(), bs.opts.ConfirmStaleAfter)
 		if err != nil {
 			return err
 		}
@@ -182,14 +182,14 @@ func (e *Bookings) reserveMove(ctx context.Context, ri *resourceInfo, u redissto
 			if attempt > 0 {
 				return redisstore.Unexpected("reschedule: the booking's units are not counted")
 			}
-			if err := e.upkeep.repairVenue(ctx, ri.res.VenueID, &ReconcileReport{}); err != nil {
+			if err := bs.upkeep.repairVenue(ctx, ri.res.VenueID, &ReconcileReport{}); err != nil {
 				return err
 			}
 		case redisstore.MoveCold:
 			if attempt >= 10 {
 				return redisstore.Unexpected("reschedule: day would not load")
 			}
-			if err := e.holds.loadDayField(ctx, cold); err != nil {
+			if err := bs.holds.loadDayField(ctx, cold); err != nil {
 				return err
 			}
 		default:
@@ -201,25 +201,25 @@ func (e *Bookings) reserveMove(ctx context.Context, ri *resourceInfo, u redissto
 // sweepMoves ends the moves a process left behind (it died, or its commit's outcome was lost): a
 // move MySQL committed is finished, any other aborted. A move younger than ConfirmStaleAfter may
 // still be under way and is left alone.
-func (e *Bookings) sweepMoves(ctx context.Context, venueID uint64, now time.Time) error {
-	moves, err := e.rs.PendingMoves(ctx, venueID)
+func (bs *Bookings) sweepMoves(ctx context.Context, venueID uint64, now time.Time) error {
+	moves, err := bs.rs.PendingMoves(ctx, venueID)
 	if err != nil || len(moves) == 0 {
 		return err
 	}
 	var errs []error
 	for _, m := range moves {
-		if now.Sub(m.Since) < e.opts.ConfirmStaleAfter {
+		if now.Sub(m.Since) < bs.opts.ConfirmStaleAfter {
 			continue
 		}
-		b, err := e.ss.Booking(ctx, m.BookingID)
+		b, err := bs.ss.Booking(ctx, m.BookingID)
 		if err != nil && !errors.Is(err, booking.ErrNotFound) {
 			errs = append(errs, err)
 			continue
 		}
 		if err == nil && b.Version >= m.Version && sameFields(b.Fields, m.Fields) {
-			_, err = e.rs.FinishMove(ctx, venueID, m.BookingID, m.Version)
+			_, err = bs.rs.FinishMove(ctx, venueID, m.BookingID, m.Version)
 		} else {
-			_, err = e.rs.AbortMove(ctx, venueID, m.BookingID, m.Version)
+			_, err = bs.rs.AbortMove(ctx, venueID, m.BookingID, m.Version)
 		}
 		errs = append(errs, err)
 	}

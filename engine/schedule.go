@@ -32,8 +32,8 @@ type ScheduleChange struct {
 
 // SetSchedule replaces a resource's opening rules, refusing a change that would close hours under
 // confirmed bookings (see ChangeSchedule). Admin only.
-func (e *Catalog) SetSchedule(ctx context.Context, a booking.Actor, resourceID uint64, in booking.ScheduleInput) (Schedule, error) {
-	return e.ChangeSchedule(ctx, a, resourceID, ScheduleChange{ScheduleInput: in})
+func (cg *Catalog) SetSchedule(ctx context.Context, a booking.Actor, resourceID uint64, in booking.ScheduleInput) (Schedule, error) {
+	return cg.ChangeSchedule(ctx, a, resourceID, ScheduleChange{ScheduleInput: in})
 }
 
 // ChangeSchedule replaces a resource's opening rules and regenerates its inventory from today on.
@@ -42,7 +42,7 @@ func (e *Catalog) SetSchedule(ctx context.Context, a booking.Actor, resourceID u
 // ErrScheduleConflict listing the bookings (details "booking_ids"), unless CancelAffected asks for
 // the closed-out bookings to be cancelled as an admin cancels them. Live holds on closed hours are
 // given up. Admin only.
-func (e *Catalog) ChangeSchedule(ctx context.Context, a booking.Actor, resourceID uint64, ch ScheduleChange) (Schedule, error) {
+func (cg *Catalog) ChangeSchedule(ctx context.Context, a booking.Actor, resourceID uint64, ch ScheduleChange) (Schedule, error) {
 	if err := requireAdmin(a); err != nil {
 		return Schedule{}, err
 	}
@@ -50,7 +50,7 @@ func (e *Catalog) ChangeSchedule(ctx context.Context, a booking.Actor, resourceI
 	if err != nil {
 		return Schedule{}, err
 	}
-	ri, err := e.cat.resource(ctx, resourceID)
+	ri, err := cg.cat.resource(ctx, resourceID)
 	if err != nil {
 		return Schedule{}, err
 	}
@@ -61,7 +61,7 @@ func (e *Catalog) ChangeSchedule(ctx context.Context, a booking.Actor, resourceI
 	if in.Exceptions == nil {
 		in.Exceptions = []booking.ScheduleException{}
 	}
-	plan, err := e.regrid(ctx, ri, p)
+	plan, err := cg.regrid(ctx, ri, p)
 	if err != nil {
 		return Schedule{}, err
 	}
@@ -70,19 +70,19 @@ func (e *Catalog) ChangeSchedule(ctx context.Context, a booking.Actor, resourceI
 			return Schedule{}, scheduleConflict(plan.closed)
 		}
 		for _, id := range plan.closed {
-			if _, err := e.bookings.CancelBooking(ctx, a, id); err != nil && !errorsIsInvalidTransition(err) {
+			if _, err := cg.bookings.CancelBooking(ctx, a, id); err != nil && !errorsIsInvalidTransition(err) {
 				return Schedule{}, fmt.Errorf("cancel booking %d under closed hours: %w", id, err)
 			}
 		}
 		// Without the cancelled bookings, the new grid must still hold everyone else.
-		if plan, err = e.regrid(ctx, ri, p); err != nil {
+		if plan, err = cg.regrid(ctx, ri, p); err != nil {
 			return Schedule{}, err
 		}
 		if len(plan.closed) > 0 {
 			return Schedule{}, scheduleConflict(plan.closed)
 		}
 	}
-	now := e.clock.Now()
+	now := cg.clock.Now()
 	loc := ri.venue.loc
 	today := booking.LocalDay(now, loc)
 	generatedUntil := today.AddDate(0, 0, in.HorizonDays).Format(booking.DayLayout)
@@ -92,7 +92,7 @@ func (e *Catalog) ChangeSchedule(ctx context.Context, a booking.Actor, resourceI
 			moves[id] = o.Fields
 		}
 	}
-	oldDays, err := e.ss.SetSchedule(ctx, sqlstore.ScheduleChange{ResourceID: resourceID, Schedule: in,
+	oldDays, err := cg.ss.SetSchedule(ctx, sqlstore.ScheduleChange{ResourceID: resourceID, Schedule: in,
 		GeneratedUntil: generatedUntil, FromDay: today.Format(booking.DayLayout),
 		Slots: inventorySlots(p, loc, today, in.HorizonDays), Capacity: ri.res.Capacity, Moves: moves, Now: now})
 	if ce, ok := errors.AsType[*sqlstore.CapacityError](err); ok {
@@ -104,16 +104,16 @@ func (e *Catalog) ChangeSchedule(ctx context.Context, a booking.Actor, resourceI
 	if err != nil {
 		return Schedule{}, err
 	}
-	e.cat.resources.forget(resourceID)
+	cg.cat.resources.forget(resourceID)
 	// Forget the regenerated days in Redis so they reload with the new grid, and move the units of
 	// bookings and live holds onto it.
-	if err := e.applyRegrid(ctx, ri, oldDays, plan.occupants); err != nil {
+	if err := cg.applyRegrid(ctx, ri, oldDays, plan.occupants); err != nil {
 		return Schedule{}, err
 	}
 	for _, id := range plan.lapsed {
-		if r, err := e.holds.readHold(ctx, id); err == nil {
-			if _, err := e.rs.CancelHold(ctx, r, now); err != nil {
-				e.log.Warn("give up a hold under closed hours", "hold_id", id, "err", err)
+		if r, err := cg.holds.readHold(ctx, id); err == nil {
+			if _, err := cg.rs.CancelHold(ctx, r, now); err != nil {
+				cg.log.Warn("give up a hold under closed hours", "hold_id", id, "err", err)
 			}
 		}
 	}
@@ -144,10 +144,10 @@ type regridPlan struct {
 // regrid computes the slots every future occupying booking and every live hold of a resource takes
 // on the new plan. Slot counters are kept per slot, so units must move onto the new grid with the
 // schedule, or the new slots would look free under them (an oversell).
-func (e *Catalog) regrid(ctx context.Context, ri *resourceInfo, p *booking.Plan) (regridPlan, error) {
-	now := e.clock.Now()
+func (cg *Catalog) regrid(ctx context.Context, ri *resourceInfo, p *booking.Plan) (regridPlan, error) {
+	now := cg.clock.Now()
 	loc := ri.venue.loc
-	rows, err := e.ss.OccupyingBetween(ctx, ri.res.ID, now, now.AddDate(2, 0, 0))
+	rows, err := cg.ss.OccupyingBetween(ctx, ri.res.ID, now, now.AddDate(2, 0, 0))
 	if err != nil {
 		return regridPlan{}, err
 	}
@@ -174,7 +174,7 @@ func (e *Catalog) regrid(ctx context.Context, ri *resourceInfo, p *booking.Plan)
 			Fields: append(otherResources(b.Fields, ri.res.ID), fields...)})
 	}
 	// Live holds count too: their owners may pay for them.
-	owners, err := e.rs.Owners(ctx, ri.res.VenueID)
+	owners, err := cg.rs.Owners(ctx, ri.res.VenueID)
 	if err != nil {
 		return regridPlan{}, err
 	}
@@ -183,7 +183,7 @@ func (e *Catalog) regrid(ctx context.Context, ri *resourceInfo, p *booking.Plan)
 		if !isHold {
 			continue
 		}
-		r, ok, err := e.rs.ReadHold(ctx, id)
+		r, ok, err := cg.rs.ReadHold(ctx, id)
 		if err != nil {
 			return regridPlan{}, err
 		}
@@ -228,7 +228,7 @@ func otherResources(fields []string, resourceID uint64) []string {
 
 // applyRegrid forgets the resource's old days in Redis and moves every occupant onto the new grid in
 // one script, so that no hold sees the new slots without the units under them.
-func (e *Catalog) applyRegrid(ctx context.Context, ri *resourceInfo, oldDays []string, moves []redisstore.Move) error {
+func (cg *Catalog) applyRegrid(ctx context.Context, ri *resourceInfo, oldDays []string, moves []redisstore.Move) error {
 	v := ri.res.VenueID
 	var fields, dayFields []string
 	for _, day := range oldDays {
@@ -236,14 +236,14 @@ func (e *Catalog) applyRegrid(ctx context.Context, ri *resourceInfo, oldDays []s
 		if err != nil {
 			continue
 		}
-		f, err := e.rs.CapacityFields(ctx, v, ri.res.ID, dayStart.UTC(), dayStart.AddDate(0, 0, 1).UTC())
+		f, err := cg.rs.CapacityFields(ctx, v, ri.res.ID, dayStart.UTC(), dayStart.AddDate(0, 0, 1).UTC())
 		if err != nil {
 			return err
 		}
 		fields = append(fields, f...)
 		dayFields = append(dayFields, redisstore.DayField(ri.res.ID, day))
 	}
-	return e.rs.Regrid(ctx, v, dayFields, fields, moves)
+	return cg.rs.Regrid(ctx, v, dayFields, fields, moves)
 }
 
 // inventorySlots are the slots of days [from, from+n).
@@ -257,19 +257,19 @@ func inventorySlots(p *booking.Plan, loc *time.Location, from time.Time, n int) 
 
 // extendInventory keeps every schedule's inventory generated horizon_days ahead (run by
 // reconciliation, so a day comes into sale without anyone touching the schedule).
-func (e *Catalog) extendInventory(ctx context.Context) (int, error) {
-	scheds, err := e.ss.Schedules(ctx)
+func (cg *Catalog) extendInventory(ctx context.Context) (int, error) {
+	scheds, err := cg.ss.Schedules(ctx)
 	if err != nil {
 		return 0, err
 	}
 	days := 0
 	for _, s := range scheds {
-		ri, err := e.cat.resource(ctx, s.ResourceID)
+		ri, err := cg.cat.resource(ctx, s.ResourceID)
 		if err != nil || ri.plan == nil {
 			continue
 		}
 		loc := ri.venue.loc
-		today := booking.LocalDay(e.clock.Now(), loc)
+		today := booking.LocalDay(cg.clock.Now(), loc)
 		want := today.AddDate(0, 0, s.HorizonDays)
 		from, err := time.ParseInLocation(booking.DayLayout, s.GeneratedUntil, loc)
 		if err != nil || from.Before(today) {
@@ -282,7 +282,7 @@ func (e *Catalog) extendInventory(ctx context.Context) (int, error) {
 		if n == 0 {
 			continue
 		}
-		if err := e.ss.ExtendInventory(ctx, s.ResourceID, ri.res.Capacity, inventorySlots(ri.plan, loc, from, n), want.Format(booking.DayLayout)); err != nil {
+		if err := cg.ss.ExtendInventory(ctx, s.ResourceID, ri.res.Capacity, inventorySlots(ri.plan, loc, from, n), want.Format(booking.DayLayout)); err != nil {
 			return days, err
 		}
 		days += n
@@ -293,26 +293,26 @@ func (e *Catalog) extendInventory(ctx context.Context) (int, error) {
 // loadDay fills one cold resource-day of Redis from SQL: its capacity and the bookings that occupy
 // it. A day inside the horizon whose inventory was not generated yet (the daily extension has not
 // run) is generated first.
-func (e *Catalog) loadDay(ctx context.Context, ri *resourceInfo, day string) error {
+func (cg *Catalog) loadDay(ctx context.Context, ri *resourceInfo, day string) error {
 	loc := ri.venue.loc
 	dayStart, err := time.ParseInLocation(booking.DayLayout, day, loc)
 	if err != nil {
 		return fmt.Errorf("load day %q: %w", day, err)
 	}
-	inv, err := e.ss.Inventory(ctx, ri.res.ID, day)
+	inv, err := cg.ss.Inventory(ctx, ri.res.ID, day)
 	if err != nil {
 		return err
 	}
-	now := e.clock.Now()
+	now := cg.clock.Now()
 	if len(inv) == 0 && ri.plan != nil && ri.plan.WithinHorizon(dayStart, now, loc) && !dayStart.Before(booking.LocalDay(now, loc)) {
-		if err := e.ss.InsertInventory(ctx, ri.res.ID, ri.res.Capacity, inventorySlots(ri.plan, loc, dayStart, 1)); err != nil {
+		if err := cg.ss.InsertInventory(ctx, ri.res.ID, ri.res.Capacity, inventorySlots(ri.plan, loc, dayStart, 1)); err != nil {
 			return err
 		}
-		if inv, err = e.ss.Inventory(ctx, ri.res.ID, day); err != nil {
+		if inv, err = cg.ss.Inventory(ctx, ri.res.ID, day); err != nil {
 			return err
 		}
 	}
-	bookings, err := e.ss.OccupyingBetween(ctx, ri.res.ID, dayStart, dayStart.AddDate(0, 0, 1))
+	bookings, err := cg.ss.OccupyingBetween(ctx, ri.res.ID, dayStart, dayStart.AddDate(0, 0, 1))
 	if err != nil {
 		return err
 	}
@@ -324,7 +324,7 @@ func (e *Catalog) loadDay(ctx context.Context, ri *resourceInfo, day string) err
 	for i := range bookings {
 		bs[i] = units(&bookings[i])
 	}
-	return e.rs.LoadDay(ctx, ri.res.VenueID, redisstore.DayField(ri.res.ID, day), caps, bs)
+	return cg.rs.LoadDay(ctx, ri.res.VenueID, redisstore.DayField(ri.res.ID, day), caps, bs)
 }
 
 // DemoVenueName names the venue EnsureDemo creates.
@@ -338,31 +338,31 @@ const DemoDeskName = "Hot desk"
 // EnsureDemo creates the seeds' court venue if it is missing — four courts open 08:30–22:00 every
 // day in 90-minute slots, released 15 minutes after start when nobody turns up — and its 24-hour
 // desk (added to a demo venue made before the desk existed).
-func (e *Catalog) EnsureDemo(ctx context.Context) (Venue, bool, error) {
-	existing, ok, err := e.ss.VenueByName(ctx, DemoVenueName)
+func (cg *Catalog) EnsureDemo(ctx context.Context) (Venue, bool, error) {
+	existing, ok, err := cg.ss.VenueByName(ctx, DemoVenueName)
 	if err != nil {
 		return Venue{}, false, err
 	}
 	if ok {
-		return e.toVenue(existing), false, e.ensureDemoDesk(ctx, existing.ID)
+		return cg.toVenue(existing), false, cg.ensureDemoDesk(ctx, existing.ID)
 	}
-	v, err := e.CreateVenue(ctx, booking.System, VenueInput{Name: DemoVenueName, Timezone: "Asia/Shanghai"})
+	v, err := cg.CreateVenue(ctx, booking.System, VenueInput{Name: DemoVenueName, Timezone: "Asia/Shanghai"})
 	if err != nil {
 		return Venue{}, false, err
 	}
-	if _, err := e.SetGracePolicy(ctx, booking.System, GracePolicy{Category: "court", GraceSeconds: 15 * 60}); err != nil {
+	if _, err := cg.SetGracePolicy(ctx, booking.System, GracePolicy{Category: "court", GraceSeconds: 15 * 60}); err != nil {
 		return Venue{}, false, err
 	}
 	for _, name := range []string{"Court 1", "Court 2", "Court 3", "Court 4"} {
-		if err := e.demoResource(ctx, v.ID, name, "court", 1, 8000, 90, "08:30", "22:00"); err != nil {
+		if err := cg.demoResource(ctx, v.ID, name, "court", 1, 8000, 90, "08:30", "22:00"); err != nil {
 			return Venue{}, false, err
 		}
 	}
-	return v, true, e.ensureDemoDesk(ctx, v.ID)
+	return v, true, cg.ensureDemoDesk(ctx, v.ID)
 }
 
-func (e *Catalog) ensureDemoDesk(ctx context.Context, venueID uint64) error {
-	rs, err := e.ListResources(ctx, venueID)
+func (cg *Catalog) ensureDemoDesk(ctx context.Context, venueID uint64) error {
+	rs, err := cg.ListResources(ctx, venueID)
 	if err != nil {
 		return err
 	}
@@ -371,19 +371,19 @@ func (e *Catalog) ensureDemoDesk(ctx context.Context, venueID uint64) error {
 			return nil
 		}
 	}
-	if _, err := e.SetGracePolicy(ctx, booking.System, GracePolicy{Category: "desk", GraceSeconds: 60}); err != nil {
+	if _, err := cg.SetGracePolicy(ctx, booking.System, GracePolicy{Category: "desk", GraceSeconds: 60}); err != nil {
 		return err
 	}
-	return e.demoResource(ctx, venueID, DemoDeskName, "desk", 4, 1500, 15, "00:00", "24:00")
+	return cg.demoResource(ctx, venueID, DemoDeskName, "desk", 4, 1500, 15, "00:00", "24:00")
 }
 
-func (e *Catalog) demoResource(ctx context.Context, venueID uint64, name, kind string, capacity int, price int64, slot int, open, close string) error {
-	r, err := e.CreateResource(ctx, booking.System, ResourceInput{VenueID: venueID, Name: name, Kind: kind, Capacity: capacity,
+func (cg *Catalog) demoResource(ctx context.Context, venueID uint64, name, kind string, capacity int, price int64, slot int, open, close string) error {
+	r, err := cg.CreateResource(ctx, booking.System, ResourceInput{VenueID: venueID, Name: name, Kind: kind, Capacity: capacity,
 		Category: kind, PriceCents: price})
 	if err != nil {
 		return err
 	}
-	_, err = e.SetSchedule(ctx, booking.System, r.ID, booking.ScheduleInput{SlotMinutes: slot, HorizonDays: 14,
+	_, err = cg.SetSchedule(ctx, booking.System, r.ID, booking.ScheduleInput{SlotMinutes: slot, HorizonDays: 14,
 		Weekly: []booking.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: open, Close: close}}})
 	return err
 }

@@ -22,18 +22,18 @@ var (
 // StatsCollector exports the gauges of the engine that cost a SQL query to read (overdue bookings)
 // as a snapshot: a scrape reads SQL at most every 10 s and never waits on it more than a second.
 // Each call builds a collector with its own snapshot; a process registers one.
-func (e *Upkeep) StatsCollector() prometheus.Collector {
-	return e.statsCollector()
+func (u *Upkeep) StatsCollector() prometheus.Collector {
+	return u.statsCollector()
 }
 
-func (e *Upkeep) statsCollector() *snapshot.Collector {
-	return snapshot.New(snapshot.Config{Name: "bookings", Descs: []*prometheus.Desc{descOverdue, descOverdueAge}, Logger: e.log},
-		e.readOverdue)
+func (u *Upkeep) statsCollector() *snapshot.Collector {
+	return snapshot.New(snapshot.Config{Name: "bookings", Descs: []*prometheus.Desc{descOverdue, descOverdueAge}, Logger: u.log},
+		u.readOverdue)
 }
 
-func (e *Upkeep) readOverdue(ctx context.Context) ([]snapshot.Value, error) {
-	now := e.clock.Now()
-	n, oldest, err := e.ss.OverdueStats(ctx, now)
+func (u *Upkeep) readOverdue(ctx context.Context) ([]snapshot.Value, error) {
+	now := u.clock.Now()
+	n, oldest, err := u.ss.OverdueStats(ctx, now)
 	if err != nil {
 		return nil, err
 	}

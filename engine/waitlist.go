@@ -25,7 +25,7 @@ type WaitlistRequest struct {
 // time). The window is checked like a hold's (on the grid, not past, within the horizon). If its
 // units are free right now the entry is promoted at once, so the answer already carries the hold to
 // pay.
-func (e *Holds) JoinWaitlist(ctx context.Context, req WaitlistRequest) (booking.WaitlistEntry, error) {
+func (hs *Holds) JoinWaitlist(ctx context.Context, req WaitlistRequest) (booking.WaitlistEntry, error) {
 	if req.UserID == "" {
 		return booking.WaitlistEntry{}, booking.ErrForbidden
 	}
@@ -39,16 +39,16 @@ func (e *Holds) JoinWaitlist(ctx context.Context, req WaitlistRequest) (booking.
 	if req.Start.IsZero() || req.End.IsZero() {
 		return booking.WaitlistEntry{}, booking.Invalid("missing_start", "start and end are required").WithField("start")
 	}
-	ri, err := e.cat.resource(ctx, req.ResourceID)
+	ri, err := hs.cat.resource(ctx, req.ResourceID)
 	if err != nil {
 		return booking.WaitlistEntry{}, unknown(err, "unknown_resource", "resource %d does not exist", req.ResourceID)
 	}
-	now := e.clock.Now()
+	now := hs.clock.Now()
 	p, err := offer(ri, nil).Place(req.Start, req.End, req.Quantity, now)
 	if err != nil {
 		return booking.WaitlistEntry{}, err
 	}
-	id, err := e.ss.JoinWaitlist(ctx, sqlstore.NewWait{UserID: req.UserID, VenueID: ri.res.VenueID, ResourceID: req.ResourceID,
+	id, err := hs.ss.JoinWaitlist(ctx, sqlstore.NewWait{UserID: req.UserID, VenueID: ri.res.VenueID, ResourceID: req.ResourceID,
 		Start: p.Start, End: p.End, Quantity: req.Quantity}, now)
 	if err != nil {
 		if errors.Is(err, sqlstore.ErrAlreadyWaiting) {
@@ -56,14 +56,14 @@ func (e *Holds) JoinWaitlist(ctx context.Context, req WaitlistRequest) (booking.
 		}
 		return booking.WaitlistEntry{}, err
 	}
-	e.promoteAfterFree(ctx, req.ResourceID)
-	return e.waitlistEntry(ctx, id)
+	hs.promoteAfterFree(ctx, req.ResourceID)
+	return hs.waitlistEntry(ctx, id)
 }
 
 // LeaveWaitlist takes a waiting entry out of line. Owner or admin; a promoted entry keeps its hold
 // (give that up with CancelHold).
-func (e *Holds) LeaveWaitlist(ctx context.Context, a booking.Actor, id uint64) (booking.WaitlistEntry, error) {
-	row, err := e.ss.WaitlistEntry(ctx, id)
+func (hs *Holds) LeaveWaitlist(ctx context.Context, a booking.Actor, id uint64) (booking.WaitlistEntry, error) {
+	row, err := hs.ss.WaitlistEntry(ctx, id)
 	if err != nil {
 		return booking.WaitlistEntry{}, err
 	}
@@ -71,39 +71,39 @@ func (e *Holds) LeaveWaitlist(ctx context.Context, a booking.Actor, id uint64) (
 		return booking.WaitlistEntry{}, booking.ErrNotFound
 	}
 	if booking.WaitStatus(row.Status) == booking.WaitWaiting {
-		err := e.ss.SetWaitStatus(ctx, id, booking.WaitWaiting, booking.WaitCancelled, "", e.clock.Now(), nil)
+		err := hs.ss.SetWaitStatus(ctx, id, booking.WaitWaiting, booking.WaitCancelled, "", hs.clock.Now(), nil)
 		if err != nil && !sqlstore.IsStale(err) {
 			return booking.WaitlistEntry{}, err
 		}
 	}
-	return e.waitlistEntry(ctx, id)
+	return hs.waitlistEntry(ctx, id)
 }
 
 // ListWaitlist lists the actor's entries, newest first.
-func (e *Holds) ListWaitlist(ctx context.Context, a booking.Actor) ([]booking.WaitlistEntry, error) {
-	rows, err := e.ss.UserWaitlist(ctx, a.UserID, 100)
+func (hs *Holds) ListWaitlist(ctx context.Context, a booking.Actor) ([]booking.WaitlistEntry, error) {
+	rows, err := hs.ss.UserWaitlist(ctx, a.UserID, 100)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]booking.WaitlistEntry, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, e.toWaitlistEntry(ctx, r))
+		out = append(out, hs.toWaitlistEntry(ctx, r))
 	}
 	return out, nil
 }
 
-func (e *Holds) waitlistEntry(ctx context.Context, id uint64) (booking.WaitlistEntry, error) {
-	row, err := e.ss.WaitlistEntry(ctx, id)
+func (hs *Holds) waitlistEntry(ctx context.Context, id uint64) (booking.WaitlistEntry, error) {
+	row, err := hs.ss.WaitlistEntry(ctx, id)
 	if err != nil {
 		return booking.WaitlistEntry{}, err
 	}
-	return e.toWaitlistEntry(ctx, row), nil
+	return hs.toWaitlistEntry(ctx, row), nil
 }
 
-func (e *Holds) toWaitlistEntry(ctx context.Context, r models.WaitlistEntry) booking.WaitlistEntry {
+func (hs *Holds) toWaitlistEntry(ctx context.Context, r models.WaitlistEntry) booking.WaitlistEntry {
 	out := booking.WaitlistEntry{ID: r.ID, UserID: r.UserID, VenueID: r.VenueID, ResourceID: r.ResourceID, Status: booking.WaitStatus(r.Status),
 		Start: r.Start.UTC(), End: r.End.UTC(), Quantity: r.Quantity, HoldID: r.HoldID, CreatedAt: r.CreatedAt.UTC()}
-	if vi, err := e.cat.venue(ctx, r.VenueID); err == nil {
+	if vi, err := hs.cat.venue(ctx, r.VenueID); err == nil {
 		out.Start, out.End, out.CreatedAt = out.Start.In(vi.loc), out.End.In(vi.loc), out.CreatedAt.In(vi.loc)
 	}
 	return out
@@ -111,9 +111,9 @@ func (e *Holds) toWaitlistEntry(ctx context.Context, r models.WaitlistEntry) boo
 
 // promoteAfterFree offers freed units to the resource's first waiters at once. A failure is only
 // logged: the waitlist loop promotes every second anyway.
-func (e *Holds) promoteAfterFree(ctx context.Context, resourceID uint64) {
-	if err := e.promote(ctx, resourceID); err != nil {
-		e.log.Warn("waitlist promotion failed; the loop retries", "resource_id", resourceID, "err", err)
+func (hs *Holds) promoteAfterFree(ctx context.Context, resourceID uint64) {
+	if err := hs.promote(ctx, resourceID); err != nil {
+		hs.log.Warn("waitlist promotion failed; the loop retries", "resource_id", resourceID, "err", err)
 	}
 }
 
@@ -121,19 +121,19 @@ func (e *Holds) promoteAfterFree(ctx context.Context, resourceID uint64) {
 // A waiter whose window is full is skipped (a later, smaller window may fit); one whose window has
 // ended expires. Racing instances cannot promote an entry twice: WAITING → PROMOTED is conditional,
 // and a hold that lost that race is given back.
-func (e *Holds) promote(ctx context.Context, resourceID uint64) error {
-	rows, err := e.ss.Waiting(ctx, resourceID, 200)
+func (hs *Holds) promote(ctx context.Context, resourceID uint64) error {
+	rows, err := hs.ss.Waiting(ctx, resourceID, 200)
 	if err != nil {
 		return err
 	}
 	for _, r := range rows {
-		now := e.clock.Now()
-		h, err := e.Hold(ctx, HoldRequest{UserID: r.UserID, ResourceID: r.ResourceID, Start: r.Start, End: r.End, Quantity: r.Quantity})
+		now := hs.clock.Now()
+		h, err := hs.Hold(ctx, HoldRequest{UserID: r.UserID, ResourceID: r.ResourceID, Start: r.Start, End: r.End, Quantity: r.Quantity})
 		switch {
 		case errors.Is(err, booking.ErrSlotFull), errors.Is(err, booking.ErrTooManyHolds):
 			continue
 		case errors.Is(err, booking.ErrSlotPast), errors.Is(err, booking.ErrSlotClosed), errors.Is(err, booking.ErrOffGrid), errors.Is(err, booking.ErrResourceInactive):
-			if err := e.ss.SetWaitStatus(ctx, r.ID, booking.WaitWaiting, booking.WaitExpired, "", now, nil); err != nil && !sqlstore.IsStale(err) {
+			if err := hs.ss.SetWaitStatus(ctx, r.ID, booking.WaitWaiting, booking.WaitExpired, "", now, nil); err != nil && !sqlstore.IsStale(err) {
 				return err
 			}
 			continue
@@ -143,12 +143,12 @@ func (e *Holds) promote(ctx context.Context, resourceID uint64) error {
 			}
 			return err
 		}
-		entry := e.toWaitlistEntry(ctx, r)
+		entry := hs.toWaitlistEntry(ctx, r)
 		entry.Status, entry.HoldID = booking.WaitPromoted, h.ID
-		ev := e.waitlistEvent(booking.EventPromoted, entry, now)
-		if err := e.ss.SetWaitStatus(ctx, r.ID, booking.WaitWaiting, booking.WaitPromoted, h.ID, now, &ev); err != nil {
-			if _, cerr := e.CancelHold(ctx, booking.System, h.ID); cerr != nil {
-				e.log.Warn("give back an unneeded waitlist hold", "hold_id", h.ID, "err", cerr)
+		ev := hs.waitlistEvent(booking.EventPromoted, entry, now)
+		if err := hs.ss.SetWaitStatus(ctx, r.ID, booking.WaitWaiting, booking.WaitPromoted, h.ID, now, &ev); err != nil {
+			if _, cerr := hs.CancelHold(ctx, booking.System, h.ID); cerr != nil {
+				hs.log.Warn("give back an unneeded waitlist hold", "hold_id", h.ID, "err", cerr)
 			}
 			if sqlstore.IsStale(err) {
 				continue
@@ -156,20 +156,20 @@ func (e *Holds) promote(ctx context.Context, resourceID uint64) error {
 			return err
 		}
 		metricPromotions.Inc()
-		e.log.Info("waitlist promoted", "entry", r.ID, "user", r.UserID, "hold_id", h.ID)
+		hs.log.Info("waitlist promoted", "entry", r.ID, "user", r.UserID, "hold_id", h.ID)
 	}
 	return nil
 }
 
 // promoteWaiting runs promotion for every resource that has waiters (the waitlist loop calls it every
 // second, which covers units freed by expired holds; releases and cancels promote at once).
-func (e *Holds) promoteWaiting(ctx context.Context) error {
-	ids, err := e.ss.ResourcesWithWaiters(ctx, 500)
+func (hs *Holds) promoteWaiting(ctx context.Context) error {
+	ids, err := hs.ss.ResourcesWithWaiters(ctx, 500)
 	if err != nil {
 		return err
 	}
 	for _, id := range ids {
-		if err := e.promote(ctx, id); err != nil {
+		if err := hs.promote(ctx, id); err != nil {
 			return err
 		}
 	}

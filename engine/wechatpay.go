@@ -38,15 +38,15 @@ func outTradeNo(holdID string) string {
 
 // WechatPayParams answers what wx.requestPayment takes to pay a live hold, from the hold's JSAPI
 // order (made on the first request, reused after). Owner only: the order's payer is their openid.
-func (e *Payments) WechatPayParams(ctx context.Context, a booking.Actor, holdID string) (wechatpay.RequestPayment, error) {
-	c := e.opts.WechatPay
+func (ps *Payments) WechatPayParams(ctx context.Context, a booking.Actor, holdID string) (wechatpay.RequestPayment, error) {
+	c := ps.opts.WechatPay
 	if c == nil {
 		return wechatpay.RequestPayment{}, booking.ErrWechatPayOff
 	}
-	r, err := e.holds.readHold(ctx, holdID)
+	r, err := ps.holds.readHold(ctx, holdID)
 	if errors.Is(err, booking.ErrNotFound) {
 		// A paid hold's record is gone: its booking answers for it.
-		if b, ok, berr := e.ss.BookingByHold(ctx, holdID); berr == nil && ok && a.Owns(b.UserID) {
+		if b, ok, berr := ps.ss.BookingByHold(ctx, holdID); berr == nil && ok && a.Owns(b.UserID) {
 			return wechatpay.RequestPayment{}, booking.ErrHoldNotActive
 		}
 	}
@@ -60,21 +60,21 @@ func (e *Payments) WechatPayParams(ctx context.Context, a booking.Actor, holdID 
 	if !ok {
 		return wechatpay.RequestPayment{}, booking.ErrWechatLoginNeeded
 	}
-	switch r.Effective(e.clock.Now()) {
+	switch r.Effective(ps.clock.Now()) {
 	case booking.HoldHeld:
 	case booking.HoldExpired:
 		return wechatpay.RequestPayment{}, booking.ErrHoldExpired
 	default:
 		return wechatpay.RequestPayment{}, booking.ErrHoldNotActive
 	}
-	o, err := e.ss.OrderByHold(ctx, holdID)
+	o, err := ps.ss.OrderByHold(ctx, holdID)
 	if errors.Is(err, booking.ErrNotFound) {
-		o, err = e.openOrder(ctx, c, openid, r.ID, r.AmountCents, r.Deadline, e.orderDescription(ctx, r.ResourceID))
+		o, err = ps.openOrder(ctx, c, openid, r.ID, r.AmountCents, r.Deadline, ps.orderDescription(ctx, r.ResourceID))
 	}
 	if err != nil {
 		return wechatpay.RequestPayment{}, err
 	}
-	if err := e.rs.SetOrderNo(ctx, r.VenueID, r.ID, o.OutTradeNo); err != nil {
+	if err := ps.rs.SetOrderNo(ctx, r.VenueID, r.ID, o.OutTradeNo); err != nil {
 		return wechatpay.RequestPayment{}, err
 	}
 	return c.PaymentParams(o.PrepayID), nil
@@ -82,21 +82,21 @@ func (e *Payments) WechatPayParams(ctx context.Context, a booking.Actor, holdID 
 
 // openOrder places the hold's JSAPI order at WeChat Pay and records it. WeChat answers a repeat of
 // the same order with the same prepay_id, so two requests racing make one order.
-func (e *Payments) openOrder(ctx context.Context, c *wechatpay.Client, openid, holdID string, amount int64, deadline time.Time, desc string) (o models.WechatOrder, err error) {
+func (ps *Payments) openOrder(ctx context.Context, c *wechatpay.Client, openid, holdID string, amount int64, deadline time.Time, desc string) (o models.WechatOrder, err error) {
 	no := outTradeNo(holdID)
 	prepay, err := c.CreateJSAPIOrder(ctx, wechatpay.JSAPIOrder{OutTradeNo: no, Description: desc, AmountCents: amount,
 		PayerOpenID: openid, TimeExpire: deadline, Attach: holdID})
 	if err != nil {
 		return o, errors.Join(booking.ErrBackendUnavailable, fmt.Errorf("wechat pay order for hold %s: %w", holdID, err))
 	}
-	return e.ss.CreateOrder(ctx, sqlstore.NewOrder{HoldID: holdID, OutTradeNo: no, PrepayID: prepay, OpenID: openid,
-		AmountCents: amount, ExpiresAt: deadline}, e.clock.Now())
+	return ps.ss.CreateOrder(ctx, sqlstore.NewOrder{HoldID: holdID, OutTradeNo: no, PrepayID: prepay, OpenID: openid,
+		AmountCents: amount, ExpiresAt: deadline}, ps.clock.Now())
 }
 
 // orderDescription is what the payer sees: the resource's name, within WeChat's 127 characters.
-func (e *Payments) orderDescription(ctx context.Context, resourceID uint64) string {
+func (ps *Payments) orderDescription(ctx context.Context, resourceID uint64) string {
 	desc := "Booking"
-	if ri, err := e.cat.resource(ctx, resourceID); err == nil {
+	if ri, err := ps.cat.resource(ctx, resourceID); err == nil {
 		desc = ri.venue.venue.Name + " " + ri.res.Name
 	}
 	for utf8.RuneCountInString(desc) > 127 {
@@ -114,8 +114,8 @@ func (e *Payments) orderDescription(ctx context.Context, resourceID uint64) stri
 // resends one until it hears success, byte for byte when its first delivery's answer was lost — is
 // acknowledged and changes nothing: payments are deduplicated by transaction_id and refunds settle
 // once. A captured notification cannot be replayed to any effect, and not at all past the 5 minutes.
-func (e *Payments) WechatPayNotify(ctx context.Context, h http.Header, body []byte) error {
-	c := e.opts.WechatPay
+func (ps *Payments) WechatPayNotify(ctx context.Context, h http.Header, body []byte) error {
+	c := ps.opts.WechatPay
 	if c == nil {
 		return booking.ErrWechatPayOff
 	}
@@ -129,28 +129,28 @@ func (e *Payments) WechatPayNotify(ctx context.Context, h http.Header, body []by
 		if err != nil {
 			return booking.ErrNotificationRefused.WithDetail("reason", err.Error())
 		}
-		return e.wechatPaid(ctx, tx)
+		return ps.wechatPaid(ctx, tx)
 	case strings.HasPrefix(n.EventType, "REFUND."):
 		rr, err := n.RefundResult()
 		if err != nil {
 			return booking.ErrNotificationRefused.WithDetail("reason", err.Error())
 		}
-		_, err = e.SettleRefund(ctx, rr.OutRefundNo, rr.RefundID, RefundOutcome{Succeeded: rr.Status == wechatpay.RefundSuccess,
+		_, err = ps.SettleRefund(ctx, rr.OutRefundNo, rr.RefundID, RefundOutcome{Succeeded: rr.Status == wechatpay.RefundSuccess,
 			Detail: strings.TrimSpace(rr.Status + " " + rr.UserReceivedAccount)})
 		return err
 	}
-	e.log.Info("wechat pay notification ignored", "event_type", n.EventType, "id", n.ID)
+	ps.log.Info("wechat pay notification ignored", "event_type", n.EventType, "id", n.ID)
 	return nil
 }
 
 // wechatPaid books a paid transaction's hold.
-func (e *Payments) wechatPaid(ctx context.Context, tx wechatpay.Transaction) error {
+func (ps *Payments) wechatPaid(ctx context.Context, tx wechatpay.Transaction) error {
 	if tx.TradeState != wechatpay.TradeSuccess || tx.TransactionID == "" {
 		return nil
 	}
-	o, err := e.ss.OrderByTradeNo(ctx, tx.OutTradeNo)
+	o, err := ps.ss.OrderByTradeNo(ctx, tx.OutTradeNo)
 	if errors.Is(err, booking.ErrNotFound) {
-		e.log.Warn("wechat pay notification for an order this deployment did not make", "out_trade_no", tx.OutTradeNo)
+		ps.log.Warn("wechat pay notification for an order this deployment did not make", "out_trade_no", tx.OutTradeNo)
 		return nil
 	}
 	if err != nil {
@@ -159,33 +159,33 @@ func (e *Payments) wechatPaid(ctx context.Context, tx wechatpay.Transaction) err
 	n := PaymentNotice{HoldID: o.HoldID, PaymentID: tx.TransactionID, AmountCents: tx.Amount.Total, PaidAt: tx.SuccessTime,
 		Provider: models.ProviderWechatPay}
 	if n.PaidAt.IsZero() {
-		n.PaidAt = e.clock.Now()
+		n.PaidAt = ps.clock.Now()
 	}
 	if tx.Amount.Total != o.AmountCents {
 		// Verified but not what was asked: acknowledged, nothing booked, the money owed back.
-		e.log.Warn("wechat pay amount differs from the order's", "out_trade_no", tx.OutTradeNo, "paid", tx.Amount.Total, "order", o.AmountCents)
-		_, err := e.recordPayment(ctx, n, nil, booking.RefundAmountMismatch)
+		ps.log.Warn("wechat pay amount differs from the order's", "out_trade_no", tx.OutTradeNo, "paid", tx.Amount.Total, "order", o.AmountCents)
+		_, err := ps.recordPayment(ctx, n, nil, booking.RefundAmountMismatch)
 		return err
 	}
-	_, err = e.Pay(ctx, n)
+	_, err = ps.Pay(ctx, n)
 	return err
 }
 
 // CloseWechatOrder closes the order of a hold that ended unpaid (a close-order task's work). An order
 // the payer paid meanwhile is not closed: its notification books the hold or refunds it.
-func (e *Payments) CloseWechatOrder(ctx context.Context, holdID string) error {
-	c := e.opts.WechatPay
+func (ps *Payments) CloseWechatOrder(ctx context.Context, holdID string) error {
+	c := ps.opts.WechatPay
 	if c == nil {
 		return nil
 	}
-	o, err := e.ss.OrderByHold(ctx, holdID)
+	o, err := ps.ss.OrderByHold(ctx, holdID)
 	if errors.Is(err, booking.ErrNotFound) {
 		return nil
 	}
 	if err != nil || o.ClosedAt != nil {
 		return err
 	}
-	if b, ok, err := e.ss.BookingByHold(ctx, holdID); err != nil || ok && b.PaymentID != "" {
+	if b, ok, err := ps.ss.BookingByHold(ctx, holdID); err != nil || ok && b.PaymentID != "" {
 		return err // paid after all
 	}
 	err = c.CloseOrder(ctx, o.OutTradeNo)
@@ -194,23 +194,23 @@ func (e *Payments) CloseWechatOrder(ctx context.Context, holdID string) error {
 		if qerr != nil {
 			return qerr
 		}
-		return e.wechatPaid(ctx, tx)
+		return ps.wechatPaid(ctx, tx)
 	}
 	if err != nil {
 		return err
 	}
 	metricOrdersClosed.Inc()
-	return e.ss.OrderClosed(ctx, holdID, e.clock.Now())
+	return ps.ss.OrderClosed(ctx, holdID, ps.clock.Now())
 }
 
 // closeOrderOf queues the closing of an ended hold's order, when it has one.
-func (e *Payments) closeOrderOf(ctx context.Context, holdID, orderNo string) {
-	s, ok := e.sched.(PaymentScheduler)
-	if orderNo == "" || e.opts.WechatPay == nil || !ok {
+func (ps *Payments) closeOrderOf(ctx context.Context, holdID, orderNo string) {
+	s, ok := ps.sched.(PaymentScheduler)
+	if orderNo == "" || ps.opts.WechatPay == nil || !ok {
 		return
 	}
 	if err := s.ScheduleCloseOrder(ctx, holdID); err != nil {
-		e.log.Warn("queue close order failed", "hold_id", holdID, "err", err)
+		ps.log.Warn("queue close order failed", "hold_id", holdID, "err", err)
 	}
 }
 
