@@ -17,54 +17,53 @@ import (
 const logFlushEvery = 100 * time.Millisecond
 
 // bufferedLog is the process's log: access log lines (api.AccessLogMessage) are gathered and
-// written every logFlushEvery; any other line is written at once, with those before it, so that
-// what the process says of its state (started, reconciled, a warning, a failure) is out when that
-// state can be seen from outside, and before the process can die of it.
+// written logFlushEvery after the first of them; any other line is written at once, with those
+// before it, so that what the process says of its state (started, reconciled, a warning, a failure)
+// is out when that state can be seen from outside, and before the process can die of it. Nothing
+// waits while nothing is buffered: an idle process has no flush timer to wake.
 type bufferedLog struct {
-	mu   sync.Mutex
-	w    *bufio.Writer
-	stop chan struct{}
-	done chan struct{}
+	mu     sync.Mutex
+	w      *bufio.Writer
+	timer  *time.Timer // flushes logFlushEvery after the first line that waits; nil: never
+	armed  bool        // timer is set for what waits
+	closed bool
 }
 
 func newBufferedLog(w io.Writer) *bufferedLog {
-	b := &bufferedLog{w: bufio.NewWriterSize(w, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
-	go b.flushLoop()
+	b := &bufferedLog{w: bufio.NewWriterSize(w, 64<<10)}
+	b.timer = time.AfterFunc(time.Hour, b.Flush)
+	b.timer.Stop()
 	return b
 }
 
 func (b *bufferedLog) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.w.Write(p)
+	n, err := b.w.Write(p)
+	if !b.armed && !b.closed && b.timer != nil && b.w.Buffered() > 0 {
+		b.armed = true
+		b.timer.Reset(logFlushEvery)
+	}
+	return n, err
 }
 
 // Flush writes out what is buffered.
 func (b *bufferedLog) Flush() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.armed = false
 	_ = b.w.Flush()
-}
-
-func (b *bufferedLog) flushLoop() {
-	defer close(b.done)
-	t := time.NewTicker(logFlushEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			b.Flush()
-		case <-b.stop:
-			b.Flush()
-			return
-		}
-	}
 }
 
 // Close stops the flushing and writes out the rest; nothing may log after it.
 func (b *bufferedLog) Close() {
-	close(b.stop)
-	<-b.done
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	_ = b.w.Flush()
 }
 
 // handler is a slog text handler on b that flushes after every record but the access log's below

@@ -18,10 +18,12 @@ import (
 
 // LoopsConfig configures the engine's background loops. Zero values take the documented defaults.
 type LoopsConfig struct {
-	// ExpiryInterval is the longest the hold wheel goes without a look; default 1s. Its marks are
-	// per second, so it also runs just after each second begins rather than on a finer tick: an idle
-	// instance wakes it once or twice a second. Availability does not depend on it (a due hold stops
-	// counting at its deadline), only how soon counters, records and hold.expired catch up.
+	// ExpiryInterval is the hold wheel's tick; default 250ms. The wheel's marks are per second, so
+	// it also runs just after each second begins: a second's holds expire then, and the tick is for
+	// the lease, whose holder renews it and whose other instances look whether it is free, so that a
+	// dead holder's venues expire within a second elsewhere. Availability does not depend on it (a
+	// due hold stops counting at its deadline), only how soon counters, records and hold.expired
+	// catch up.
 	ExpiryInterval time.Duration
 	// SweepInterval is the period of the watches of Redis (for data loss and for a failover); default
 	// 1s.
@@ -69,7 +71,7 @@ type runner interface {
 
 // NewLoops builds the engine's background loops; Start runs them.
 func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
-	setDefault(&cfg.ExpiryInterval, time.Second)
+	setDefault(&cfg.ExpiryInterval, 250*time.Millisecond)
 	setDefault(&cfg.SweepInterval, time.Second)
 	setDefault(&cfg.SQLSweepInterval, 10*time.Second)
 	setDefault(&cfg.WheelSweepInterval, 30*time.Second)
@@ -131,11 +133,11 @@ func (e *Engine) NewLoops(cfg LoopsConfig) *Loops {
 		}
 	})
 
-	// The hold wheel runs just after each second begins (its marks are per second) and at least every
-	// ExpiryInterval. Its lease outlasts the gap between runs and is still short, so that a dead
-	// holder's venues expire within seconds elsewhere.
+	// The hold wheel runs just after each second begins (its marks are per second) and every
+	// ExpiryInterval. Its lease outlasts two ticks and is short, so that a dead holder's venues
+	// expire within a second elsewhere.
 	var wheel *loop.Loop
-	wheel = mkLoop("wheel", cfg.ExpiryInterval, 10*time.Second, max(3*cfg.ExpiryInterval, 3*time.Second), true,
+	wheel = mkLoop("wheel", cfg.ExpiryInterval, 10*time.Second, max(2*cfg.ExpiryInterval, 500*time.Millisecond), true,
 		func(ctx context.Context) error {
 			defer wheel.KickAfter(untilNextSecond(time.Now()))
 			return e.runWheel(ctx, cfg.ExpiryBatch)
