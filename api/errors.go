@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -142,16 +141,16 @@ func (s *server) errorAnswer(c *gin.Context, err error) (idem.Response, string) 
 			"status", status, "code", code, "err", err)
 	}
 	lang := language(c.GetHeader("Accept-Language"))
-	return jsonAnswer(status, errorBody{Error: errorDetail{
+	return idem.Response{Status: status, Body: errorJSON(errorBody{Error: errorDetail{
 		Code:      code,
 		Message:   message(lang, code, fallback, field),
 		RequestID: requestIDOf(c),
 		Field:     field,
 		Details:   details,
-	}}), code
+	}})}, code
 }
 
-// send writes an answer rendered ahead (errorAnswer, jsonAnswer, or one stored for an
+// send writes an answer rendered ahead (errorAnswer, holdJSON, or one stored for an
 // Idempotency-Key), with the headers an error answer carries: its language, and Retry-After when
 // the same request may succeed in a moment (code, when known, says so too).
 func send(c *gin.Context, a idem.Response, code string) {
@@ -163,14 +162,8 @@ func send(c *gin.Context, a idem.Response, code string) {
 		}
 		c.Header("Content-Language", language(c.GetHeader("Accept-Language")))
 	}
-	c.Data(a.Status, "application/json; charset=utf-8", a.Body)
+	c.Data(a.Status, contentTypeJSON, a.Body)
 }
 
-// jsonAnswer renders v as an answer's JSON body, as c.JSON would.
-func jsonAnswer(status int, v any) idem.Response {
-	body, err := json.Marshal(v)
-	if err != nil {
-		panic(err) // the API's types always encode
-	}
-	return idem.Response{Status: status, Body: body}
-}
+// contentTypeJSON is the Content-Type of every JSON answer, the one c.JSON sets.
+const contentTypeJSON = "application/json; charset=utf-8"

@@ -40,7 +40,7 @@ func (s *server) createHold(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusCreated, toHoldResponse(h))
+	c.Data(http.StatusCreated, contentTypeJSON, holdJSON(toHoldResponse(h)))
 }
 
 // createHoldOnce is createHold with an Idempotency-Key: the engine keeps the record, written by the
@@ -54,7 +54,7 @@ func (s *server) createHoldOnce(c *gin.Context, hr engine.HoldRequest, key strin
 				a, _ := s.errorAnswer(c, err)
 				return a
 			}
-			return jsonAnswer(http.StatusCreated, toHoldResponse(h))
+			return idem.Response{Status: http.StatusCreated, Body: holdJSON(toHoldResponse(h))}
 		}}
 	ctx := c.Request.Context()
 	var a idem.Response
@@ -163,3 +163,4 @@ func (s *server) confirmHold(c *gin.Context) {
 	}
 	c.JSON(http.StatusCreated, toBookingResponse(b))
 }
+

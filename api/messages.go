@@ -254,6 +254,9 @@ func message(lang, code, fallback, field string) string {
 // language picks the best supported language of an Accept-Language header (RFC 9110 §12.5.4),
 // English when nothing matches.
 func language(header string) string {
+	if header == "" {
+		return langEN // what the loop below makes of it, without its allocations
+	}
 	type choice struct {
 		lang string
 		q    float64
