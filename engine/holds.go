@@ -138,7 +138,7 @@ func (hs *Holds) runHold(ctx context.Context, r *redisstore.HoldRecord, loc *tim
 		if err != nil {
 			return booking.Hold{}, err
 		}
-		metricHolds.WithLabelValues(string(out)).Inc()
+		holdCounter(out).Inc()
 		switch out {
 		case redisstore.HoldOK:
 			return holdOf(r).In(loc), nil
@@ -383,10 +383,22 @@ var (
 	}, []string{"outcome"})
 )
 
+// holdCounters are metricHolds' counters by outcome, looked up once: a hold counts itself without
+// hashing its label.
+var holdCounters = map[redisstore.HoldOutcome]prometheus.Counter{}
+
 // Every label value is registered up front (engine.go says why).
 func init() {
 	for _, o := range []redisstore.HoldOutcome{redisstore.HoldOK, redisstore.HoldFull, redisstore.HoldClosed, redisstore.HoldLimit,
 		redisstore.HoldCold, redisstore.HoldDone, redisstore.HoldReused, redisstore.HoldRunning} {
-		metricHolds.WithLabelValues(string(o))
+		holdCounters[o] = metricHolds.WithLabelValues(string(o))
 	}
+}
+
+// holdCounter is metricHolds' counter of outcome o.
+func holdCounter(o redisstore.HoldOutcome) prometheus.Counter {
+	if c, ok := holdCounters[o]; ok {
+		return c
+	}
+	return metricHolds.WithLabelValues(string(o))
 }
