@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 )
 
 // hs256 verifies the compact HS256 tokens that a mini-program sends with every request. It accepts
@@ -60,16 +62,18 @@ func (h *hs256) verify(tok string, now time.Time) (claims, error) {
 	if !valid {
 		return c, errTokenSignature
 	}
-	var hdr struct {
-		Alg string `json:"alg"`
+	if head != headerHS256 { // any other header is read; this one, every token's, says HS256
+		var hdr struct {
+			Alg string `json:"alg"`
+		}
+		if err := decodeSegment(head, &hdr); err != nil {
+			return c, err
+		}
+		if hdr.Alg != "HS256" {
+			return c, errTokenAlg
+		}
 	}
-	if err := decodeSegment(head, &hdr); err != nil {
-		return c, err
-	}
-	if hdr.Alg != "HS256" {
-		return c, errTokenAlg
-	}
-	if err := decodeSegment(payload, &c); err != nil {
+	if err := decodeClaims(payload, &c); err != nil {
 		return c, err
 	}
 	if c.ExpiresAt == nil || !now.Before(c.ExpiresAt.Time) {
@@ -79,6 +83,134 @@ func (h *hs256) verify(tok string, now time.Time) (claims, error) {
 		return c, errTokenNotYet
 	}
 	return c, nil
+}
+
+// headerHS256 is the header of the tokens slotwheel and the jwt library write,
+// {"alg":"HS256","typ":"JWT"}.
+const headerHS256 = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+
+// decodeClaims decodes a token's payload segment into c: by hand when it holds only claims that
+// plainClaims reads, else through encoding/json.
+func decodeClaims(seg string, c *claims) error {
+	var buf [512]byte
+	if base64.RawURLEncoding.DecodedLen(len(seg)) > len(buf) {
+		return decodeSegment(seg, c)
+	}
+	n, err := base64.RawURLEncoding.Decode(buf[:], []byte(seg))
+	if err != nil {
+		return errTokenMalformed
+	}
+	if plainClaims(buf[:n], c) {
+		return nil
+	}
+	*c = claims{}
+	if err := json.Unmarshal(buf[:n], c); err != nil {
+		return errTokenMalformed
+	}
+	return nil
+}
+
+// plainClaims reads b into c when it is a JSON object of the claims a token of ours carries (role,
+// sub, iss, jti as plain strings; exp, nbf, iat as integers of at most 15 digits; venue_id), each
+// once, and answers false when it is not sure — encoding/json decides then (c is left half
+// written). What it reads is what json.Unmarshal reads (hs256_test holds it to that).
+func plainClaims(b []byte, c *claims) bool {
+	i := skipSpace(b, 0)
+	if i == len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return skipSpace(b, i+1) == len(b)
+	}
+	var seen [8]bool
+	for {
+		key, j, ok := plainString(b, i)
+		if !ok {
+			return false
+		}
+		i = skipSpace(b, j)
+		if i == len(b) || b[i] != ':' {
+			return false
+		}
+		i = skipSpace(b, i+1)
+		var k int
+		switch key {
+		case "role", "sub", "iss", "jti":
+			s, j, ok := plainString(b, i)
+			if !ok {
+				return false
+			}
+			switch key {
+			case "role":
+				k, c.Role = 0, s
+			case "sub":
+				k, c.Subject = 1, s
+			case "iss":
+				k, c.Issuer = 2, s
+			default:
+				k, c.ID = 3, s
+			}
+			i = j
+		case "exp", "nbf", "iat":
+			n, j := int64(0), i
+			for j < len(b) && j-i < 16 && b[j] >= '0' && b[j] <= '9' {
+				n = n*10 + int64(b[j]-'0')
+				j++
+			}
+			if j == i || j-i > 15 || (b[i] == '0' && j-i > 1) || (j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E')) {
+				return false
+			}
+			// What NumericDate.UnmarshalJSON makes of a whole number of seconds.
+			d := jwt.NewNumericDate(time.Unix(n, 0))
+			switch key {
+			case "exp":
+				k, c.ExpiresAt = 4, d
+			case "nbf":
+				k, c.NotBefore = 5, d
+			default:
+				k, c.IssuedAt = 6, d
+			}
+			i = j
+		case "venue_id":
+			j := i
+			if s, end, ok := plainString(b, i); ok {
+				if len(s) > 20 {
+					return false
+				}
+				j = end
+			} else {
+				for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+					j++
+				}
+				if j == i || j-i > 20 || (b[i] == '0' && j-i > 1) || (j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E')) {
+					return false
+				}
+			}
+			if c.VenueID.UnmarshalJSON(b[i:j]) != nil {
+				return false
+			}
+			k, i = 7, j
+		default:
+			return false
+		}
+		if seen[k] {
+			return false
+		}
+		seen[k] = true
+		i = skipSpace(b, i)
+		if i == len(b) {
+			return false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return skipSpace(b, i+1) == len(b)
+		default:
+			return false
+		}
+	}
 }
 
 // decodeSegment decodes one base64url JSON segment of a token into v.

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -109,4 +110,57 @@ func BenchmarkVerifyToken(b *testing.B) {
 			}
 		}
 	})
+}
+
+// claimPayloads are token payloads that plainClaims reads, and ones it must leave to encoding/json.
+var claimPayloads = []string{
+	`{"role":"user","sub":"bench-1","exp":1780000000,"iat":1779913600}`,
+	`{"exp":1780000000,"role":"staff","sub":"desk","venue_id":"7"}`,
+	` {"role":"staff","venue_id":7,"sub":"d","iss":"x","jti":"j","nbf":0,"exp":999999999999999} `,
+	`{}`, `{"venue_id":""}`, `{"venue_id":"null"}`, `{"venue_id":null}`, `{"venue_id":"x"}`, `{"venue_id":-1}`,
+	`{"venue_id":07}`, `{"venue_id":7.0}`, `{"venue_id":"18446744073709551616"}`, `{"venue_id":18446744073709551615}`,
+	`{"exp":1780000000.5}`, `{"exp":1e9}`, `{"exp":-1}`, `{"exp":01}`, `{"exp":"1780000000"}`, `{"exp":1000000000000000}`,
+	`{"exp":null}`, `{"sub":12}`, `{"sub":"a\"b"}`, `{"sub":"é"}`, `{"Sub":"x"}`, `{"aud":"x"}`, `{"aud":["a","b"]}`,
+	`{"other":1}`, `{"sub":"a","sub":"b"}`, `{"exp":1,"exp":2}`, `{"role":"user",}`, `{"role":"user"} x`, `[]`, `null`,
+	`{"role":"user"`, `{"role"}`, ``, "{\"sub\":\"a\x01\"}",
+}
+
+func TestPlainClaimsIsUnmarshal(t *testing.T) {
+	read := 0
+	for _, p := range claimPayloads {
+		if checkPlainClaims(t, []byte(p)) {
+			read++
+		}
+	}
+	require.Equal(t, 7, read, "the payloads plainClaims reads by hand")
+}
+
+// FuzzPlainClaims holds plainClaims to json.Unmarshal.
+func FuzzPlainClaims(f *testing.F) {
+	for _, p := range claimPayloads {
+		f.Add([]byte(p))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { checkPlainClaims(t, b) })
+}
+
+// checkPlainClaims fails unless plainClaims, when it reads b, reads what json.Unmarshal does; it
+// answers whether plainClaims read b.
+func checkPlainClaims(t *testing.T, b []byte) bool {
+	t.Helper()
+	var got claims
+	if !plainClaims(b, &got) {
+		return false
+	}
+	var want claims
+	require.NoError(t, json.Unmarshal(b, &want), "%q is read by hand but refused by encoding/json", b)
+	require.Equal(t, want, got, "%q", b)
+	return true
+}
+
+// headerHS256 is the header our tokens carry, and says what verify takes it to say.
+func TestHeaderHS256(t *testing.T) {
+	require.Equal(t, base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)), headerHS256)
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "a"}).SignedString([]byte("k"))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(tok, headerHS256+"."), "the library writes another header: %s", tok)
 }
