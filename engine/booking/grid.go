@@ -70,7 +70,7 @@ type Plan struct {
 	horizonDays int
 
 	// days memoises DaySlots: the hold path asks for the same few days again and again.
-	days sync.Map // "2006-01-02 tz" → []Slot
+	days sync.Map // dayMemo → []Slot
 }
 
 // SlotMinutes is the grid's slot length.
@@ -213,14 +213,21 @@ type Slot struct {
 // DaySlots lays out the grid of one venue-local date in wall time, so DST days get the right slots:
 // a slot whose wall start does not exist that day (spring forward) is skipped.
 func (p *Plan) DaySlots(day time.Time, loc *time.Location) []Slot {
-	name := day.Format(DayLayout)
-	memo := name + " " + loc.String()
+	y, m, d := day.Date()
+	memo := dayMemo{y: y, m: m, d: d, zone: loc.String()}
 	if v, ok := p.days.Load(memo); ok {
 		return v.([]Slot)
 	}
-	out := p.layDay(day, name, loc)
+	out := p.layDay(day, day.Format(DayLayout), loc)
 	p.days.Store(memo, out)
 	return out
+}
+
+// dayMemo is a key of Plan.days: a date in a zone, named (not formatted) so that a hit costs nothing.
+type dayMemo struct {
+	y, d int
+	m    time.Month
+	zone string
 }
 
 func (p *Plan) layDay(day time.Time, name string, loc *time.Location) []Slot {
