@@ -76,13 +76,19 @@ func (r *HoldRecord) Effective(now time.Time) booking.HoldStatus {
 }
 
 // pairs is the record as HSET field/value pairs (the status is written by the scripts).
-func (r *HoldRecord) pairs() []any {
-	return []any{
+func (r *HoldRecord) pairs() []any { return r.appendPairs(make([]any, 0, holdPairs)) }
+
+// holdPairs is how many values pairs has.
+const holdPairs = 28
+
+// appendPairs appends pairs() to args.
+func (r *HoldRecord) appendPairs(args []any) []any {
+	return append(args,
 		hfID, r.ID, hfUser, r.UserID, hfVenue, r.VenueID, hfResource, r.ResourceID, hfService, r.ServiceID,
 		hfQty, r.Quantity, hfStart, r.Start.UnixMilli(), hfEnd, r.End.UnixMilli(), hfOStart, r.OccupyStart.UnixMilli(),
 		hfOEnd, r.OccupyEnd.UnixMilli(), hfDeadline, r.Deadline.UnixMilli(), hfCreated, r.Created.UnixMilli(),
 		hfAmount, r.AmountCents, hfDays, strings.Join(r.Days, listSep),
-	}
+	)
 }
 
 func decodeHold(m map[string]string) (HoldRecord, bool) {

@@ -141,7 +141,7 @@ func (s *Holds) HoldOnce(ctx context.Context, r *HoldRecord, now time.Time, maxL
 	vk := s.keys.Venue(r.VenueID)
 	keys := []string{vk.Capacity(), vk.Used(), vk.Owners(), vk.Wheel(), vk.Ended(), vk.Days(), vk.Hold(r.ID),
 		vk.UserHolds(r.UserID), vk.UserLive(r.UserID)}
-	args := make([]any, 0, 15+len(r.pairs()))
+	args := make([]any, 0, 15+holdPairs)
 	args = append(args, ms(now), ms(r.Deadline), r.Quantity, r.ID, Keep.Milliseconds(),
 		strings.Join(r.Days, listSep), strings.Join(r.Fields, listSep), maxLive)
 	if step != nil {
@@ -151,7 +151,7 @@ func (s *Holds) HoldOnce(ctx context.Context, r *HoldRecord, now time.Time, maxL
 	} else {
 		args = append(args, "", 0, 0, 0, "", 0, "")
 	}
-	args = append(args, r.pairs()...)
+	args = r.appendPairs(args)
 	out, err := s.runMarked(ctx, s.scripts.holdSlots, keys, args, r.VenueID, r.Deadline, now)
 	if err != nil {
 		return "", "", IdemAnswer{}, unavailable("hold", err)
@@ -195,7 +195,7 @@ func (s *Holds) HoldRoles(ctx context.Context, r *HoldRecord, roles []Role, now 
 			args = append(args, c.ResourceID, strings.Join(c.Days, listSep), strings.Join(c.Fields, listSep))
 		}
 	}
-	args = append(args, r.pairs()...)
+	args = r.appendPairs(args)
 	out, err := s.runMarked(ctx, s.scripts.holdRoles, keys, args, r.VenueID, r.Deadline, now)
 	if err != nil {
 		return "", "", unavailable("hold roles", err)
