@@ -139,8 +139,8 @@ func (s *Holds) Clustered() bool {
 // which the caller finishes with its answer (IdemFinish). A cold answer stores nothing.
 func (s *Holds) HoldOnce(ctx context.Context, r *HoldRecord, now time.Time, maxLive int, step *IdemStep) (HoldOutcome, string, IdemAnswer, error) {
 	vk := s.keys.Venue(r.VenueID)
-	keys := []string{vk.Capacity(), vk.Used(), vk.Owners(), vk.Wheel(), vk.Ended(), vk.Days(), vk.Hold(r.ID),
-		vk.UserHolds(r.UserID), vk.UserLive(r.UserID)}
+	keys := append(make([]string, 0, 10), vk.Capacity(), vk.Used(), vk.Owners(), vk.Wheel(), vk.Ended(), vk.Days(),
+		vk.Hold(r.ID), vk.UserHolds(r.UserID), vk.UserLive(r.UserID)) // and the idempotency record's
 	args := make([]any, 0, 15+holdPairs)
 	args = append(args, ms(now), ms(r.Deadline), r.Quantity, r.ID, Keep.Milliseconds(),
 		strings.Join(r.Days, listSep), strings.Join(r.Fields, listSep), maxLive)
