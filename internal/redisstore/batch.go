@@ -26,8 +26,22 @@ type batcher struct {
 
 // batchReq is one request's commands, added to the pipeline of the batch it goes out in.
 type batchReq struct {
-	queue func(pipe redis.Pipeliner)
+	queue func(b *batch)
 	done  chan struct{}
+}
+
+// batch is one pipeline being formed, with the venue timers its requests have marked on it: the
+// holds of a rush fall due in the same few seconds, and one mark of a venue's second in a pipeline
+// does what the same mark from each of them did (a set's member, the same expiry).
+type batch struct {
+	pipe  redis.Pipeliner
+	marks map[dueMark]struct{}
+}
+
+// dueMark is a venue's mark in the bucket of one second.
+type dueMark struct {
+	venue uint64
+	sec   int64
 }
 
 const (
@@ -53,7 +67,8 @@ func (b *batcher) send() {
 	defer b.senders.Add(-1)
 	idle := time.NewTimer(senderIdle)
 	defer idle.Stop()
-	batch := make([]*batchReq, 0, maxBatch)
+	waiting := make([]*batchReq, 0, maxBatch)
+	marks := make(map[dueMark]struct{})
 	for {
 		var first *batchReq
 		select {
@@ -61,24 +76,25 @@ func (b *batcher) send() {
 		case <-idle.C:
 			return
 		}
-		batch = append(batch[:0], first)
+		waiting = append(waiting[:0], first)
 	gather:
-		for len(batch) < maxBatch {
+		for len(waiting) < maxBatch {
 			select {
 			case r := <-b.reqs:
-				batch = append(batch, r)
+				waiting = append(waiting, r)
 			default:
 				break gather
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
-		pipe := b.rdb.Pipeline()
-		for _, r := range batch {
-			r.queue(pipe)
+		clear(marks)
+		p := &batch{pipe: b.rdb.Pipeline(), marks: marks}
+		for _, r := range waiting {
+			r.queue(p)
 		}
-		_, _ = pipe.Exec(ctx) // each command's own error is read by its request
+		_, _ = p.pipe.Exec(ctx) // each command's own error is read by its request
 		cancel()
-		for _, r := range batch {
+		for _, r := range waiting {
 			close(r.done)
 		}
 		idle.Reset(senderIdle)
@@ -88,11 +104,11 @@ func (b *batcher) send() {
 // do queues the commands queue adds (on the context it is given), sends them with the batch they
 // fall into, and returns once their replies are in — read them from the commands — or ctx ends
 // first.
-func (b *batcher) do(ctx context.Context, queue func(ctx context.Context, pipe redis.Pipeliner)) error {
+func (b *batcher) do(ctx context.Context, queue func(ctx context.Context, b *batch)) error {
 	if n := b.senders.Load(); n < maxSenders() && b.senders.CompareAndSwap(n, n+1) {
 		go b.send()
 	}
-	r := &batchReq{queue: func(pipe redis.Pipeliner) { queue(ctx, pipe) }, done: make(chan struct{})}
+	r := &batchReq{queue: func(p *batch) { queue(ctx, p) }, done: make(chan struct{})}
 	select {
 	case b.reqs <- r:
 	case <-ctx.Done():

@@ -15,13 +15,29 @@ import (
 	"github.com/slotwheel/slotwheel/internal/testenv"
 )
 
-// pipelines counts the pipelines a client sends.
-type pipelines struct{ n atomic.Int64 }
+// pipelines counts the pipelines a client sends, those with scripts (EVALSHA), and the venue
+// timer marks (SADD) in them.
+type pipelines struct{ n, scripted, marks atomic.Int64 }
 
 func (p *pipelines) DialHook(next redis.DialHook) redis.DialHook          { return next }
 func (p *pipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
 func (p *pipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { p.n.Add(1); return next(ctx, cmds) }
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		p.n.Add(1)
+		scripted := false
+		for _, c := range cmds {
+			switch c.Name() {
+			case "sadd":
+				p.marks.Add(1)
+			case "evalsha":
+				scripted = true
+			}
+		}
+		if scripted {
+			p.scripted.Add(1)
+		}
+		return next(ctx, cmds)
+	}
 }
 
 // Holds asked at the same time go out together, fewer pipelines than holds, and each request gets
@@ -71,5 +87,10 @@ func TestConcurrentHoldsShareRoundTrips(t *testing.T) {
 	}
 	require.Equal(t, 9, ok, "the nine units left, once each")
 	require.Less(t, p.n.Load(), int64(n), "holds went out together")
+	// Every hold's deadline falls in the same second: one mark of the venue a pipeline, and it is there.
+	require.Equal(t, p.scripted.Load(), p.marks.Load(), "one venue timer mark a pipeline of holds")
+	due, err := s.DueBetween(ctx, now.Add(time.Hour).Unix(), now.Add(time.Hour).Unix()+1)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{1}, due, "the venue is marked at the holds' deadline")
 	t.Logf("%d holds in %d pipelines", n, p.n.Load())
 }

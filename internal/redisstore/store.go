@@ -237,9 +237,9 @@ func (s *shared) evalMarked(ctx context.Context, sc *redis.Script, keys []string
 	for attempt := 0; ; attempt++ {
 		// With the scripts of other requests running at the same time (batch.go).
 		var cmd *redis.Cmd
-		if err := s.batch.do(ctx, func(ctx context.Context, pipe redis.Pipeliner) {
-			cmd = sc.EvalSha(ctx, pipe, keys, args...)
-			s.markDue(ctx, pipe, venueID, at, now)
+		if err := s.batch.do(ctx, func(ctx context.Context, b *batch) {
+			cmd = sc.EvalSha(ctx, b.pipe, keys, args...)
+			s.markDueOnce(ctx, b, venueID, at, now)
 		}); err != nil {
 			return nil, err
 		}

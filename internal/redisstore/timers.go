@@ -49,6 +49,20 @@ func (s *shared) markDue(ctx context.Context, pipe redis.Cmdable, venueID uint64
 	pipe.ExpireAt(ctx, key, time.Unix(sec, 0).Add(dueLife))
 }
 
+// markDueOnce is markDue on a batch's pipeline, unless a request of the batch marked the same venue
+// and second on it already.
+func (s *shared) markDueOnce(ctx context.Context, b *batch, venueID uint64, at, now time.Time) {
+	if at.Before(now) {
+		at = now
+	}
+	m := dueMark{venue: venueID, sec: dueSecond(at)}
+	if _, ok := b.marks[m]; ok {
+		return
+	}
+	b.marks[m] = struct{}{}
+	s.markDue(ctx, b.pipe, venueID, at, now)
+}
+
 // Wheel owns the deadlines of a venue's holds — the wheel itself, the holds that ended on it, the
 // confirms under way — and the venue timers that say when to look at a venue. It expires and
 // requeues holds; what a hold takes is the Holds'.
