@@ -124,3 +124,27 @@ func (hs *harness) holdReply(user string, days, hour int) reply {
 	start, end := hs.slot(days, hour)
 	return hs.do(http.MethodPost, "/api/v1/holds", user, set{"resource_id": hs.res, "start": start, "end": end})
 }
+
+// An instance that has served no hold yet — it started, and guests only looked at a day — still
+// holds through a MySQL outage: what every hold reads beyond its resource (the no-show rule, the
+// grace policies) was loaded at start, and a cached entry is answered while SQL is down.
+func TestFirstHoldThroughMySQLOutage(t *testing.T) {
+	t.Parallel()
+	var proxy *faultproxy.Proxy
+	hs := newHarness(t, withSQLProxy(&proxy), withCapacity(10),
+		withOptions(func(o *Options) { o.RequestTimeout = outageTimeout }))
+	if proxy == nil {
+		t.Skip("the embedded SQLite is in-process: there is no connection to lose")
+	}
+	_, err := hs.eng.ReconcileAtStart(t.Context(), hs.clock.Now()) // as the binary starts
+	require.NoError(t, err)
+	s, _ := hs.slot(1, 10)
+	hs.do(http.MethodGet, "/api/v1/availability?resource_id="+hs.res+"&date="+s[:10], "", nil).expect(t, http.StatusOK)
+
+	proxy.Blackhole(true)
+	defer proxy.Blackhole(false)
+	hs.clock.Advance(time.Minute)
+	began := time.Now()
+	hs.holdReply(hs.token("bob", booking.RoleUser, 0), 1, 11).expect(t, http.StatusCreated)
+	require.Less(t, time.Since(began), outageTimeout+time.Second)
+}

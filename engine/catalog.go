@@ -303,12 +303,17 @@ func (c *catalog) venue(ctx context.Context, id uint64) (*venueInfo, error) {
 		if err != nil {
 			return nil, err
 		}
-		loc, err := time.LoadLocation(v.Timezone)
-		if err != nil {
-			return nil, fmt.Errorf("venue %d has a bad time zone %q: %w", id, v.Timezone, err)
-		}
-		return &venueInfo{venue: v, loc: loc}, nil
+		return venueInfoOf(v)
 	})
+}
+
+// venueInfoOf is what the cache keeps of a venue row.
+func venueInfoOf(v models.Venue) (*venueInfo, error) {
+	loc, err := time.LoadLocation(v.Timezone)
+	if err != nil {
+		return nil, fmt.Errorf("venue %d has a bad time zone %q: %w", v.ID, v.Timezone, err)
+	}
+	return &venueInfo{venue: v, loc: loc}, nil
 }
 
 func (c *catalog) resource(ctx context.Context, id uint64) (*resourceInfo, error) {
@@ -422,6 +427,25 @@ func (c *catalog) noshowPolicy(ctx context.Context) (booking.NoshowPolicy, error
 		return booking.ParseNoshowPolicy(booking.NoshowPolicyInput{MaxNoshows: row.MaxNoshows, WithinDays: row.WithinDays,
 			FreezeDays: row.FreezeDays})
 	})
+}
+
+// warm loads the entries every hold reads whatever it books (the no-show rule, the grace policies,
+// the venue list) and every venue (its zone: answers are in it), in a few queries, so that an
+// instance that has served no hold yet still holds through a MySQL outage: a cached entry, however
+// old, is answered while SQL is down (cache.get).
+func (c *catalog) warm(ctx context.Context) error {
+	_, err1 := c.noshowPolicy(ctx)
+	_, err2 := c.grace(ctx)
+	_, err3 := c.venueList(ctx)
+	vs, err4 := c.ss.Venues(ctx)
+	for _, v := range vs {
+		info, err := venueInfoOf(v)
+		if err != nil {
+			continue // the venue's own reads report it
+		}
+		_, _ = c.venues.get(ctx, c.clock.Now(), v.ID, func(context.Context) (*venueInfo, error) { return info, nil })
+	}
+	return errors.Join(err1, err2, err3, err4)
 }
 
 // venueList lists every venue id; the wheel ticks over it.

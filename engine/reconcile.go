@@ -98,6 +98,9 @@ type StartupOutcome struct {
 // holds what SQL says; a holder that dies passes the repair to the next within startupLease. The
 // caller runs the rest of reconciliation (ReconcileRest) only when Ran.
 func (u *Upkeep) ReconcileAtStart(ctx context.Context, startedAt time.Time) (StartupOutcome, error) {
+	if err := u.cat.warm(ctx); err != nil {
+		u.log.Warn("start: the catalog's shared entries did not load; the first holds load them", "err", err)
+	}
 	lease := u.Lease("startup_reconcile")
 	// covered: a repair that began after this process started already saw all it would repair.
 	covered := func() (bool, error) {
