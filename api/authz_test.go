@@ -307,6 +307,11 @@ func TestHoldLifecycle(t *testing.T) {
 	hs.do(http.MethodGet, "/api/v1/holds/"+b.HoldID, alice, nil).expect(t, http.StatusOK).decode(t, &held)
 	require.Equal(t, string(booking.HoldConfirmed), held.Status)
 	require.Equal(t, b.BookingID, held.BookingID)
+	// A hold paid into a booking is no longer held: giving it up is a conflict, as for any hold no
+	// longer held, and another user still sees nothing there.
+	r := hs.do(http.MethodDelete, "/api/v1/holds/"+b.HoldID, alice, nil).expect(t, http.StatusConflict)
+	require.Equal(t, "hold_not_active", r.errorCode())
+	hs.do(http.MethodDelete, "/api/v1/holds/"+b.HoldID, hs.token("mallory", booking.RoleUser, 0), nil).expect(t, http.StatusNotFound)
 	// Restoring a booking that was not released is a conflict.
 	hs.do(http.MethodPost, "/api/v1/bookings/"+b.BookingID+"/restore", alice, nil).expect(t, http.StatusConflict)
 	var c bookingResponse

@@ -278,6 +278,15 @@ func (hs *Holds) GetHold(ctx context.Context, a booking.Actor, id string) (booki
 	return hs.viewHold(ctx, r), nil
 }
 
+// notActiveIfPaid is why a change of hold id, whose record is gone, is refused: ErrHoldNotActive when
+// a's booking was made from it, else ErrNotFound.
+func (hs *Holds) notActiveIfPaid(ctx context.Context, a booking.Actor, id string) error {
+	if _, err := hs.paidHold(ctx, a, id); err != nil {
+		return err
+	}
+	return booking.ErrHoldNotActive
+}
+
 // paidHold answers for a hold whose record is gone: the booking made from it says what it was.
 func (hs *Holds) paidHold(ctx context.Context, a booking.Actor, id string) (booking.Hold, error) {
 	if _, ok := redisstore.HoldVenue(id); !ok {
@@ -347,9 +356,13 @@ func (hs *Holds) ListHolds(ctx context.Context, a booking.Actor) ([]booking.Hold
 	return out, nil
 }
 
-// CancelHold gives up an unpaid hold. Owner or admin.
+// CancelHold gives up an unpaid hold. Owner or admin. A hold already paid into a booking is not
+// active (ErrHoldNotActive), as GetHold shows it CONFIRMED; cancelling it is cancelling the booking.
 func (hs *Holds) CancelHold(ctx context.Context, a booking.Actor, id string) (booking.Hold, error) {
 	r, err := hs.readHold(ctx, id)
+	if errors.Is(err, booking.ErrNotFound) {
+		return booking.Hold{}, hs.notActiveIfPaid(ctx, a, id)
+	}
 	if err != nil {
 		return booking.Hold{}, err
 	}
@@ -366,7 +379,7 @@ func (hs *Holds) CancelHold(ctx context.Context, a booking.Actor, id string) (bo
 	case "busy":
 		return booking.Hold{}, booking.ErrConfirmInProgress
 	case "missing":
-		return booking.Hold{}, booking.ErrNotFound
+		return booking.Hold{}, hs.notActiveIfPaid(ctx, a, id)
 	default:
 		return booking.Hold{}, booking.ErrHoldNotActive
 	}
