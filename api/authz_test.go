@@ -143,6 +143,10 @@ func TestRolesAndTokens(t *testing.T) {
 	require.Equal(t, "forbidden", r.errorCode())
 	r = hs.do(http.MethodPost, "/api/v1/checkins", staff, set{"checkin_code": booked.CheckinCode}).expect(t, http.StatusConflict)
 	require.Equal(t, "too_early", r.errorCode())
+	var early errorBody
+	r.decode(t, &early)
+	opens, _ := early.Error.Details["opens_at"].(string)
+	require.Equal(t, booked.Start[len(booked.Start)-6:], opens[len(opens)-6:], "opens_at is in the venue's offset, as the start: %s", opens)
 	// Staff see their venue's bookings.
 	hs.do(http.MethodGet, "/api/v1/bookings/"+booked.BookingID, staff, nil).expect(t, http.StatusOK)
 

@@ -263,12 +263,32 @@ func (bs *Bookings) CheckIn(ctx context.Context, a booking.Actor, code string) (
 		if !a.MayCheckIn(b.VenueID) {
 			return booking.Change{}, booking.ErrNotFound
 		}
-		return b.CheckIn(received, a.Name(), bs.rules)
+		ch, err := b.CheckIn(received, a.Name(), bs.rules)
+		return ch, bs.inVenueZone(ctx, b.VenueID, err, "opens_at")
 	})
 	if err != nil {
 		return booking.Booking{}, err
 	}
 	return bs.view(ctx, &b.Booking)
+}
+
+// inVenueZone is err with its time details named keys in the zone of venue v, as every time the API
+// answers is; err as it is when it has none, or the venue's zone cannot be read.
+func (bs *Bookings) inVenueZone(ctx context.Context, v uint64, err error, keys ...string) error {
+	e, ok := errors.AsType[*booking.Error](err)
+	if !ok {
+		return err
+	}
+	vi, verr := bs.cat.venue(ctx, v)
+	if verr != nil {
+		return err
+	}
+	for _, k := range keys {
+		if t, ok := e.Details[k].(time.Time); ok {
+			e = e.WithDetail(k, t.In(vi.loc))
+		}
+	}
+	return e
 }
 
 // Restore takes a released booking back within the restore window, if its units are still free:
