@@ -185,118 +185,43 @@ func holdFields(raw []byte, req *holdRequest) bool {
 		start, end jsonTime
 		qty        int
 	})
-	i := skipSpace(raw, 0)
-	if i == len(raw) || raw[i] != '{' {
-		return false
-	}
-	i = skipSpace(raw, i+1)
-	if i < len(raw) && raw[i] == '}' {
-		return skipSpace(raw, i+1) == len(raw)
-	}
-	for {
-		key, j, ok := plainString(raw, i)
-		if !ok {
-			return false
-		}
-		i = skipSpace(raw, j)
-		if i == len(raw) || raw[i] != ':' {
-			return false
-		}
-		i = skipSpace(raw, i+1)
+	return plainObject(raw, func(key string, i int) (int, bool) {
 		switch key {
-		case "resource_id", "service_id":
-			s, j, ok := plainString(raw, i)
-			if !ok {
-				return false
-			}
-			id, ok := parseID(s)
-			if !ok {
-				return false
-			}
-			if key == "resource_id" {
-				if req.ResourceID != nil {
-					return false
-				}
-				vals.res, req.ResourceID = jsonID(id), &vals.res
-			} else {
-				if req.ServiceID != nil {
-					return false
-				}
-				vals.svc, req.ServiceID = jsonID(id), &vals.svc
-			}
-			i = j
-		case "start", "end":
-			s, j, ok := plainString(raw, i)
-			if !ok {
-				return false
-			}
-			t, ok := parseTime(s)
-			if !ok {
-				return false
-			}
-			if key == "start" {
-				if req.Start != nil {
-					return false
-				}
-				vals.start.Time, req.Start = t, &vals.start
-			} else {
-				if req.End != nil {
-					return false
-				}
-				vals.end.Time, req.End = t, &vals.end
-			}
-			i = j
+		case "resource_id":
+			return plainOnce(raw, i, &req.ResourceID, &vals.res, idOf)
+		case "service_id":
+			return plainOnce(raw, i, &req.ServiceID, &vals.svc, idOf)
+		case "start":
+			return plainOnce(raw, i, &req.Start, &vals.start, timeOf)
+		case "end":
+			return plainOnce(raw, i, &req.End, &vals.end, timeOf)
 		case "quantity":
-			// 0, or up to 9 digits without a leading zero: a JSON integer that fits an int.
-			n, j := 0, i
-			for j < len(raw) && j-i < 10 && raw[j] >= '0' && raw[j] <= '9' {
-				n = n*10 + int(raw[j]-'0')
-				j++
+			n, j, ok := plainUint(raw, i, 9) // fits an int
+			if !ok || req.Quantity != nil {
+				return 0, false
 			}
-			if j == i || j-i > 9 || (raw[i] == '0' && j-i > 1) || req.Quantity != nil {
-				return false
-			}
-			vals.qty, req.Quantity = n, &vals.qty
-			i = j
-		default:
-			return false
+			vals.qty, req.Quantity = int(n), &vals.qty
+			return j, true
 		}
-		i = skipSpace(raw, i)
-		if i == len(raw) {
-			return false
-		}
-		switch raw[i] {
-		case ',':
-			i = skipSpace(raw, i+1)
-		case '}':
-			return skipSpace(raw, i+1) == len(raw)
-		default:
-			return false
-		}
-	}
+		return 0, false
+	})
 }
 
-// skipSpace skips JSON whitespace from i on.
-func skipSpace(raw []byte, i int) int {
-	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
-		i++
+// plainOnce reads the plain string at i with parse into *v and points *dst at it, the first time
+// only (a repeated field is encoding/json's to decide), and answers where the string ends.
+func plainOnce[T any](raw []byte, i int, dst **T, v *T, parse func(string) (T, bool)) (int, bool) {
+	s, j, ok := plainString(raw, i)
+	if !ok || *dst != nil {
+		return 0, false
 	}
-	return i
+	if *v, ok = parse(s); !ok {
+		return 0, false
+	}
+	*dst = v
+	return j, true
 }
 
-// plainString reads the JSON string at i when it is printable ASCII without escapes, and answers
-// where it ends.
-func plainString(raw []byte, i int) (string, int, bool) {
-	if i == len(raw) || raw[i] != '"' {
-		return "", 0, false
-	}
-	for j := i + 1; j < len(raw); j++ {
-		switch c := raw[j]; {
-		case c == '"':
-			return string(raw[i+1 : j]), j + 1, true
-		case c < 0x20 || c > 0x7e || c == '\\':
-			return "", 0, false
-		}
-	}
-	return "", 0, false
-}
+// idOf and timeOf are what jsonID and jsonTime make of a string.
+func idOf(s string) (jsonID, bool) { id, ok := parseID(s); return jsonID(id), ok }
+
+func timeOf(s string) (jsonTime, bool) { t, ok := parseTime(s); return jsonTime{t}, ok }

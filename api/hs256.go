@@ -115,31 +115,14 @@ func decodeClaims(seg string, c *claims) error {
 // once, and answers false when it is not sure — encoding/json decides then (c is left half
 // written). What it reads is what json.Unmarshal reads (hs256_test holds it to that).
 func plainClaims(b []byte, c *claims) bool {
-	i := skipSpace(b, 0)
-	if i == len(b) || b[i] != '{' {
-		return false
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return skipSpace(b, i+1) == len(b)
-	}
 	var seen [8]bool
-	for {
-		key, j, ok := plainString(b, i)
-		if !ok {
-			return false
-		}
-		i = skipSpace(b, j)
-		if i == len(b) || b[i] != ':' {
-			return false
-		}
-		i = skipSpace(b, i+1)
-		var k int
+	return plainObject(b, func(key string, i int) (int, bool) {
+		var k, j int
 		switch key {
 		case "role", "sub", "iss", "jti":
-			s, j, ok := plainString(b, i)
+			s, end, ok := plainString(b, i)
 			if !ok {
-				return false
+				return 0, false
 			}
 			switch key {
 			case "role":
@@ -151,18 +134,14 @@ func plainClaims(b []byte, c *claims) bool {
 			default:
 				k, c.ID = 3, s
 			}
-			i = j
+			j = end
 		case "exp", "nbf", "iat":
-			n, j := int64(0), i
-			for j < len(b) && j-i < 16 && b[j] >= '0' && b[j] <= '9' {
-				n = n*10 + int64(b[j]-'0')
-				j++
-			}
-			if j == i || j-i > 15 || (b[i] == '0' && j-i > 1) || (j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E')) {
-				return false
+			n, end, ok := plainUint(b, i, 15)
+			if !ok {
+				return 0, false
 			}
 			// What NumericDate.UnmarshalJSON makes of a whole number of seconds.
-			d := jwt.NewNumericDate(time.Unix(n, 0))
+			d := jwt.NewNumericDate(time.Unix(int64(n), 0))
 			switch key {
 			case "exp":
 				k, c.ExpiresAt = 4, d
@@ -171,46 +150,28 @@ func plainClaims(b []byte, c *claims) bool {
 			default:
 				k, c.IssuedAt = 6, d
 			}
-			i = j
+			j = end
 		case "venue_id":
-			j := i
-			if s, end, ok := plainString(b, i); ok {
-				if len(s) > 20 {
-					return false
-				}
+			if s, end, ok := plainString(b, i); ok && len(s) <= 20 {
+				j = end
+			} else if _, end, ok := plainUint(b, i, 20); ok {
 				j = end
 			} else {
-				for j < len(b) && b[j] >= '0' && b[j] <= '9' {
-					j++
-				}
-				if j == i || j-i > 20 || (b[i] == '0' && j-i > 1) || (j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E')) {
-					return false
-				}
+				return 0, false
 			}
 			if c.VenueID.UnmarshalJSON(b[i:j]) != nil {
-				return false
+				return 0, false
 			}
-			k, i = 7, j
+			k = 7
 		default:
-			return false
+			return 0, false
 		}
 		if seen[k] {
-			return false
+			return 0, false
 		}
 		seen[k] = true
-		i = skipSpace(b, i)
-		if i == len(b) {
-			return false
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case '}':
-			return skipSpace(b, i+1) == len(b)
-		default:
-			return false
-		}
-	}
+		return j, true
+	})
 }
 
 // decodeSegment decodes one base64url JSON segment of a token into v.
