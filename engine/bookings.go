@@ -259,23 +259,29 @@ func (bs *Bookings) CheckIn(ctx context.Context, a booking.Actor, code string) (
 	if err != nil {
 		return booking.Booking{}, err
 	}
+	var venue uint64
 	b, _, err := bs.apply(ctx, id, func(b *sqlstore.Booking) (booking.Change, error) {
 		if !a.MayCheckIn(b.VenueID) {
 			return booking.Change{}, booking.ErrNotFound
 		}
-		ch, err := b.CheckIn(received, a.Name(), bs.rules)
-		return ch, bs.inVenueZone(ctx, b.VenueID, err, "opens_at")
+		venue = b.VenueID
+		return b.CheckIn(received, a.Name(), bs.rules)
 	})
 	if err != nil {
-		return booking.Booking{}, err
+		// Out of the transaction: the venue's zone may cost a read of the catalog.
+		return booking.Booking{}, bs.inVenueZone(ctx, venue, err, "opens_at")
 	}
 	return bs.view(ctx, &b.Booking)
 }
 
-// inVenueZone is err with its time details named keys in the zone of venue v, as every time the API
-// answers is; err as it is when it has none, or the venue's zone cannot be read.
-func (bs *Bookings) inVenueZone(ctx context.Context, v uint64, err error, keys ...string) error {
+// inVenueZone is err with its time detail key in the zone of venue v, as every time the API answers
+// is; err as it is without that detail, or when the zone cannot be read.
+func (bs *Bookings) inVenueZone(ctx context.Context, v uint64, err error, key string) error {
 	e, ok := errors.AsType[*booking.Error](err)
+	if !ok {
+		return err
+	}
+	t, ok := e.Details[key].(time.Time)
 	if !ok {
 		return err
 	}
@@ -283,12 +289,7 @@ func (bs *Bookings) inVenueZone(ctx context.Context, v uint64, err error, keys .
 	if verr != nil {
 		return err
 	}
-	for _, k := range keys {
-		if t, ok := e.Details[k].(time.Time); ok {
-			e = e.WithDetail(k, t.In(vi.loc))
-		}
-	}
-	return e
+	return e.WithDetail(key, t.In(vi.loc))
 }
 
 // Restore takes a released booking back within the restore window, if its units are still free:

@@ -40,10 +40,20 @@ const dueLife = time.Hour
 
 // markDue queues, on pipe, the mark of venue's timer at at (never earlier than now).
 func (s *shared) markDue(ctx context.Context, pipe redis.Cmdable, venueID uint64, at, now time.Time) {
+	s.markSecond(ctx, pipe, venueID, markedSecond(at, now))
+}
+
+// markedSecond is the second whose bucket a mark for at, made at now, goes in: a time already past
+// is due at once.
+func markedSecond(at, now time.Time) int64 {
 	if at.Before(now) {
 		at = now
 	}
-	sec := dueSecond(at)
+	return dueSecond(at)
+}
+
+// markSecond marks a venue's timer in the bucket of second sec.
+func (s *shared) markSecond(ctx context.Context, pipe redis.Cmdable, venueID uint64, sec int64) {
 	key := s.keys.DueBucket(DueShard(venueID), sec)
 	pipe.SAdd(ctx, key, venueID)
 	pipe.ExpireAt(ctx, key, time.Unix(sec, 0).Add(dueLife))
@@ -52,15 +62,12 @@ func (s *shared) markDue(ctx context.Context, pipe redis.Cmdable, venueID uint64
 // markDueOnce is markDue on a batch's pipeline, unless a request of the batch marked the same venue
 // and second on it already.
 func (s *shared) markDueOnce(ctx context.Context, b *batch, venueID uint64, at, now time.Time) {
-	if at.Before(now) {
-		at = now
-	}
-	m := dueMark{venue: venueID, sec: dueSecond(at)}
+	m := dueMark{venue: venueID, sec: markedSecond(at, now)}
 	if _, ok := b.marks[m]; ok {
 		return
 	}
 	b.marks[m] = struct{}{}
-	s.markDue(ctx, b.pipe, venueID, at, now)
+	s.markSecond(ctx, b.pipe, venueID, m.sec)
 }
 
 // Wheel owns the deadlines of a venue's holds — the wheel itself, the holds that ended on it, the

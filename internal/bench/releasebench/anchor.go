@@ -3,6 +3,7 @@ package releasebench
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -17,6 +18,36 @@ type anchorTable struct {
 	// releaseOne is the naive release of one booking (stock Asynq's handler); releaseDue the poll's
 	// release of every due one. Both stamp released_at with the database's clock.
 	releaseOne, releaseDue string
+}
+
+// anchorRig is what both anchors run on: a database of their own, its bookings table, and the busy
+// case's confirm load (nil in the other cases).
+type anchorRig struct {
+	db   *database
+	t    *anchorTable
+	load *confirmLoad
+}
+
+// newAnchorRig sets an anchor's rig up; close takes down what it set up, also after it failed.
+func newAnchorRig(ctx context.Context, env *Env, cfg Config, s spec, p *Progress) (*anchorRig, error) {
+	p.Stage("creating a database", 0)
+	db, err := env.newDatabase(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	r := &anchorRig{db: db}
+	if r.t, err = newAnchorTable(ctx, db); err == nil {
+		r.load, err = anchorLoad(ctx, env, cfg, s, p)
+	}
+	if err != nil {
+		return nil, errors.Join(err, r.close(context.WithoutCancel(ctx)))
+	}
+	return r, nil
+}
+
+// close stops the load and drops the database.
+func (r *anchorRig) close(ctx context.Context) error {
+	return errors.Join(r.load.close(), r.db.drop(ctx))
 }
 
 // sqliteTime is how the SQLite anchor table keeps times: text that sorts as time does, and is what

@@ -25,22 +25,13 @@ const asynqEnqueuers = 16
 // booking with one UPDATE.
 func measureAsynq(ctx context.Context, env *Env, cfg Config, s spec, p *Progress) (m *measurement, err error) {
 	m = &measurement{design: DesignAsynq, label: cfg.label(DesignAsynq, s.c), c: s.c, n: s.n, observed: -1, unitsBack: -1, redisBytes: -1}
-	p.Stage("creating a database", 0)
 	cleanup := context.WithoutCancel(ctx)
-	db, err := env.newDatabase(ctx, false)
+	rig, err := newAnchorRig(ctx, env, cfg, s, p)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { err = errors.Join(err, db.drop(cleanup)) }()
-	t, err := newAnchorTable(ctx, db)
-	if err != nil {
-		return nil, err
-	}
-	load, err := anchorLoad(ctx, env, cfg, s, p)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { err = errors.Join(err, load.close()) }()
+	defer func() { err = errors.Join(err, rig.close(cleanup)) }()
+	db, t, load := rig.db, rig.t, rig.load
 	queue := randomName("bench_asynq_")
 	defer func() { err = errors.Join(err, env.deleteQueues(cleanup, queue)) }()
 

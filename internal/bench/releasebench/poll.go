@@ -26,22 +26,13 @@ type tick struct {
 func measurePoll(ctx context.Context, env *Env, cfg Config, s spec, p *Progress) (ms []*measurement, err error) {
 	m := &measurement{design: DesignPoll, label: cfg.label(DesignPoll, s.c), c: s.c, n: s.n,
 		observed: -1, unitsBack: -1, redisBytes: -1}
-	p.Stage("creating a database", 0)
 	cleanup := context.WithoutCancel(ctx)
-	db, err := env.newDatabase(ctx, false)
+	rig, err := newAnchorRig(ctx, env, cfg, s, p)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { err = errors.Join(err, db.drop(cleanup)) }()
-	t, err := newAnchorTable(ctx, db)
-	if err != nil {
-		return nil, err
-	}
-	load, err := anchorLoad(ctx, env, cfg, s, p)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { err = errors.Join(err, load.close()) }()
+	defer func() { err = errors.Join(err, rig.close(cleanup)) }()
+	db, t, load := rig.db, rig.t, rig.load
 
 	scratch := min(max(s.n/50, 20), 1000)
 	p.Stage("estimating the setup rate", 0)
