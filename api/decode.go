@@ -70,6 +70,11 @@ func parseID(s string) (uint64, bool) {
 	return v, err == nil && v > 0
 }
 
+// idOf and timeOf are what jsonID and jsonTime make of a string (for plainOnce).
+func idOf(s string) (jsonID, bool) { id, ok := parseID(s); return jsonID(id), ok }
+
+func timeOf(s string) (jsonTime, bool) { t, ok := parseTime(s); return jsonTime{t}, ok }
+
 // formatID writes an id as the API shows it.
 var formatID = wire.ID
 

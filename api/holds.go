@@ -206,22 +206,3 @@ func holdFields(raw []byte, req *holdRequest) bool {
 		return 0, false
 	})
 }
-
-// plainOnce reads the plain string at i with parse into *v and points *dst at it, the first time
-// only (a repeated field is encoding/json's to decide), and answers where the string ends.
-func plainOnce[T any](raw []byte, i int, dst **T, v *T, parse func(string) (T, bool)) (int, bool) {
-	s, j, ok := plainString(raw, i)
-	if !ok || *dst != nil {
-		return 0, false
-	}
-	if *v, ok = parse(s); !ok {
-		return 0, false
-	}
-	*dst = v
-	return j, true
-}
-
-// idOf and timeOf are what jsonID and jsonTime make of a string.
-func idOf(s string) (jsonID, bool) { id, ok := parseID(s); return jsonID(id), ok }
-
-func timeOf(s string) (jsonTime, bool) { t, ok := parseTime(s); return jsonTime{t}, ok }

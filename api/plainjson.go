@@ -44,6 +44,20 @@ func plainObject(raw []byte, field func(key string, i int) (end int, ok bool)) b
 	}
 }
 
+// plainOnce reads the plain string at i with parse into *v and points *dst at it, the first time
+// only (a repeated field is encoding/json's to decide), and answers where the string ends.
+func plainOnce[T any](raw []byte, i int, dst **T, v *T, parse func(string) (T, bool)) (int, bool) {
+	s, j, ok := plainString(raw, i)
+	if !ok || *dst != nil {
+		return 0, false
+	}
+	if *v, ok = parse(s); !ok {
+		return 0, false
+	}
+	*dst = v
+	return j, true
+}
+
 // plainUint reads the JSON number at i when it is a whole number of 1 to maxDigits digits without a
 // leading zero, fraction or exponent, and answers where it ends. (n overflows past 19 digits; a
 // caller that allows more reads the digits itself.)
