@@ -35,20 +35,25 @@ func TestSIGTERMWhileReleasesRun(t *testing.T) {
 	admin := c.token("ops", "admin", "")
 	sink.secret = c.do("POST", "/api/v1/admin/webhooks", admin, map[string]any{"url": sink.srv.URL,
 		"event_types": []string{"booking.released"}}, 201)["secret"].(string)
-	venue := c.do("POST", "/api/v1/admin/venues", admin, map[string]any{"name": "Term Hall", "timezone": "Asia/Shanghai"}, 201)
+	// The hour in progress in the venue's zone, which must not end before the units are counted
+	// back: near the end of a UTC hour the venue is in Asia/Kolkata, whose hours turn at half past.
+	// A booking paid after its start is released grace after its payment, so paying at a steady pace
+	// spreads the releases over a few seconds.
+	zone := "Asia/Shanghai"
+	if time.Now().UTC().Minute() >= 55 {
+		zone = "Asia/Kolkata"
+	}
+	loc, err := time.LoadLocation(zone)
+	require.NoError(t, err)
+	venue := c.do("POST", "/api/v1/admin/venues", admin, map[string]any{"name": "Term Hall", "timezone": zone}, 201)
 	rid := c.do("POST", "/api/v1/admin/resources", admin, map[string]any{"venue_id": venue["venue_id"], "name": "Hall",
 		"kind": "hall", "capacity": n, "category": "sigterm", "price_cents": 100}, 201)["resource_id"].(string)
 	c.do("PUT", "/api/v1/admin/resources/"+rid+"/schedule", admin, map[string]any{"slot_minutes": 60,
 		"weekly": []map[string]any{{"weekdays": []int{1, 2, 3, 4, 5, 6, 7}, "open": "00:00", "close": "24:00"}}, "horizon_days": 2}, 200)
 	c.do("PUT", "/api/v1/admin/policies/grace", admin, map[string]any{"category": "sigterm", "grace_seconds": 3}, 200)
 
-	// The hour in progress (the next one when this one is nearly over, so that it does not end
-	// before the units are counted back): a booking paid after its start is released grace after
-	// its payment, so paying at a steady pace spreads the releases over a few seconds.
-	start := time.Now().Truncate(time.Hour)
-	if time.Until(start.Add(time.Hour)) < 5*time.Minute {
-		start = start.Add(time.Hour)
-	}
+	local := time.Now().In(loc)
+	start := time.Date(local.Year(), local.Month(), local.Day(), local.Hour(), 0, 0, 0, loc)
 	slot := map[string]any{"resource_id": rid, "start": start.Format(time.RFC3339), "end": start.Add(time.Hour).Format(time.RFC3339)}
 	ids := make([]string, n)
 	pace := time.NewTicker(10 * time.Millisecond)
