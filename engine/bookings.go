@@ -348,7 +348,7 @@ func (bs *Bookings) scheduleIfDue(ctx context.Context, b *sqlstore.Booking) {
 		return
 	}
 	ref := release.Ref{BookingID: b.ID, ReleaseAt: b.ReleaseAt}
-	if err := bs.sched.ScheduleRelease(ctx, ref); err != nil {
+	if _, err := bs.sched.ScheduleRelease(ctx, ref); err != nil {
 		bs.log.Error("schedule release failed; the loader will retry", "booking_id", b.ID, "err", err)
 		return
 	}

@@ -197,11 +197,11 @@ type recordingScheduler struct {
 	cancelled []release.Ref
 }
 
-func (s *recordingScheduler) ScheduleRelease(_ context.Context, r release.Ref) error {
+func (s *recordingScheduler) ScheduleRelease(_ context.Context, r release.Ref) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.scheduled = append(s.scheduled, r)
-	return nil
+	return true, nil
 }
 
 func (s *recordingScheduler) CancelRelease(_ context.Context, r release.Ref) error {

@@ -41,8 +41,8 @@ type queuedDelivery struct {
 
 func newFakeQueue() *fakeQueue { return &fakeQueue{tasks: map[string]queuedDelivery{}} }
 
-func (q *fakeQueue) ScheduleRelease(context.Context, release.Ref) error { return nil }
-func (q *fakeQueue) CancelRelease(context.Context, release.Ref) error   { return nil }
+func (q *fakeQueue) ScheduleRelease(context.Context, release.Ref) (bool, error) { return true, nil }
+func (q *fakeQueue) CancelRelease(context.Context, release.Ref) error           { return nil }
 
 func (q *fakeQueue) ScheduleDelivery(_ context.Context, id uint64, key string, at time.Time) error {
 	q.mu.Lock()

@@ -337,7 +337,8 @@ func (u *Upkeep) repairHold(ctx context.Context, v uint64, id string, r redissto
 }
 
 // requeueReleases puts every release due within the horizon back into the queue; the queue answers
-// "already there" for those it has (task ids are derived from the booking).
+// "already there" for those it has (task ids are derived from the booking), and only the tasks it
+// did not have count as TasksScheduled.
 func (u *Upkeep) requeueReleases(ctx context.Context, rep *ReconcileReport) error {
 	if u.sched == nil {
 		return nil
@@ -354,13 +355,17 @@ func (u *Upkeep) requeueReleases(ctx context.Context, rep *ReconcileReport) erro
 		refs := make([]release.Ref, 0, len(rows))
 		for _, r := range rows {
 			ref := release.Ref{BookingID: r.BookingID, ReleaseAt: r.ReleaseAt}
-			if err := u.sched.ScheduleRelease(ctx, ref); err != nil {
+			added, err := u.sched.ScheduleRelease(ctx, ref)
+			if err != nil {
 				return err
+			}
+			// Only a task the queue did not have is a repair; one already there is the steady state.
+			if added {
+				rep.TasksScheduled++
 			}
 			refs = append(refs, ref)
 			lastID = r.BookingID
 		}
-		rep.TasksScheduled += len(refs)
 		if err := u.bookings.MarkReleaseQueued(ctx, refs); err != nil {
 			return err
 		}

@@ -38,7 +38,7 @@ func (l *loader) runOnce(ctx context.Context) (int, error) {
 		}
 		queued, errs := make([]release.Ref, 0, len(refs)), []error(nil)
 		for _, ref := range refs {
-			if err := l.sched.ScheduleRelease(ctx, ref); err != nil {
+			if _, err := l.sched.ScheduleRelease(ctx, ref); err != nil {
 				errs = append(errs, err)
 				continue
 			}

@@ -49,14 +49,14 @@ type fakeScheduler struct {
 	failFor   uint64
 }
 
-func (s *fakeScheduler) ScheduleRelease(_ context.Context, ref release.Ref) error {
+func (s *fakeScheduler) ScheduleRelease(_ context.Context, ref release.Ref) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ref.BookingID == s.failFor {
-		return errors.New("redis down")
+		return false, errors.New("redis down")
 	}
 	s.scheduled = append(s.scheduled, ref.BookingID)
-	return nil
+	return true, nil
 }
 
 func (s *fakeScheduler) CancelRelease(context.Context, release.Ref) error { return nil }

@@ -60,7 +60,8 @@ func TestQueueReleasesOnTime(t *testing.T) {
 	for i := range refs {
 		// Spread over ~1.5 s so every sub-second offset of release_at is exercised.
 		refs[i] = release.Ref{BookingID: uint64(i + 1), ReleaseAt: base.Add(time.Duration(i) * 25 * time.Millisecond).Truncate(time.Millisecond)}
-		require.NoError(t, b.jobs.ScheduleRelease(ctx, refs[i]))
+		_, err := b.jobs.ScheduleRelease(ctx, refs[i])
+		require.NoError(t, err)
 	}
 	waitFor(t, 15*time.Second, "all releases", func() (bool, error) { return rec.count() == n, nil })
 

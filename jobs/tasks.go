@@ -80,10 +80,10 @@ func ReconcileTaskID(start time.Time) string {
 // when no instance runs the loop or the loop falls behind. Asynq keeps scheduled times in whole
 // seconds and may start a task up to a second before the one it stores, so the task is due at the
 // first whole second at or after release_at: it does not start early, and rarely finds its booking
-// still undecided. A task already queued counts as success.
-func (j *Jobs) ScheduleRelease(ctx context.Context, ref release.Ref) error {
+// still undecided. A task already queued counts as success; added says whether this call queued it.
+func (j *Jobs) ScheduleRelease(ctx context.Context, ref release.Ref) (added bool, err error) {
 	task := asynq.NewTask(TypeRelease, encodeRef(ref))
-	err := j.enqueue(ctx, task,
+	added, err = j.enqueueOnce(ctx, task,
 		asynq.TaskID(ReleaseTaskID(ref)),
 		asynq.Queue(j.queueOf(ref.BookingID)),
 		asynq.MaxRetry(releaseMaxRetry),
@@ -91,9 +91,9 @@ func (j *Jobs) ScheduleRelease(ctx context.Context, ref release.Ref) error {
 		asynq.ProcessAt(taskTime(ref.ReleaseAt)),
 	)
 	if err != nil {
-		return fmt.Errorf("schedule release of booking %d: %w", ref.BookingID, err)
+		return false, fmt.Errorf("schedule release of booking %d: %w", ref.BookingID, err)
 	}
-	return nil
+	return added, nil
 }
 
 // taskTime is the first whole second at or after t.
@@ -106,16 +106,22 @@ func taskTime(t time.Time) time.Time {
 
 // enqueue puts a task into its queue; a task with the same ID already there is success.
 func (j *Jobs) enqueue(ctx context.Context, task *asynq.Task, opts ...asynq.Option) error {
+	_, err := j.enqueueOnce(ctx, task, opts...)
+	return err
+}
+
+// enqueueOnce is enqueue that also says whether the task was added (false: its ID was there).
+func (j *Jobs) enqueueOnce(ctx context.Context, task *asynq.Task, opts ...asynq.Option) (bool, error) {
 	_, err := j.client.EnqueueContext(ctx, task, opts...)
 	switch {
 	case err == nil:
 		tasksScheduled.WithLabelValues(task.Type(), "enqueued").Inc()
-		return nil
+		return true, nil
 	case errors.Is(err, asynq.ErrTaskIDConflict):
 		tasksScheduled.WithLabelValues(task.Type(), "already_queued").Inc()
-		return nil
+		return false, nil
 	default:
-		return err
+		return false, err
 	}
 }
 

@@ -52,7 +52,9 @@ func TestScheduleAndCancelRelease(t *testing.T) {
 	ref := release.Ref{BookingID: 42, ReleaseAt: now.Add(time.Hour).Truncate(time.Millisecond)}
 	require.NoError(t, j.CancelRelease(ctx, ref))
 
-	require.NoError(t, j.ScheduleRelease(ctx, ref))
+	added, err := j.ScheduleRelease(ctx, ref)
+	require.NoError(t, err)
+	require.True(t, added)
 	info, err := b.inspector.GetTaskInfo(j.ReleaseQueue(), ReleaseTaskID(ref))
 	require.NoError(t, err)
 	require.Equal(t, asynq.TaskStateScheduled, info.State)
@@ -64,15 +66,19 @@ func TestScheduleAndCancelRelease(t *testing.T) {
 	// Due at the first whole second at or after release_at, in Asynq's whole seconds: never before.
 	require.Equal(t, ref.ReleaseAt.Add(time.Second-time.Millisecond).Unix(), info.NextProcessAt.Unix())
 
-	// Scheduling again is a no-op, not an error.
-	require.NoError(t, j.ScheduleRelease(ctx, ref))
+	// Scheduling again is a no-op, not an error, and says it added nothing.
+	added, err = j.ScheduleRelease(ctx, ref)
+	require.NoError(t, err)
+	require.False(t, added, "the queue had it")
 	scheduled, err := b.inspector.ListScheduledTasks(j.ReleaseQueue())
 	require.NoError(t, err)
 	require.Len(t, scheduled, 1)
 
 	// A restored booking has a new release_at and so a task of its own.
 	restored := release.Ref{BookingID: 42, ReleaseAt: ref.ReleaseAt.Add(20 * time.Minute)}
-	require.NoError(t, j.ScheduleRelease(ctx, restored))
+	added, err = j.ScheduleRelease(ctx, restored)
+	require.NoError(t, err)
+	require.True(t, added)
 	scheduled, err = b.inspector.ListScheduledTasks(j.ReleaseQueue())
 	require.NoError(t, err)
 	require.Len(t, scheduled, 2)

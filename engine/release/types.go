@@ -17,8 +17,11 @@ type Ref struct {
 
 // Scheduler puts release tasks into the durable queue. jobs/ implements it; the engine calls it
 // when a booking's release_at comes within the horizon and when a booking no longer needs one.
+// ScheduleRelease answers whether it added the task: false when the queue had it already (a task's
+// id is derived from its ref), which is success too, so that reconciliation counts only what it
+// repaired.
 type Scheduler interface {
-	ScheduleRelease(ctx context.Context, ref Ref) error
+	ScheduleRelease(ctx context.Context, ref Ref) (added bool, err error)
 	CancelRelease(ctx context.Context, ref Ref) error
 }
 
