@@ -366,17 +366,24 @@ func TestReschedule(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidTransition)
 }
 
-// The no-show freeze: max_noshows within the window freeze a user for freeze_days from the latest.
+// The no-show freeze: a user over max_noshows within the window (docs/API.md: "a user over it gets
+// 403 account_frozen") is frozen for freeze_days from the latest; max_noshows of them are allowed.
 func TestNoshowFreeze(t *testing.T) {
 	t.Parallel()
 	p, err := ParseNoshowPolicy(NoshowPolicyInput{MaxNoshows: 2, WithinDays: 30, FreezeDays: 7})
 	require.NoError(t, err)
 	day := 24 * time.Hour
-	require.True(t, p.FrozenUntil([]time.Time{t0.Add(-3 * day)}, t0).IsZero(), "one is under the threshold")
-	shows := []time.Time{t0.Add(-10 * day), t0.Add(-3 * day)}
-	require.Equal(t, t0.Add(4*day), p.FrozenUntil(shows, t0), "frozen for 7 days from the latest")
+	require.True(t, p.FrozenUntil([]time.Time{t0.Add(-3 * day)}, t0).IsZero(), "one is under the maximum")
+	require.True(t, p.FrozenUntil([]time.Time{t0.Add(-10 * day), t0.Add(-3 * day)}, t0).IsZero(),
+		"two are at the maximum, not over it")
+	shows := []time.Time{t0.Add(-12 * day), t0.Add(-10 * day), t0.Add(-3 * day)}
+	require.Equal(t, t0.Add(4*day), p.FrozenUntil(shows, t0), "the third is over: frozen for 7 days from the latest")
 	require.True(t, p.FrozenUntil(shows, t0.Add(4*day)).IsZero(), "free at the end of the freeze")
-	require.True(t, p.FrozenUntil([]time.Time{t0.Add(-31 * day), t0.Add(-3 * day)}, t0).IsZero(), "an old one does not count")
+	require.True(t, p.FrozenUntil([]time.Time{t0.Add(-31 * day), t0.Add(-10 * day), t0.Add(-3 * day)}, t0).IsZero(), "an old one does not count")
+	one, err := ParseNoshowPolicy(NoshowPolicyInput{MaxNoshows: 1, WithinDays: 30, FreezeDays: 7})
+	require.NoError(t, err)
+	require.True(t, one.FrozenUntil([]time.Time{t0.Add(-3 * day)}, t0).IsZero(), "max_noshows 1 allows one")
+	require.Equal(t, t0.Add(4*day), one.FrozenUntil([]time.Time{t0.Add(-5 * day), t0.Add(-3 * day)}, t0), "and freezes at the second")
 	require.True(t, NoshowPolicy{}.FrozenUntil(shows, t0).IsZero(), "off by default")
 	off, err := ParseNoshowPolicy(NoshowPolicyInput{MaxNoshows: 0, WithinDays: 30, FreezeDays: 7})
 	require.NoError(t, err, "0 turns the freeze off")

@@ -118,11 +118,12 @@ func (p Policy) mayReschedule(start time.Time, moves int, now time.Time) error {
 	return nil
 }
 
-// NoshowPolicy freezes users who do not turn up (docs/API.md "No-shows"); the zero value is off.
+// NoshowPolicy freezes users who do not turn up (docs/API.md "No-shows": "a user over it gets 403
+// account_frozen"); the zero value is off.
 type NoshowPolicy struct {
-	MaxNoshows int // no-shows within Within that freeze a user
+	MaxNoshows int // no-shows within Within a user may have; one more freezes them (0: off)
 	Within     time.Duration
-	Freeze     time.Duration // how long, from the no-show that reached MaxNoshows
+	Freeze     time.Duration // how long, from the no-show that went over MaxNoshows
 }
 
 // NoshowPolicyInput sets the no-show policy; all three fields are required.
@@ -144,8 +145,10 @@ func ParseNoshowPolicy(in NoshowPolicyInput) (NoshowPolicy, error) {
 }
 
 // FrozenUntil decides whether a user whose no-shows were released at noshows (any order) is frozen
-// at now: with at least MaxNoshows of them within Within before now, the user is frozen for Freeze
-// from the latest one. It answers the end of the freeze, or the zero time when the user is free.
+// at now: with more than MaxNoshows of them within Within before now (over the maximum, as the
+// contract says: with max_noshows 3 the fourth no-show freezes, the third does not), the user is
+// frozen for Freeze from the latest one. It answers the end of the freeze, or the zero time when
+// the user is free.
 func (p NoshowPolicy) FrozenUntil(noshows []time.Time, now time.Time) time.Time {
 	if p.MaxNoshows <= 0 {
 		return time.Time{}
@@ -160,7 +163,7 @@ func (p NoshowPolicy) FrozenUntil(noshows []time.Time, now time.Time) time.Time 
 			}
 		}
 	}
-	if n < p.MaxNoshows {
+	if n <= p.MaxNoshows {
 		return time.Time{}
 	}
 	if until := latest.Add(p.Freeze); until.After(now) {

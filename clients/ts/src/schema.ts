@@ -326,7 +326,7 @@ export interface paths {
         get: operations["getNoshowPolicy"];
         /**
          * Set the no-show freeze
-         * @description Admin; one rule for the deployment, off until set. A user with at least max_noshows no-shows released within the last within_days days gets 403 account_frozen on new holds until freeze_days after the latest of them. One no-show is counted per released booking, and taken back when the booking is restored or checked in afterwards. The rule applies at once to every user's recent no-shows. It cannot be switched off again through the API (every field is at least 1).
+         * @description Admin; one rule for the deployment, off until set. A user over max_noshows, that is with more than max_noshows no-shows released within the last within_days days (docs/API.md: "a user over it gets 403 account_frozen"), gets 403 account_frozen on new holds until freeze_days after the latest of them: with max_noshows 3, the third no-show is allowed and the fourth freezes. One no-show is counted per released booking, and taken back when the booking is restored or checked in afterwards. The rule applies at once to every user's recent no-shows. max_noshows 0 switches it off again (within_days and freeze_days are at least 1).
          */
         put: operations["setNoshowPolicy"];
         post?: never;
@@ -1473,11 +1473,11 @@ export interface components {
         };
         /** @description All three are required (400 missing_field); each out of range is 422 invalid_policy naming the field. */
         NoshowPolicyInput: {
-            /** @description No-shows within within_days that freeze a user; 0 turns the freeze off (and lifts freezes it caused). */
+            /** @description No-shows within within_days a user may have; one more freezes them (over the maximum, not at it). 0 turns the freeze off (and lifts freezes it caused). */
             max_noshows: number;
             /** @description The window, in days back from now, in which no-shows count. */
             within_days: number;
-            /** @description How long the freeze lasts, from the no-show that reached max_noshows. */
+            /** @description How long the freeze lasts, from the no-show that went over max_noshows. */
             freeze_days: number;
         };
         /** @description The deployment's no-show freeze; the numbers are 0 while it is off. */
