@@ -111,6 +111,7 @@ func TestBadInputIsA4xxOnEveryWriteRoute(t *testing.T) {
 			base: set{"venue_id": hs.venue, "name": "Lesson", "duration_minutes": 60, "resource_ids": []string{hs.res}, "price_cents": 100},
 			cases: []bodyCase{
 				{"duration zero", set{"duration_minutes": 0}, 422, "invalid_duration"},
+				{"duration off the hourly grid", set{"duration_minutes": 50}, 422, "invalid_duration"},
 				{"prep negative", set{"prep_minutes": -1}, 422, "invalid_buffer"},
 				{"no resources", set{"resource_ids": []string{}}, 422, "invalid_resource_ids"},
 				{"resource id number", set{"resource_ids": []int{1}}, 400, "invalid_id"},

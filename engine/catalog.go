@@ -656,6 +656,11 @@ func (cg *Catalog) CreateService(ctx context.Context, a booking.Actor, in Servic
 		if err != nil {
 			return Service{}, unknown(err, "unknown_resource", "resource %d is not a resource of venue %d", l.ResourceID, in.VenueID)
 		}
+		if ri.plan != nil {
+			if err := booking.CheckServiceDuration(in.DurationMinutes, ri.plan.SlotMinutes()); err != nil {
+				return Service{}, err
+			}
+		}
 	}
 	s, rows, err := cg.ss.CreateService(ctx, sqlstore.NewService{VenueID: in.VenueID, Name: in.Name,
 		DurationMinutes: in.DurationMinutes, PrepMinutes: in.PrepMinutes, CleanupMinutes: in.CleanupMinutes,

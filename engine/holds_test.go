@@ -102,6 +102,38 @@ func TestRandomOverlappingWindowsNeverOversell(t *testing.T) {
 	}
 }
 
+// A service whose duration is not a whole number of its resource's slots is refused (422
+// invalid_duration), and so is a grid that a service already delivered on the resource would end
+// off (422 invalid_slot_minutes, naming it); nothing is written.
+func TestServiceDurationOnTheGrid(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	hourly := tb.resource(t, 1, 60, "08:00", "20:00")
+	_, err := tb.e.CreateService(ctx, booking.System, ServiceInput{VenueID: hourly.VenueID, Name: "Counselling", DurationMinutes: 50,
+		ResourceIDs: []uint64{hourly.ID}, PriceCents: 30000})
+	require.ErrorIs(t, err, booking.Invalid("invalid_duration", ""))
+	svcs, err := tb.e.ListServices(ctx, hourly.VenueID)
+	require.NoError(t, err)
+	require.Empty(t, svcs)
+
+	fine := tb.resourceAt(t, hourly.VenueID, 1, 10, "08:00", "20:00")
+	_, err = tb.e.CreateService(ctx, booking.System, ServiceInput{VenueID: hourly.VenueID, Name: "Counselling", DurationMinutes: 50,
+		ResourceIDs: []uint64{hourly.ID, fine.ID}, PriceCents: 30000})
+	require.ErrorIs(t, err, booking.Invalid("invalid_duration", ""), "one resource off the grid is enough")
+	svc, err := tb.e.CreateService(ctx, booking.System, ServiceInput{VenueID: hourly.VenueID, Name: "Counselling", DurationMinutes: 50,
+		ResourceIDs: []uint64{fine.ID}, PriceCents: 30000})
+	require.NoError(t, err)
+	_, err = tb.e.SetSchedule(ctx, booking.System, fine.ID, booking.ScheduleInput{SlotMinutes: 30,
+		Weekly: []booking.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "08:00", Close: "20:00"}}, HorizonDays: 14})
+	require.ErrorIs(t, err, booking.Invalid("invalid_slot_minutes", ""))
+	e, _ := booking.AsError(err)
+	require.Equal(t, []string{strconv.FormatUint(svc.ID, 10)}, e.Details["service_ids"])
+	_, err = tb.e.SetSchedule(ctx, booking.System, fine.ID, booking.ScheduleInput{SlotMinutes: 25,
+		Weekly: []booking.WeeklyRule{{Weekdays: []int{1, 2, 3, 4, 5, 6, 7}, Open: "08:00", Close: "20:00"}}, HorizonDays: 14})
+	require.NoError(t, err, "50 minutes are two slots of 25")
+}
+
 func TestCounsellingBuffersComparePhysicalWindows(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)

@@ -54,6 +54,9 @@ func (cg *Catalog) ChangeSchedule(ctx context.Context, a booking.Actor, resource
 	if err != nil {
 		return Schedule{}, err
 	}
+	if err := cg.servicesFit(ctx, ri, p.SlotMinutes()); err != nil {
+		return Schedule{}, err
+	}
 	in := ch.ScheduleInput
 	if in.Weekly == nil {
 		in.Weekly = []booking.WeeklyRule{}
@@ -124,6 +127,29 @@ func (cg *Catalog) ChangeSchedule(ctx context.Context, a booking.Actor, resource
 func errorsIsInvalidTransition(err error) bool {
 	e, ok := booking.AsError(err)
 	return ok && e.Code == booking.ErrInvalidTransition.Code
+}
+
+// servicesFit refuses a grid of slotMinutes that a service delivered on ri would end off (its
+// duration not a whole number of slots): 422 invalid_slot_minutes naming the services.
+func (cg *Catalog) servicesFit(ctx context.Context, ri *resourceInfo, slotMinutes int) error {
+	svcs, links, err := cg.ss.Services(ctx, ri.res.VenueID)
+	if err != nil {
+		return err
+	}
+	var off []string
+	for _, sv := range svcs {
+		for _, l := range links[sv.ID] {
+			if l.ResourceID == ri.res.ID && booking.CheckServiceDuration(sv.DurationMinutes, slotMinutes) != nil {
+				off = append(off, strconv.FormatUint(sv.ID, 10))
+				break
+			}
+		}
+	}
+	if len(off) == 0 {
+		return nil
+	}
+	return booking.Invalid("invalid_slot_minutes", "slot_minutes %d does not divide the duration of the resource's services %v",
+		slotMinutes, off).WithField(string(booking.FieldSlotMinutes)).WithDetail("service_ids", off)
 }
 
 func scheduleConflict(ids []uint64) error {

@@ -164,3 +164,23 @@ func TestJudgeTellsFullFromBufferConflict(t *testing.T) {
 	require.Equal(t, ReasonPast, r)
 	require.Zero(t, rem)
 }
+
+// A service's duration must be a whole number of its resource's slots: its hold starts on the grid
+// and would otherwise end inside a slot.
+func TestCheckServiceDuration(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		duration, slot int
+		ok             bool
+	}{{60, 60, true}, {120, 60, true}, {50, 10, true}, {50, 5, true}, {50, 60, false}, {45, 30, false}, {90, 60, false}, {50, 0, true}} {
+		err := CheckServiceDuration(c.duration, c.slot)
+		if c.ok {
+			require.NoError(t, err, "%d on %d", c.duration, c.slot)
+			continue
+		}
+		require.ErrorIs(t, err, Invalid("invalid_duration", ""), "%d on %d", c.duration, c.slot)
+		e, _ := AsError(err)
+		require.Equal(t, string(FieldDurationMinutes), e.Field)
+		require.Equal(t, c.slot, e.Details["slot_minutes"])
+	}
+}

@@ -36,6 +36,19 @@ type Placement struct {
 	AmountCents            int64
 }
 
+// CheckServiceDuration checks that a service of durationMinutes fits the grid of a resource whose
+// slots are slotMinutes long (0: the resource has no schedule yet). A service hold starts on the
+// grid and ends duration later, so its end is on the grid only when the duration is a whole number
+// of slots; anything else would sell a window that ends inside a slot (docs/API.md refuses "times off
+// the slot grid"). Buffers are not the customer's window: they take every slot they touch.
+func CheckServiceDuration(durationMinutes, slotMinutes int) error {
+	if slotMinutes <= 0 || durationMinutes%slotMinutes == 0 {
+		return nil
+	}
+	return Invalid("invalid_duration", "duration_minutes %d is not a whole number of the resource's %d-minute slots",
+		durationMinutes, slotMinutes).WithField(string(FieldDurationMinutes)).WithDetail("slot_minutes", slotMinutes)
+}
+
 // MaxHoldLength bounds a customer window.
 const MaxHoldLength = 7 * 24 * time.Hour
 

@@ -242,7 +242,7 @@ export interface paths {
         get?: never;
         /**
          * Set a resource's opening rules
-         * @description Venue-local times; inventory for the next horizon_days is generated and kept generated. A PUT replaces the whole schedule and is idempotent by nature, so it takes no Idempotency-Key. Changing the grid moves the units of existing bookings and live holds onto the new slots; a schedule under which booked units would exceed a slot's capacity is refused with 409 schedule_conflict. Overlapping openings of one weekday (or a weekday listed twice) are 422 overlapping_openings.
+         * @description Venue-local times; inventory for the next horizon_days is generated and kept generated. A PUT replaces the whole schedule and is idempotent by nature, so it takes no Idempotency-Key. Changing the grid moves the units of existing bookings and live holds onto the new slots; a schedule under which booked units would exceed a slot's capacity is refused with 409 schedule_conflict. Overlapping openings of one weekday (or a weekday listed twice) are 422 overlapping_openings. A slot_minutes that does not divide the duration of a service delivered on the resource (its holds would end off the grid) is 422 invalid_slot_minutes, listing them in error.details.service_ids.
          */
         put: operations["setSchedule"];
         post?: never;
@@ -283,7 +283,7 @@ export interface paths {
         put?: never;
         /**
          * Create a service
-         * @description A service delivered by any one of resource_ids, or, with roles, one that needs one resource of every role at once (a practitioner and a room, ...). Prep and clean-up buffers take units but are not shown to the customer.
+         * @description A service delivered by any one of resource_ids, or, with roles, one that needs one resource of every role at once (a practitioner and a room, ...). Prep and clean-up buffers take units but are not shown to the customer. duration_minutes must be a whole number of the slot_minutes of every listed resource that has a schedule: a hold starts on the grid and ends duration_minutes later, so any other duration would end inside a slot (422 invalid_duration); buffers take every slot they touch and need not fit the grid.
          */
         post: operations["createService"];
         delete?: never;
@@ -2328,7 +2328,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
-            /** @description A rule is broken: invalid_name, invalid_duration, invalid_buffer, invalid_price, invalid_resource_ids, invalid_roles, unknown_venue, unknown_resource, idempotency_key_reused. */
+            /** @description A rule is broken: invalid_name, invalid_duration (also when duration_minutes is not a whole number of slot_minutes of a listed resource that has a schedule, with error.details.slot_minutes), invalid_buffer, invalid_price, invalid_resource_ids, invalid_roles, unknown_venue, unknown_resource, idempotency_key_reused. */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
