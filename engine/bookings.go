@@ -269,27 +269,19 @@ func (bs *Bookings) CheckIn(ctx context.Context, a booking.Actor, code string) (
 	})
 	if err != nil {
 		// Out of the transaction: the venue's zone may cost a read of the catalog.
-		return booking.Booking{}, bs.inVenueZone(ctx, venue, err, "opens_at")
+		return booking.Booking{}, bs.inVenueZone(ctx, venue, err)
 	}
 	return bs.view(ctx, &b.Booking)
 }
 
-// inVenueZone is err with its time detail key in the zone of venue v, as every time the API answers
-// is; err as it is without that detail, or when the zone cannot be read.
-func (bs *Bookings) inVenueZone(ctx context.Context, v uint64, err error, key string) error {
-	e, ok := errors.AsType[*booking.Error](err)
-	if !ok {
-		return err
-	}
-	t, ok := e.Details[key].(time.Time)
-	if !ok {
-		return err
-	}
-	vi, verr := bs.cat.venue(ctx, v)
+// inVenueZone is err with its time details in the zone of venue v, as every time the API answers
+// is; err as it is when the zone cannot be read.
+func (co *core) inVenueZone(ctx context.Context, v uint64, err error) error {
+	vi, verr := co.cat.venue(ctx, v)
 	if verr != nil {
 		return err
 	}
-	return e.WithDetail(key, t.In(vi.loc))
+	return booking.DetailsIn(err, vi.loc)
 }
 
 // Restore takes a released booking back within the restore window, if its units are still free:

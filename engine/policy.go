@@ -130,7 +130,7 @@ func (hs *Holds) checkFrozen(ctx context.Context, userID string, loc *time.Locat
 		return err
 	}
 	if until.After(hs.clock.Now()) {
-		return booking.ErrAccountFrozen.WithDetail("until", until.In(loc))
+		return booking.DetailsIn(booking.ErrAccountFrozen.WithDetail("until", until), loc)
 	}
 	return nil
 }

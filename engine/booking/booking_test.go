@@ -649,3 +649,21 @@ func TestScannedCheckinCode(t *testing.T) {
 		t.Errorf("a payload's code is %q", got)
 	}
 }
+
+// DetailsIn renders every time detail of an error in the venue's zone (the one home of that
+// conversion: a check-in's opens_at, a freeze's until), leaving the rest and other errors alone.
+func TestDetailsIn(t *testing.T) {
+	t.Parallel()
+	sh, err := time.LoadLocation("Asia/Shanghai")
+	require.NoError(t, err)
+	at := time.Date(2026, 12, 7, 1, 30, 0, 0, time.UTC)
+	in := ErrTooEarly.WithDetail("opens_at", at).WithDetail("count", 3)
+	got, ok := AsError(DetailsIn(in, sh))
+	require.True(t, ok)
+	require.Equal(t, "2026-12-07T09:30:00+08:00", got.Details["opens_at"].(time.Time).Format(time.RFC3339))
+	require.Equal(t, 3, got.Details["count"])
+	require.Equal(t, time.UTC, in.Details["opens_at"].(time.Time).Location(), "the error given is not changed")
+	plain := errors.New("plain")
+	require.Same(t, plain, DetailsIn(plain, sh))
+	require.Same(t, in, DetailsIn(in, nil).(*Error))
+}

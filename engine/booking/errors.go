@@ -65,6 +65,26 @@ func (e *Error) WithDetail(key string, value any) *Error {
 	return &c
 }
 
+// DetailsIn is err with every time among its details in loc — the venue's zone, in which the API
+// answers every time (a check-in's opens_at, a freeze's until) — and err itself when it is not an
+// *Error or carries no time.
+func DetailsIn(err error, loc *time.Location) error {
+	e, ok := errors.AsType[*Error](err)
+	if !ok || loc == nil {
+		return err
+	}
+	out := e
+	for k, v := range e.Details {
+		if t, ok := v.(time.Time); ok {
+			out = out.WithDetail(k, t.In(loc))
+		}
+	}
+	if out == e {
+		return err
+	}
+	return out
+}
+
 // Invalid builds a KindInvalid error; code names the problem (`invalid_timezone`, `off_grid`).
 func Invalid(code, format string, args ...any) *Error {
 	return &Error{Kind: KindInvalid, Code: code, Message: fmt.Sprintf(format, args...)}
