@@ -105,7 +105,7 @@ func toDeliveryResponse(webhookID uint64) func(engine.Delivery) deliveryResponse
 			out.NextAttemptAt = &t
 		}
 		if d.DoneAt != nil {
-			t := formatTime(d.DoneAt.UTC())
+			t := formatTime(*d.DoneAt)
 			out.DoneAt = &t
 		}
 		return out

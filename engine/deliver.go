@@ -133,7 +133,7 @@ func (n *Notifications) RelayOutbox(ctx context.Context) (int, error) {
 	for i, ev := range evs {
 		ids[i], byID[ev.ID] = ev.ID, ev
 		for _, ep := range endpoints {
-			w := toWebhook(ep)
+			w := toWebhook(ep, time.UTC) // only its event types are read
 			if (ep.VenueID == 0 || ep.VenueID == ev.VenueID) && (len(w.EventTypes) == 0 || slices.Contains(w.EventTypes, ev.Type)) {
 				add(webhookSink(ep.ID), ep.ID, ev)
 			}

@@ -187,7 +187,7 @@ func New(opts Options) (*Engine, error) {
 	if opts.Replicas != nil {
 		e.ss.UseReplicas(opts.Replicas)
 	}
-	e.ss.SetRefundRenderer(refundEvent)
+	e.ss.SetRefundRenderer(e.refundEvent)
 	e.ss.OnLedgerDrift(func(slots int) {
 		metricLedgerDrift.Add(float64(slots))
 		e.log.Warn("a booking change gave back units the capacity ledger did not count; reconciliation repairs the ledger", "slots", slots)

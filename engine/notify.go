@@ -103,13 +103,19 @@ func (n *Notifications) CreateWebhook(ctx context.Context, a booking.Actor, in W
 	if err != nil {
 		return Webhook{}, err
 	}
-	w := toWebhook(row)
+	w := n.webhookView(ctx, row)
 	w.Secret = row.Secret
 	return w, nil
 }
 
-func toWebhook(r models.WebhookEndpoint) Webhook {
-	w := Webhook{ID: r.ID, URL: r.URL, VenueID: r.VenueID, CreatedAt: r.CreatedAt.UTC(), EventTypes: []string{}}
+// webhookView is an endpoint as the API shows it: created_at in its venue's zone, or in UTC for an
+// endpoint of every venue (it has no zone of its own).
+func (n *Notifications) webhookView(ctx context.Context, r models.WebhookEndpoint) Webhook {
+	return toWebhook(r, n.venueZone(ctx, r.VenueID))
+}
+
+func toWebhook(r models.WebhookEndpoint, loc *time.Location) Webhook {
+	w := Webhook{ID: r.ID, URL: r.URL, VenueID: r.VenueID, CreatedAt: r.CreatedAt.In(loc), EventTypes: []string{}}
 	_ = json.Unmarshal([]byte(r.EventTypes), &w.EventTypes)
 	return w
 }
@@ -125,7 +131,7 @@ func (n *Notifications) ListWebhooks(ctx context.Context, a booking.Actor) ([]We
 	}
 	out := make([]Webhook, len(rows))
 	for i, r := range rows {
-		out[i] = toWebhook(r)
+		out[i] = n.webhookView(ctx, r)
 	}
 	return out, nil
 }
@@ -146,7 +152,7 @@ func (n *Notifications) DeleteWebhook(ctx context.Context, a booking.Actor, id u
 	if err := n.ss.DeleteEndpoint(ctx, id, n.clock.Now()); err != nil {
 		return Webhook{}, err
 	}
-	return toWebhook(row), nil
+	return n.webhookView(ctx, row), nil
 }
 
 // ListDeliveries lists an endpoint's deliveries, newest first, optionally of one status. Admin only.
@@ -175,23 +181,30 @@ func (n *Notifications) ListDeliveries(ctx context.Context, a booking.Actor, end
 	for i, r := range rows {
 		ids[i] = r.EventID
 	}
-	types, err := n.ss.EventTypes(ctx, ids)
+	heads, err := n.ss.EventHeads(ctx, ids)
 	if err != nil {
 		return nil, "", err
 	}
 	out := make([]Delivery, len(rows))
 	for i, r := range rows {
-		out[i] = toDelivery(r)
-		out[i].EventType = types[r.EventID]
+		ev := heads[r.EventID]
+		out[i] = toDelivery(r, n.venueZone(ctx, ev.VenueID))
+		out[i].EventType = ev.Type
 	}
 	return out, next, nil
 }
 
-func toDelivery(r models.Delivery) Delivery {
+// toDelivery is a delivery as the API shows it, its times in loc: the zone of its event's venue (UTC
+// for an event of no venue), as the event's own data is.
+func toDelivery(r models.Delivery, loc *time.Location) Delivery {
 	d := Delivery{ID: r.ID, EventID: wire.EventID(r.EventID), Subject: r.Subject, Status: r.Status, Attempts: r.Attempts,
-		LastStatus: r.LastStatus, LastError: r.LastError, CreatedAt: r.CreatedAt.UTC(), DoneAt: r.DoneAt}
+		LastStatus: r.LastStatus, LastError: r.LastError, CreatedAt: r.CreatedAt.In(loc)}
+	if r.DoneAt != nil {
+		done := r.DoneAt.In(loc)
+		d.DoneAt = &done
+	}
 	if r.Status == models.DeliveryPending {
-		next := r.NextAttemptAt.UTC()
+		next := r.NextAttemptAt.In(loc)
 		d.NextAttemptAt = &next
 	}
 	return d
@@ -210,8 +223,9 @@ func (n *Notifications) RetryDelivery(ctx context.Context, a booking.Actor, endp
 	if d.Status == models.DeliveryPending {
 		n.queueDelivery(ctx, d.ID, "manual-"+strconv.Itoa(d.Attempts), d.NextAttemptAt)
 	}
-	out := toDelivery(d)
-	if ev, err := n.ss.Event(ctx, d.EventID); err == nil {
+	ev, err := n.ss.Event(ctx, d.EventID)
+	out := toDelivery(d, n.venueZone(ctx, ev.VenueID))
+	if err == nil {
 		out.EventType = ev.Type
 	}
 	return out, nil

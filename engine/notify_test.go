@@ -297,7 +297,14 @@ func TestWebhookReceiverDownTenMinutesGetsEverythingAfter(t *testing.T) {
 	for _, d := range ds {
 		require.NotNil(t, d.DoneAt)
 		require.LessOrEqual(t, d.DoneAt.Sub(back), 15*time.Minute, "delivered at the first retry after the receiver returned")
+		// In the offset of the event's venue, as every time the API answers.
+		require.Equal(t, "Asia/Shanghai", d.CreatedAt.Location().String())
+		require.Equal(t, "Asia/Shanghai", d.DoneAt.Location().String())
 	}
+	hooks, err := tb.e.ListWebhooks(ctx, booking.System)
+	require.NoError(t, err)
+	require.Len(t, hooks, 1)
+	require.Equal(t, time.UTC, hooks[0].CreatedAt.Location(), "an endpoint of every venue has no venue's zone: UTC")
 }
 
 // A process that dies after the transition and before the delivery loses nothing: the relay reads
@@ -415,6 +422,7 @@ func TestWebhookEndpointsFilter(t *testing.T) {
 	w, err := tb.e.CreateWebhook(ctx, booking.System, WebhookInput{URL: released.srv.URL, EventTypes: []string{booking.EventReleased},
 		VenueID: res.VenueID})
 	require.NoError(t, err)
+	require.Equal(t, "Asia/Shanghai", w.CreatedAt.Location().String(), "an endpoint of one venue is shown in its zone")
 	released.secret = w.Secret
 	b := tb.book(t, alice, res, at("11:00"))
 	tb.book(t, alice, other, at("11:00"))

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,6 +119,19 @@ func TestCancelRefundsByPolicy(t *testing.T) {
 	require.Len(t, listed, 2)
 	require.NotEmpty(t, next)
 	require.Equal(t, strconv.FormatUint(rs[2].ID, 10), listed[0].RefundID, "newest first")
+	// Their times in the venue's offset (Asia/Shanghai), as every time the API answers, and as
+	// their refund.requested events show them.
+	for _, l := range listed {
+		require.True(t, strings.HasSuffix(l.CreatedAt, "+08:00"), "created_at %s", l.CreatedAt)
+		require.True(t, strings.HasSuffix(l.UpdatedAt, "+08:00"), "updated_at %s", l.UpdatedAt)
+	}
+	var evs []models.OutboxEvent
+	require.NoError(t, tb.db.Gorm.Where("type = ?", booking.EventRefundReq).Find(&evs).Error)
+	require.Len(t, evs, 3)
+	for _, ev := range evs {
+		require.Contains(t, ev.Data, `+08:00"`, "the event's refund: %s", ev.Data)
+		require.NotContains(t, ev.Data, `Z"`, "the event's refund: %s", ev.Data)
+	}
 	_, _, err = tb.e.ListRefunds(ctx, alice, "", "", 0)
 	require.ErrorIs(t, err, booking.ErrForbidden)
 }

@@ -39,20 +39,42 @@ type RefundScheduler interface {
 	ScheduleRefund(ctx context.Context, refundID uint64, key string) error
 }
 
-func refundView(r models.Refund) wire.Refund {
+// refundView is a refund as the API shows it, its times in loc: the zone of the refund's venue, as
+// every time the API answers is (UTC for a refund of no known venue).
+func refundView(r models.Refund, loc *time.Location) wire.Refund {
 	out := wire.Refund{RefundID: wire.ID(r.ID), HoldID: r.HoldID, PaymentID: r.PaymentID, Provider: r.Provider,
 		PaidCents: r.PaidCents, AmountCents: r.AmountCents, Reason: r.Reason, Status: r.Status,
-		ProviderRefundID: r.ProviderRefundID, CreatedAt: wire.Time(r.CreatedAt.UTC()), UpdatedAt: wire.Time(r.UpdatedAt.UTC())}
+		ProviderRefundID: r.ProviderRefundID, CreatedAt: wire.Time(r.CreatedAt.In(loc)), UpdatedAt: wire.Time(r.UpdatedAt.In(loc))}
 	if r.BookingID != nil {
 		out.BookingID = wire.ID(*r.BookingID)
 	}
 	return out
 }
 
-// refundEvent renders a refund's event (the store's RefundRenderer).
-func refundEvent(r models.Refund, typ string) sqlstore.Event {
+// refundEvent renders a refund's event (the store's RefundRenderer). It runs inside the refund's
+// transaction, so the venue's zone comes from the catalog's cache, as a booking event's does.
+func (co *core) refundEvent(r models.Refund, typ string) sqlstore.Event {
+	loc := time.UTC
+	if vi, ok := co.cat.venues.peek(r.VenueID); ok {
+		loc = vi.loc
+	} else if r.VenueID != 0 {
+		co.log.Warn("refund event rendered in UTC: its venue was not in the cache", "refund_id", r.ID, "venue_id", r.VenueID)
+	}
 	return sqlstore.Event{Type: typ, Subject: sqlstore.RefundSubject(r), VenueID: r.VenueID, UserID: r.UserID,
-		Data: mustJSON(refundView(r)), At: r.UpdatedAt}
+		Data: mustJSON(refundView(r, loc)), At: r.UpdatedAt}
+}
+
+// venueZone is the zone of venue v, in which the API answers its times; UTC for no venue (0) or
+// one whose zone cannot be read.
+func (co *core) venueZone(ctx context.Context, v uint64) *time.Location {
+	if v == 0 {
+		return time.UTC
+	}
+	vi, err := co.cat.venue(ctx, v)
+	if err != nil {
+		return time.UTC
+	}
+	return vi.loc
 }
 
 // ListRefunds lists refunds, newest first, optionally of one status. Admin only.
@@ -76,7 +98,7 @@ func (ps *Payments) ListRefunds(ctx context.Context, a booking.Actor, status, cu
 	rows, next := sqlstore.NextPage(page, rows, func(r models.Refund) uint64 { return r.ID })
 	out := make([]wire.Refund, len(rows))
 	for i, r := range rows {
-		out[i] = refundView(r)
+		out[i] = refundView(r, ps.venueZone(ctx, r.VenueID))
 	}
 	return out, next, nil
 }
@@ -122,6 +144,7 @@ func (ps *Payments) SettleRefund(ctx context.Context, outRefundNo, providerID st
 	if err != nil {
 		return false, err
 	}
+	ps.venueZone(ctx, r.VenueID) // its event renders in the venue's zone, from the catalog's cache
 	status := models.RefundSucceeded
 	if !o.Succeeded {
 		status = models.RefundFailed

@@ -119,15 +119,15 @@ func (s *Outbox) Event(ctx context.Context, id uint64) (models.OutboxEvent, erro
 	return e, mapErr("read event", s.db.WithContext(ctx).First(&e, id).Error)
 }
 
-// EventTypes maps event ids to their types.
-func (s *Outbox) EventTypes(ctx context.Context, ids []uint64) (map[uint64]string, error) {
+// EventHeads maps event ids to their types and venues (the rest of each event is left out).
+func (s *Outbox) EventHeads(ctx context.Context, ids []uint64) (map[uint64]models.OutboxEvent, error) {
 	var rows []models.OutboxEvent
-	if err := s.db.WithContext(ctx).Select("id, type").Where("id IN ?", ids).Find(&rows).Error; err != nil {
+	if err := s.db.WithContext(ctx).Select("id, type, venue_id").Where("id IN ?", ids).Find(&rows).Error; err != nil {
 		return nil, mapErr("read event types", err)
 	}
-	out := make(map[uint64]string, len(rows))
+	out := make(map[uint64]models.OutboxEvent, len(rows))
 	for _, r := range rows {
-		out[r.ID] = r.Type
+		out[r.ID] = r
 	}
 	return out, nil
 }

@@ -1524,12 +1524,12 @@ export interface components {
             provider_refund_id: string;
             /**
              * Format: date-time
-             * @description RFC 3339, in UTC.
+             * @description RFC 3339, in the offset of the refund's venue (UTC for a refund of no venue).
              */
             created_at: string;
             /**
              * Format: date-time
-             * @description RFC 3339, in UTC.
+             * @description RFC 3339, in the offset of the refund's venue (UTC for a refund of no venue).
              */
             updated_at: string;
         };
@@ -2709,7 +2709,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            /** @description The account is frozen for no-shows (PUT /api/v1/admin/policies/noshow): account_frozen, with the end of the freeze in error.details.until (RFC 3339, in UTC). */
+            /** @description The account is frozen for no-shows (PUT /api/v1/admin/policies/noshow): account_frozen, with the end of the freeze in error.details.until (RFC 3339, in the venue's offset). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
