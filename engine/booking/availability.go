@@ -1,6 +1,9 @@
 package booking
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Reasons a slot is not available (docs/API.md availability).
 const (
@@ -21,13 +24,21 @@ type Candidate struct {
 	own    int // how many of Occupy's slots are the customer's own (the rest are buffers)
 }
 
-// Candidates lists every start of a venue-local day: each grid slot for a resource, or each grid
-// slot at which the service fits before closing.
+// Candidates lists every start of a venue-local day in order: each grid slot for a resource, or each
+// grid slot at which the service fits before closing; and each slot of the weekly grid an exception
+// closes that day, without slots to occupy (Judge: closed).
 func (o Offer) Candidates(day time.Time) []Candidate {
 	if o.Plan == nil {
 		return nil
 	}
 	var out []Candidate
+	for _, s := range o.Plan.ClosedSlots(day, o.Loc) {
+		end := s.End
+		if o.Service != nil {
+			end = s.Start.Add(o.Service.Duration)
+		}
+		out = append(out, Candidate{Start: s.Start, End: end})
+	}
 	for _, s := range o.Plan.DaySlots(day, o.Loc) {
 		c := Candidate{Start: s.Start, End: s.End}
 		if o.Service == nil {
@@ -51,6 +62,7 @@ func (o Offer) Candidates(day time.Time) []Candidate {
 		}
 		out = append(out, c)
 	}
+	slices.SortStableFunc(out, func(a, b Candidate) int { return a.Start.Compare(b.Start) })
 	return out
 }
 

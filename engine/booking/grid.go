@@ -230,11 +230,37 @@ type dayMemo struct {
 	zone string
 }
 
+// ClosedSlots are the slots of the weekly grid of one venue-local date that an exception closes (the
+// whole day, or the hours outside the exception's): availability shows them as closed, so that a
+// client can tell a day the venue shuts from one it never opens.
+func (p *Plan) ClosedSlots(day time.Time, loc *time.Location) []Slot {
+	name := day.Format(DayLayout)
+	if _, ok := p.exceptions[name]; !ok {
+		return nil
+	}
+	open := map[int64]bool{}
+	for _, s := range p.DaySlots(day, loc) {
+		open[s.Start.Unix()] = true
+	}
+	var out []Slot
+	for _, s := range p.laySlots(day, name, p.weekly[IsoWeekday(day)], loc) {
+		if !open[s.Start.Unix()] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 func (p *Plan) layDay(day time.Time, name string, loc *time.Location) []Slot {
 	ivs, ok := p.exceptions[name]
 	if !ok {
 		ivs = p.weekly[IsoWeekday(day)]
 	}
+	return p.laySlots(day, name, ivs, loc)
+}
+
+// laySlots lays out the openings ivs of one venue-local date.
+func (p *Plan) laySlots(day time.Time, name string, ivs []interval, loc *time.Location) []Slot {
 	y, m, d := day.Date()
 	step := time.Duration(p.slotMinutes) * time.Minute
 	var out []Slot

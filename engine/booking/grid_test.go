@@ -184,3 +184,33 @@ func TestCheckServiceDuration(t *testing.T) {
 		require.Equal(t, c.slot, e.Details["slot_minutes"])
 	}
 }
+
+// A day an exception closes, or shortens, shows the weekly grid's slots it takes away as closed, in
+// order with the ones it keeps; a day without an exception shows no closed slot.
+func TestExceptionSlotsShowAsClosed(t *testing.T) {
+	t.Parallel()
+	p := mustPlan(t, ScheduleInput{SlotMinutes: 60, HorizonDays: 7, Weekly: everyDay("08:00", "12:00"),
+		Exceptions: []ScheduleException{{Date: "2026-12-08", Closed: true}, {Date: "2026-12-09", Open: "09:00", Close: "11:00"}}})
+	res := Offer{ResourceID: 3, Capacity: 1, Active: true, Plan: p, Loc: shanghai}
+	svc := res
+	svc.Service = &ServiceTerms{Duration: 2 * time.Hour}
+	empty := func(Slot) SlotState { return SlotState{Open: true, Capacity: 1} }
+	judged := func(o Offer, date int) (starts, reasons []string) {
+		for _, c := range o.Candidates(time.Date(2026, 12, date, 0, 0, 0, 0, shanghai)) {
+			r, _ := o.Judge(c, empty, t0)
+			starts, reasons = append(starts, c.Start.In(shanghai).Format("15:04")), append(reasons, r)
+		}
+		return starts, reasons
+	}
+	starts, reasons := judged(res, 8)
+	require.Equal(t, []string{"08:00", "09:00", "10:00", "11:00"}, starts, "a closed day lists its weekly slots")
+	require.Equal(t, []string{ReasonClosed, ReasonClosed, ReasonClosed, ReasonClosed}, reasons)
+	starts, reasons = judged(res, 9)
+	require.Equal(t, []string{"08:00", "09:00", "10:00", "11:00"}, starts, "a shortened day lists its weekly slots in order")
+	require.Equal(t, []string{ReasonClosed, "", "", ReasonClosed}, reasons)
+	_, reasons = judged(res, 10)
+	require.Equal(t, []string{"", "", "", ""}, reasons, "a day without an exception")
+	starts, reasons = judged(svc, 9)
+	require.Equal(t, []string{"08:00", "09:00", "11:00"}, starts, "a service lists the closed starts and those that fit")
+	require.Equal(t, []string{ReasonClosed, "", ReasonClosed}, reasons)
+}

@@ -396,7 +396,7 @@ export interface paths {
         };
         /**
          * Availability of one day
-         * @description For a resource (resource_id), or a service (service_id, optionally on one resource_id). Answered for one venue-local day. A service with roles is answered once per start, without resource_id (a resource_id given with it is ignored): a start is available when every role has a resource free for it.
+         * @description For a resource (resource_id), or a service (service_id, optionally on one resource_id). Answered for one venue-local day. A service with roles is answered once per start, without resource_id (a resource_id given with it is ignored): a start is available when every role has a resource free for it. On a date a schedule exception closes or shortens, the weekly schedule's slots it takes away are listed too, with reason closed, so that a closed day is told from one the resource never opens.
          */
         get: operations["availability"];
         put?: never;
