@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -182,6 +183,11 @@ func TestLatePaymentIsRefunded(t *testing.T) {
 	require.Equal(t, h.AmountCents, rs[0].AmountCents)
 	require.Equal(t, booking.RefundLatePayment, rs[0].Reason)
 	require.Equal(t, "alice", rs[0].UserID)
+	listed, _, err := tb.e.ListRefunds(ctx, booking.System, "", "", 0)
+	require.NoError(t, err)
+	raw, err := json.Marshal(listed)
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"booking_id":null`, "the refund row names its booking, null when there is none")
 }
 
 // The no-show freeze: two no-shows within 30 days are over max_noshows 1 and freeze the user for 7

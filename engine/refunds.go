@@ -46,7 +46,8 @@ func refundView(r models.Refund, loc *time.Location) wire.Refund {
 		PaidCents: r.PaidCents, AmountCents: r.AmountCents, Reason: r.Reason, Status: r.Status,
 		ProviderRefundID: r.ProviderRefundID, CreatedAt: wire.Time(r.CreatedAt.In(loc)), UpdatedAt: wire.Time(r.UpdatedAt.In(loc))}
 	if r.BookingID != nil {
-		out.BookingID = wire.ID(*r.BookingID)
+		id := wire.ID(*r.BookingID)
+		out.BookingID = &id
 	}
 	return out
 }

@@ -150,16 +150,16 @@ type BookingChange struct {
 
 // Refund is a refund as GET /api/v1/admin/refunds lists it and refund.* events carry it.
 type Refund struct {
-	RefundID         string `json:"refund_id"`
-	BookingID        string `json:"booking_id,omitempty"`
-	HoldID           string `json:"hold_id"`
-	PaymentID        string `json:"payment_id"`
-	Provider         string `json:"provider"`
-	PaidCents        int64  `json:"paid_cents"`
-	AmountCents      int64  `json:"amount_cents"`
-	Reason           string `json:"reason"`
-	Status           string `json:"status"`
-	ProviderRefundID string `json:"provider_refund_id"`
-	CreatedAt        string `json:"created_at"`
-	UpdatedAt        string `json:"updated_at"`
+	RefundID         string  `json:"refund_id"`
+	BookingID        *string `json:"booking_id"` // nil: a payment that never became a booking
+	HoldID           string  `json:"hold_id"`
+	PaymentID        string  `json:"payment_id"`
+	Provider         string  `json:"provider"`
+	PaidCents        int64   `json:"paid_cents"`
+	AmountCents      int64   `json:"amount_cents"`
+	Reason           string  `json:"reason"`
+	Status           string  `json:"status"`
+	ProviderRefundID string  `json:"provider_refund_id"`
+	CreatedAt        string  `json:"created_at"`
+	UpdatedAt        string  `json:"updated_at"`
 }

@@ -1491,7 +1491,11 @@ export interface components {
         /** @description Money to give back of a payment, written with the change that decided it and announced as refund.requested, then refund.succeeded or refund.failed. booking_id is omitted for a payment that booked nothing (late_payment, amount_mismatch, duplicate_payment). */
         Refund: {
             refund_id: components["schemas"]["Id"];
-            booking_id?: components["schemas"]["Id"];
+            /**
+             * @description The booking refunded; null for a payment that never became a booking (late_payment, amount_mismatch, duplicate_payment, capacity_refused).
+             * @example 42
+             */
+            booking_id: string | null;
             hold_id: components["schemas"]["HoldId"];
             /** @description The payment refunded: the provider's payment_id, WeChat Pay's transaction_id. */
             payment_id: string;
