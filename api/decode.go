@@ -108,8 +108,9 @@ const (
 	maxYear = 9999
 )
 
-// rfc3339 checks the shape time.Parse is lenient about: a 'T', seconds, and an offset.
-var rfc3339 = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$`)
+// rfc3339 checks the shape time.Parse is lenient about: a 'T', seconds, and an offset of hours 00–23
+// and minutes 00–59 (time.Parse reads +08:60 as +09:00, and takes +24:00).
+var rfc3339 = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$`)
 
 // parseTime reads an RFC 3339 time with an offset in the years minYear to maxYear.
 func parseTime(s string) (time.Time, bool) {

@@ -168,6 +168,8 @@ func TestBadInputIsA4xxOnEveryWriteRoute(t *testing.T) {
 				{"start year 1 (Go's zero time in UTC)", set{"start": "0001-01-01T08:00:00+08:00"}, 400, "invalid_time"},
 				{"start year 1 UTC", set{"start": "0001-01-01T00:00:00Z"}, 400, "invalid_time"},
 				{"start year 1999", set{"start": "1999-12-31T23:00:00+08:00"}, 400, "invalid_time"},
+				{"start offset minute 60", set{"start": start[:19] + "+08:60"}, 400, "invalid_time"},
+				{"start offset hour 24", set{"start": start[:19] + "+24:00"}, 400, "invalid_time"},
 				{"end year 1", set{"end": "0001-01-01T09:00:00+08:00"}, 400, "invalid_time"},
 				{"end year 0", set{"end": "0000-01-01T09:00:00+08:00"}, 400, "invalid_time"},
 				{"service hold start year 1", set{"service_id": "1", "end": nil, "start": "0001-01-01T08:00:00+08:00"}, 400, "invalid_time"},
