@@ -112,9 +112,18 @@ after(async () => {
 
 const pages = [];
 
-/** A phone-sized page of its own (its own storage, so its own log-in). */
+/**
+ * A phone-sized page of its own (its own storage, so its own log-in). Its clock reads Los Angeles
+ * time, whose date differs from the venue's (Shanghai) for 16 hours a day: the app must show the
+ * venue's days, whatever zone the phone is set to.
+ */
 async function phone() {
-  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, locale: "zh-CN" });
+  const context = await browser.newContext({
+    viewport: { width: 390, height: 844 },
+    deviceScaleFactor: 2,
+    locale: "zh-CN",
+    timezoneId: "America/Los_Angeles",
+  });
   const page = await context.newPage();
   pages.push(page);
   return page;

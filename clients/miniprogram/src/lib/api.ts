@@ -1,7 +1,7 @@
 // The one client of the app, sending through Taro.request: wx.request on WeChat, fetch in H5.
 import Taro from "@tarojs/taro";
 
-import { createClient, isTransportError, type ErrorBody, type WxRequest } from "@slotwheel/client";
+import { createClient, isTransportError, type ErrorBody, type Venue, type WxRequest } from "@slotwheel/client";
 
 import { errorText, lang, t } from "./i18n";
 
@@ -56,6 +56,29 @@ export function hm(rfc3339: string): string {
 /** ymd is the venue-local date of an RFC 3339 time. */
 export function ymd(rfc3339: string): string {
   return rfc3339.slice(0, 10);
+}
+
+/**
+ * dayIn is the date daysAhead days from now in a venue's zone, as availability and the desk list take
+ * it: the venue's day, whatever zone the phone is set to (the phone's when Intl cannot say).
+ */
+export function dayIn(timeZone: string | undefined, daysAhead = 0): string {
+  const d = new Date(Date.now() + daysAhead * 86400_000);
+  try {
+    return new Intl.DateTimeFormat("en-CA", { timeZone, year: "numeric", month: "2-digit", day: "2-digit" }).format(d);
+  } catch {
+    const p = (n: number) => String(n).padStart(2, "0");
+    return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}`;
+  }
+}
+
+/** allVenues lists the venues, cached. */
+export function allVenues(): Promise<Venue[]> {
+  return cached("venues", async () => {
+    const r = await api.GET("/api/v1/venues");
+    if (r.error) throw r.error;
+    return r.data.items as Venue[];
+  });
 }
 
 /** Static data (venues, resources) is cached for a few minutes, as seed 001 asks. */

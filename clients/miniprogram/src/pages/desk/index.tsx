@@ -6,16 +6,9 @@ import { useState } from "react";
 
 import { checkinCodeFromScan, type Booking, type Resource } from "@slotwheel/client";
 
-import { api, cached, hm, message, needLogin, session } from "../../lib/api";
+import { allVenues, api, cached, dayIn, hm, message, needLogin, session } from "../../lib/api";
 import { t, type TextKey } from "../../lib/i18n";
 import "./index.css";
-
-/** Today in the device's zone: the desk stands in the venue. */
-function today(): string {
-  const d = new Date();
-  const p = (n: number) => String(n).padStart(2, "0");
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}`;
-}
 
 /** H5 only: read one QR code from the camera with the browser's BarcodeDetector, if it has one. */
 async function scanInBrowser(): Promise<string | undefined> {
@@ -50,10 +43,15 @@ export default function Desk() {
   const [list, setList] = useState<Booking[]>([]);
   const [names, setNames] = useState<Record<string, string>>({});
   const [seen] = useState(() => new Set<string>());
+  const [day, setDay] = useState("");
 
   async function loadList() {
+    // The venue's today, wherever the desk's device thinks it is.
+    const venueId = session()?.venue_id;
+    const today = dayIn((await allVenues()).find((v) => v.venue_id === venueId)?.timezone);
+    setDay(today);
     const [r, resources] = await Promise.all([
-      api.GET("/api/v1/admin/bookings", { params: { query: { date: today(), ...(session()?.venue_id ? { venue_id: session()!.venue_id! } : {}) } } }),
+      api.GET("/api/v1/admin/bookings", { params: { query: { date: today, ...(venueId ? { venue_id: venueId } : {}) } } }),
       cached("resources", async () => {
         const x = await api.GET("/api/v1/resources");
         if (x.error) throw x.error;
@@ -140,7 +138,7 @@ export default function Desk() {
       )}
       <View className="card">
         <View className="status">
-          {t("todaysList")} · {today()}
+          {t("todaysList")} · {day}
         </View>
         {list.map((b) => (
           <View key={b.booking_id} className="row between desk-row" style={{ padding: "12px 0", borderBottom: "1px solid #eee" }}>

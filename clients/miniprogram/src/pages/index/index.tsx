@@ -5,7 +5,7 @@ import { useMemo, useState } from "react";
 
 import type { Resource, Venue } from "@slotwheel/client";
 
-import { api, cached, message, money, session, setSession } from "../../lib/api";
+import { allVenues, api, cached, message, money, session, setSession } from "../../lib/api";
 import { lang, setLang, t } from "../../lib/i18n";
 import "./index.css";
 
@@ -20,11 +20,7 @@ export default function Index() {
   useDidShow(() => {
     rerender((n) => n + 1); // log-in state or language may have changed elsewhere
     Promise.all([
-      cached("venues", async () => {
-        const r = await api.GET("/api/v1/venues");
-        if (r.error) throw r.error;
-        return r.data.items;
-      }),
+      allVenues(),
       cached("resources", async () => {
         const r = await api.GET("/api/v1/resources");
         if (r.error) throw r.error;

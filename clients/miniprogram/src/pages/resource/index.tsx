@@ -4,27 +4,17 @@ import { Button, Text, View } from "@tarojs/components";
 import Taro, { useDidShow, useRouter, useUnload } from "@tarojs/taro";
 import { useEffect, useRef, useState } from "react";
 
-import type { Hold, Resource, Slot, Venue } from "@slotwheel/client";
+import type { Hold, Resource, Slot } from "@slotwheel/client";
 
-import { api, cached, hm, message, money, needLogin } from "../../lib/api";
+import { allVenues, api, cached, dayIn, hm, message, money, needLogin } from "../../lib/api";
 import { t, type TextKey } from "../../lib/i18n";
 import "./index.css";
 
 const DAYS = 7;
 
-/** The next days as YYYY-MM-DD in the venue's zone (the device's when Intl cannot say). */
+/** The next days as YYYY-MM-DD in the venue's zone. */
 function days(timeZone: string | undefined): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < DAYS; i++) {
-    const d = new Date(Date.now() + i * 86400_000);
-    try {
-      out.push(new Intl.DateTimeFormat("en-CA", { timeZone, year: "numeric", month: "2-digit", day: "2-digit" }).format(d));
-    } catch {
-      const p = (n: number) => String(n).padStart(2, "0");
-      out.push(`${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}`);
-    }
-  }
-  return out;
+  return Array.from({ length: DAYS }, (_, i) => dayIn(timeZone, i));
 }
 
 const WEEKDAYS_ZH = ["日", "一", "二", "三", "四", "五", "六"];
@@ -71,11 +61,7 @@ export default function ResourcePage() {
             if (r.error) throw r.error;
             return r.data.items;
           }),
-          cached("venues", async () => {
-            const r = await api.GET("/api/v1/venues");
-            if (r.error) throw r.error;
-            return r.data.items as Venue[];
-          }),
+          allVenues(),
         ]);
         const res = resources.find((r) => r.resource_id === id);
         setResource(res);
