@@ -47,6 +47,18 @@ type Options struct {
 	// whose booking the release loop has decided ends after one read; one left undecided waits up
 	// to a second for the loop before acting.
 	Concurrency int
+	// ForwardInterval is how often Asynq moves the tasks whose time has come (scheduled ones, and
+	// retries) into their queues; default 2s. Each look costs two round trips per queue, and an idle
+	// instance pays them all the time. Nothing waits on it to be on time: the release loop releases
+	// at release_at (its tasks are the backstop), the relay makes each delivery's first attempt, and
+	// with FetchInterval it keeps a webhook's first retry (5 s after the failure) within the 10 s
+	// docs/API.md promises: 5 s + 1 s (whole-second scheduling) + 2 s + 1.5 s at worst.
+	ForwardInterval time.Duration
+	// FetchInterval is how long Asynq's worker waits, on average (half to one and a half of it),
+	// before it looks at its queues again once it found them all empty; default 1s. Each look costs a
+	// round trip per queue. A task queued for now (an unpaid hold's order close, due within 10 s; a
+	// refund, within 15 s) waits for it at most; a worker that finds work looks again at once.
+	FetchInterval time.Duration
 	// Lease, when set, makes the loader run on one instance at a time.
 	Lease func(name string) loop.Lease
 	// Logger receives the handlers' logs and Asynq's warnings; default slog.Default().
@@ -55,10 +67,12 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultQueue          = "release"
-	DefaultLoaderInterval = 10 * time.Second
-	DefaultReconcileEvery = time.Hour
-	DefaultConcurrency    = 64
+	DefaultQueue           = "release"
+	DefaultLoaderInterval  = 10 * time.Second
+	DefaultReconcileEvery  = time.Hour
+	DefaultConcurrency     = 64
+	DefaultForwardInterval = 2 * time.Second
+	DefaultFetchInterval   = time.Second
 )
 
 // Jobs is slotwheel's task queue: it implements release.Scheduler for the engine and, once
@@ -105,6 +119,8 @@ func New(opts Options) (*Jobs, error) {
 	}
 	setDefault(&opts.LoaderInterval, DefaultLoaderInterval)
 	setDefault(&opts.ReconcileEvery, DefaultReconcileEvery)
+	setDefault(&opts.ForwardInterval, DefaultForwardInterval)
+	setDefault(&opts.FetchInterval, DefaultFetchInterval)
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
 	}
@@ -174,17 +190,15 @@ func (j *Jobs) queueOf(bookingID uint64) string {
 	return j.ReleaseQueues()[bookingID%uint64(j.opts.Shards)]
 }
 
-// taskPoll is how often Asynq looks for due and new tasks (serverConfig).
-const taskPoll = 500 * time.Millisecond
-
 // MaintQueue is the name of the reconciliation queue.
 func (j *Jobs) MaintQueue() string { return j.opts.Queue + "_maint" }
 
-// serverConfig tunes Asynq's polling: scheduled tasks are forwarded, and idle workers look for
-// work, every taskPoll, so a release task starts within about a second of its (whole-second)
-// scheduled time. The tasks are the retrying backstop of work that is done on time without them —
-// the release loop releases at release_at, the relay makes each delivery's first attempt — so
-// their latency is worth less than what polling every few milliseconds costs an idle instance.
+// serverConfig tunes Asynq's polling: scheduled tasks are forwarded every ForwardInterval, and
+// idle workers look for work about every FetchInterval, so a release task starts within a few
+// seconds of its (whole-second) scheduled time. The tasks are the retrying backstop of work that is
+// done on time without them — the release loop releases at release_at, the relay makes each
+// delivery's first attempt — so their latency is worth less than what polling costs an idle
+// instance: those polls were most of its Redis commands.
 func (j *Jobs) serverConfig() asynq.Config {
 	queues := map[string]int{j.MaintQueue(): 1, j.NotifyQueue(): 5}
 	for _, q := range j.ReleaseQueues() {
@@ -193,8 +207,8 @@ func (j *Jobs) serverConfig() asynq.Config {
 	return asynq.Config{
 		Concurrency:              j.opts.Concurrency,
 		Queues:                   queues,
-		DelayedTaskCheckInterval: taskPoll,
-		TaskCheckInterval:        taskPoll,
+		DelayedTaskCheckInterval: j.opts.ForwardInterval,
+		TaskCheckInterval:        j.opts.FetchInterval,
 		RetryDelayFunc:           retryDelay,
 		IsFailure:                isFailure,
 		ErrorHandler:             asynq.ErrorHandlerFunc(j.logTaskError),

@@ -154,3 +154,10 @@ func (b *testBundle) taskState(t testing.TB, queue, id string) asynq.TaskState {
 	require.NoError(t, err)
 	return s
 }
+
+// taskLagBound is how late past release_at a release task of j (with no release loop running) may
+// run: the rest of the second (tasks are scheduled on whole seconds), the forwarder's interval, the
+// fetch's longest wait (one and a half FetchInterval) and half a second for the rest.
+func (j *Jobs) taskLagBound() time.Duration {
+	return time.Second + j.opts.ForwardInterval + j.opts.FetchInterval*3/2 + 500*time.Millisecond
+}
