@@ -138,6 +138,36 @@ func TestReconcileEnqueuedOncePerPeriod(t *testing.T) {
 	}, pending())
 }
 
+// An enqueuer asks Redis once a period, not at every run: after its period's task is queued (or
+// found there), later runs in the period cost nothing; a failed enqueue is tried again.
+func TestReconcileEnqueuerAsksOncePerPeriod(t *testing.T) {
+	t.Parallel()
+	clock := clock.NewSimulated(time.Date(2026, 12, 7, 10, 37, 0, 0, time.UTC))
+	var asked []time.Time
+	fail := true
+	r := &reconcileEnqueuer{every: time.Hour, clock: clock, enqueue: func(_ context.Context, start time.Time) error {
+		asked = append(asked, start)
+		if fail {
+			fail = false
+			return errors.New("redis away")
+		}
+		return nil
+	}}
+	ctx := context.Background()
+	require.NoError(t, r.runOnce(ctx)) // the start-up period: nothing
+	clock.Set(time.Date(2026, 12, 7, 11, 0, 0, 0, time.UTC))
+	require.Error(t, r.runOnce(ctx))
+	for range 5 {
+		clock.Advance(time.Second)
+		require.NoError(t, r.runOnce(ctx))
+	}
+	clock.Set(time.Date(2026, 12, 7, 12, 0, 1, 0, time.UTC))
+	require.NoError(t, r.runOnce(ctx))
+	require.NoError(t, r.runOnce(ctx))
+	h11, h12 := time.Date(2026, 12, 7, 11, 0, 0, 0, time.UTC), time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	require.Equal(t, []time.Time{h11, h11, h12}, asked)
+}
+
 func TestPeriodStart(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2025, 3, 9, 10, 37, 12, 5e8, time.UTC)
