@@ -144,9 +144,19 @@ func New(opts Options) (*Jobs, error) {
 	ld := &loader{horizon: opts.Engine.ReleaseHorizon(), src: opts.Engine, sched: j, clock: opts.Engine.Clock(), batch: 500, maxBatches: 20}
 	lc := withLease(opts.Lease, loop.Config{Name: "release_loader", Interval: opts.LoaderInterval, Timeout: 30 * time.Second, Logger: log})
 	rec := &reconcileEnqueuer{every: opts.ReconcileEvery, enqueue: j.enqueueReconcile, clock: opts.Engine.Clock()}
+	// The enqueuer runs as each period begins (and a second after a failed enqueue); its interval
+	// is only the bound of its sleep.
+	var recLoop *loop.Loop
+	recLoop = loop.New(loop.Config{Name: "reconcile_enqueuer", Interval: reconcileMaxSleep, Timeout: 10 * time.Second, Logger: log},
+		func(ctx context.Context) error {
+			err := rec.runOnce(ctx)
+			recLoop.KickAfter(rec.wait(err))
+			return err
+		})
+	recLoop.KickAfter(reconcileRetry) // the first run, once started: it notes the period it started in
 	j.loops = []*loop.Loop{
 		loop.New(lc, func(ctx context.Context) error { _, err := ld.runOnce(ctx); return err }),
-		loop.New(loop.Config{Name: "reconcile_enqueuer", Interval: time.Second, Timeout: 10 * time.Second, Logger: log}, rec.runOnce),
+		recLoop,
 		loop.New(loop.Config{Name: "queue_registry", Interval: 5 * time.Second, Timeout: 5 * time.Second, Logger: log}, j.registerQueues),
 		loop.New(withLease(opts.Lease, loop.Config{Name: "archived_releases", Interval: 5 * time.Second, Timeout: 30 * time.Second, Logger: log}), j.resolveArchived),
 	}

@@ -12,11 +12,12 @@ import (
 // reconcileEnqueuer enqueues the reconciliation once per period. asynq.Scheduler cannot do this
 // across instances: its task options are fixed at Register, so it cannot give each period its own
 // TaskID, and asynq.Unique lets the lock go as soon as the task succeeds, so a second instance firing
-// a moment later would enqueue again. Instead every instance, every second, enqueues the current
-// period's task under the period's ID (the "reconcile_enqueuer" loop); all but the first get
+// a moment later would enqueue again. Instead every instance, as each period begins, enqueues the
+// current period's task under the period's ID (the "reconcile_enqueuer" loop); all but the first get
 // ErrTaskIDConflict, and a failed enqueue is simply tried again a second later. A period whose task
-// this instance enqueued (or found there) is not asked about again: an idle instance's loop costs
-// Redis one round trip a period, not one a second.
+// this instance enqueued (or found there) is not asked about again, and the loop sleeps until the
+// next period begins (wait): an idle instance's loop costs Redis one round trip a period, not one a
+// second, and wakes about once a minute.
 type reconcileEnqueuer struct {
 	every   time.Duration
 	enqueue func(ctx context.Context, periodStart time.Time) error
@@ -35,6 +36,25 @@ func periodStart(t time.Time, every time.Duration) time.Time {
 		return t
 	}
 	return time.UnixMilli(ms - ms%p).UTC()
+}
+
+// Bounds of the enqueuer's sleep (see wait): it looks again a second after a failed enqueue or
+// after a wake that found its period not begun yet, and at least every minute, whatever a clock
+// change did to the wake it asked for.
+const (
+	reconcileRetry    = time.Second
+	reconcileMaxSleep = time.Minute
+)
+
+// wait is how long the enqueuer sleeps after a run that ended with err: until the next period
+// begins, or reconcileRetry after a failure, within its bounds.
+func (r *reconcileEnqueuer) wait(err error) time.Duration {
+	if err != nil {
+		return reconcileRetry
+	}
+	now := r.clock.Now()
+	next := periodStart(now, r.every).Add(r.every)
+	return min(max(next.Sub(now), reconcileRetry), reconcileMaxSleep)
 }
 
 // runOnce enqueues the current period's reconciliation, except in the period the process started

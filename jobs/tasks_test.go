@@ -168,6 +168,20 @@ func TestReconcileEnqueuerAsksOncePerPeriod(t *testing.T) {
 	require.Equal(t, []time.Time{h11, h11, h12}, asked)
 }
 
+// The enqueuer sleeps until the next period begins, a second after a failure, and never less than
+// a second nor more than a minute.
+func TestReconcileEnqueuerWait(t *testing.T) {
+	t.Parallel()
+	clock := clock.NewSimulated(time.Date(2026, 12, 7, 10, 59, 30, 0, time.UTC))
+	r := &reconcileEnqueuer{every: time.Hour, clock: clock}
+	require.Equal(t, 30*time.Second, r.wait(nil))
+	require.Equal(t, reconcileRetry, r.wait(errors.New("redis away")))
+	clock.Set(time.Date(2026, 12, 7, 10, 59, 59, 800e6, time.UTC))
+	require.Equal(t, reconcileRetry, r.wait(nil), "a wake a hair early looks again a second later")
+	clock.Set(time.Date(2026, 12, 7, 11, 0, 0, 1e6, time.UTC))
+	require.Equal(t, reconcileMaxSleep, r.wait(nil))
+}
+
 func TestPeriodStart(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2025, 3, 9, 10, 37, 12, 5e8, time.UTC)
