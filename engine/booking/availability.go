@@ -25,21 +25,16 @@ type Candidate struct {
 }
 
 // Candidates lists every start of a venue-local day in order: each grid slot for a resource, or each
-// grid slot at which the service fits before closing; and each slot of the weekly grid an exception
-// closes that day, without slots to occupy (Judge: closed).
+// grid slot at which the service fits before closing; and, on a date an exception changes, each
+// start the weekly schedule would offer that the exception takes away, without slots to occupy
+// (Judge: closed).
 func (o Offer) Candidates(day time.Time) []Candidate {
 	if o.Plan == nil {
 		return nil
 	}
 	var out []Candidate
-	for _, s := range o.Plan.ClosedSlots(day, o.Loc) {
-		end := s.End
-		if o.Service != nil {
-			end = s.Start.Add(o.Service.Duration)
-		}
-		out = append(out, Candidate{Start: s.Start, End: end})
-	}
-	for _, s := range o.Plan.DaySlots(day, o.Loc) {
+	daySlots := o.Plan.DaySlots(day, o.Loc)
+	for _, s := range daySlots {
 		c := Candidate{Start: s.Start, End: s.End}
 		if o.Service == nil {
 			c.Occupy, c.own = []Slot{s}, 1
@@ -62,8 +57,44 @@ func (o Offer) Candidates(day time.Time) []Candidate {
 		}
 		out = append(out, c)
 	}
+	out = append(out, o.closedStarts(day, daySlots, out)...)
 	slices.SortStableFunc(out, func(a, b Candidate) int { return a.Start.Compare(b.Start) })
 	return out
+}
+
+// closedStarts are the starts the weekly schedule offers on day that its exception takes away: for
+// a resource, each weekly slot no slot of the day overlaps; for a service, each weekly start at which
+// it fits the weekly hours and that is not a start of the day (open).
+func (o Offer) closedStarts(day time.Time, daySlots []Slot, open []Candidate) []Candidate {
+	weekly := o.Plan.WeeklySlots(day, o.Loc)
+	var out []Candidate
+	for i, w := range weekly {
+		if o.Service == nil {
+			if !slices.ContainsFunc(daySlots, func(s Slot) bool { return s.Start.Before(w.End) && w.Start.Before(s.End) }) {
+				out = append(out, Candidate{Start: w.Start, End: w.End})
+			}
+			continue
+		}
+		end := w.Start.Add(o.Service.Duration)
+		if slices.ContainsFunc(open, func(c Candidate) bool { return c.Start.Equal(w.Start) }) || !covers(weekly[i:], end) {
+			continue
+		}
+		out = append(out, Candidate{Start: w.Start, End: end})
+	}
+	return out
+}
+
+// covers reports whether slots, from the first, run without a gap until end.
+func covers(slots []Slot, end time.Time) bool {
+	for i, s := range slots {
+		if i > 0 && !s.Start.Equal(slots[i-1].End) {
+			return false
+		}
+		if !s.End.Before(end) {
+			return true
+		}
+	}
+	return false
 }
 
 // SlotState is what the inventory says of one slot.

@@ -230,25 +230,15 @@ type dayMemo struct {
 	zone string
 }
 
-// ClosedSlots are the slots of the weekly grid of one venue-local date that an exception closes (the
-// whole day, or the hours outside the exception's): availability shows them as closed, so that a
-// client can tell a day the venue shuts from one it never opens.
-func (p *Plan) ClosedSlots(day time.Time, loc *time.Location) []Slot {
+// WeeklySlots are the slots the weekly schedule gives a venue-local date that an exception changes
+// (nil on a date without one): availability shows the starts the exception takes away as closed,
+// so that a client can tell a day the venue shuts from one it never opens.
+func (p *Plan) WeeklySlots(day time.Time, loc *time.Location) []Slot {
 	name := day.Format(DayLayout)
 	if _, ok := p.exceptions[name]; !ok {
 		return nil
 	}
-	open := map[int64]bool{}
-	for _, s := range p.DaySlots(day, loc) {
-		open[s.Start.Unix()] = true
-	}
-	var out []Slot
-	for _, s := range p.laySlots(day, name, p.weekly[IsoWeekday(day)], loc) {
-		if !open[s.Start.Unix()] {
-			out = append(out, s)
-		}
-	}
-	return out
+	return p.laySlots(day, name, p.weekly[IsoWeekday(day)], loc)
 }
 
 func (p *Plan) layDay(day time.Time, name string, loc *time.Location) []Slot {

@@ -190,7 +190,8 @@ func TestCheckServiceDuration(t *testing.T) {
 func TestExceptionSlotsShowAsClosed(t *testing.T) {
 	t.Parallel()
 	p := mustPlan(t, ScheduleInput{SlotMinutes: 60, HorizonDays: 7, Weekly: everyDay("08:00", "12:00"),
-		Exceptions: []ScheduleException{{Date: "2026-12-08", Closed: true}, {Date: "2026-12-09", Open: "09:00", Close: "11:00"}}})
+		Exceptions: []ScheduleException{{Date: "2026-12-08", Closed: true}, {Date: "2026-12-09", Open: "09:00", Close: "11:00"},
+			{Date: "2026-12-10", Open: "08:30", Close: "10:30"}}})
 	res := Offer{ResourceID: 3, Capacity: 1, Active: true, Plan: p, Loc: shanghai}
 	svc := res
 	svc.Service = &ServiceTerms{Duration: 2 * time.Hour}
@@ -208,9 +209,12 @@ func TestExceptionSlotsShowAsClosed(t *testing.T) {
 	starts, reasons = judged(res, 9)
 	require.Equal(t, []string{"08:00", "09:00", "10:00", "11:00"}, starts, "a shortened day lists its weekly slots in order")
 	require.Equal(t, []string{ReasonClosed, "", "", ReasonClosed}, reasons)
-	_, reasons = judged(res, 10)
+	starts, reasons = judged(res, 10)
+	require.Equal(t, []string{"08:30", "09:30", "11:00"}, starts, "openings off the weekly grid: a weekly slot they overlap is not listed")
+	require.Equal(t, []string{"", "", ReasonClosed}, reasons)
+	_, reasons = judged(res, 11)
 	require.Equal(t, []string{"", "", "", ""}, reasons, "a day without an exception")
 	starts, reasons = judged(svc, 9)
-	require.Equal(t, []string{"08:00", "09:00", "11:00"}, starts, "a service lists the closed starts and those that fit")
+	require.Equal(t, []string{"08:00", "09:00", "10:00"}, starts, "a service: the weekly starts it fits, open where the day has them")
 	require.Equal(t, []string{ReasonClosed, "", ReasonClosed}, reasons)
 }
