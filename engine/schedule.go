@@ -54,8 +54,12 @@ func (cg *Catalog) ChangeSchedule(ctx context.Context, a booking.Actor, resource
 	if err != nil {
 		return Schedule{}, err
 	}
-	if err := cg.servicesFit(ctx, ri, p.SlotMinutes()); err != nil {
-		return Schedule{}, err
+	// Only a new grid is held to the services: a schedule of the same slot length stays changeable
+	// even with a service that an earlier release let off the grid.
+	if ri.plan == nil || ri.plan.SlotMinutes() != p.SlotMinutes() {
+		if err := cg.servicesFit(ctx, ri, p.SlotMinutes()); err != nil {
+			return Schedule{}, err
+		}
 	}
 	in := ch.ScheduleInput
 	if in.Weekly == nil {
