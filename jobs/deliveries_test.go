@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +32,7 @@ type hookReceiver struct {
 	requests int
 	acked    []string             // "webhook-id type"
 	arrived  map[string]time.Time // webhook-id → when it was first acknowledged
+	refused  time.Time            // when it last refused a request
 	bad      int
 }
 
@@ -47,6 +49,7 @@ func newHookReceiver(t testing.TB) *hookReceiver {
 			return
 		}
 		if r.refuse != nil && r.refuse(r.requests) {
+			r.refused = time.Now()
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
@@ -111,6 +114,10 @@ func TestDeliveriesThroughTheQueue(t *testing.T) {
 	}
 	require.Equal(t, []string{"booking.confirmed", "booking.released"}, types, "in order, each once")
 	require.Less(t, time.Since(refused), 25*time.Second)
+	r.mu.Lock()
+	retried := r.arrived[strings.Fields(acked[0])[0]].Sub(r.refused)
+	r.mu.Unlock()
+	require.Less(t, retried, 10*time.Second, "docs/API.md: a refused delivery is retried within 10 s")
 	got, err := b.eng.GetBooking(ctx, booking.System, bk.ID)
 	require.NoError(t, err)
 	require.Equal(t, "RELEASED", string(got.Status))

@@ -49,10 +49,11 @@ type Options struct {
 	Concurrency int
 	// ForwardInterval is how often Asynq moves the tasks whose time has come (scheduled ones, and
 	// retries) into their queues; default 2s. Each look costs two round trips per queue, and an idle
-	// instance pays them all the time. Nothing waits on it to be on time: the release loop releases
-	// at release_at (its tasks are the backstop), the relay makes each delivery's first attempt, and
-	// with FetchInterval it keeps a webhook's first retry (5 s after the failure) within the 10 s
-	// docs/API.md promises: 5 s + 1 s (whole-second scheduling) + 2 s + 1.5 s at worst.
+	// instance pays them all the time (1 s costs an idle instance about a third more CPU). Little
+	// waits on it: the release loop releases at release_at (its tasks are the backstop) and the relay
+	// makes each delivery's first attempt; but with FetchInterval it bounds a webhook's first retry
+	// (3 s after the failure, engine/notify), which docs/API.md promises within 10 s: 3 s + 1 s
+	// (whole-second scheduling) + 2 s + 1.5 s at worst, leaving the attempt itself 2.5 s.
 	ForwardInterval time.Duration
 	// FetchInterval is how long Asynq's worker waits, on average (half to one and a half of it),
 	// before it looks at its queues again once it found them all empty; default 1s. Each look costs a

@@ -89,7 +89,7 @@ func TestRedisLossWhileRunning(t *testing.T) {
 		return got.Status == booking.Released, err
 	})
 	require.False(t, got.ReleasedAt.Before(got.ReleaseAt), "released %s early", got.ReleaseAt.Sub(*got.ReleasedAt))
-	require.Less(t, got.ReleasedAt.Sub(got.ReleaseAt), 3*time.Second)
+	require.Less(t, got.ReleasedAt.Sub(got.ReleaseAt), b.jobs.taskLagBound(), "by the loop, or by the rebuilt task")
 }
 
 // TestReconcileTwiceOnASteadyStateRepairsNothing: bookings whose release tasks are queued at confirm

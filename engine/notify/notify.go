@@ -6,11 +6,12 @@ package notify
 
 import "time"
 
-// backoff is the wait before each retry: the first within 10 s (docs/API.md), then longer and
-// longer, for over 24 hours in all (86,625 s), so that a receiver down for a day still gets
+// backoff is the wait before each retry: the first within 10 s (docs/API.md) — 3 s, so that the
+// queue's whole-second scheduling and its polling (jobs.Options) still leave room — then longer and
+// longer, for over 24 hours in all (86,623 s), so that a receiver down for a day still gets
 // everything.
 var backoff = []time.Duration{
-	5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute,
+	3 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute,
 	10 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour,
 	8 * time.Hour, 8 * time.Hour,
 }
