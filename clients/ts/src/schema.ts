@@ -1488,7 +1488,7 @@ export interface components {
             within_days: number;
             freeze_days: number;
         };
-        /** @description Money to give back of a payment, written with the change that decided it and announced as refund.requested, then refund.succeeded or refund.failed. booking_id is null for a payment that booked nothing (late_payment, amount_mismatch, duplicate_payment). */
+        /** @description Money to give back of a payment, written with the change that decided it and announced as refund.requested, then refund.succeeded or refund.failed. booking_id is null for a payment that booked nothing (late_payment, amount_mismatch, duplicate_payment, capacity_refused). */
         Refund: {
             refund_id: components["schemas"]["Id"];
             /**

@@ -63,7 +63,8 @@ function dayIn(days = 0): string {
 
 /** The day the flow books: today, or tomorrow in the last minutes of a day, when today has no slot left worth paying for. */
 async function bookingDay(api: Parameters<typeof firstFreeSlot>[0]): Promise<string> {
-  return (await firstFreeSlot(api, resourceId, dayIn())) ? dayIn() : dayIn(1);
+  const today = dayIn();
+  return (await firstFreeSlot(api, resourceId, today)) ? today : dayIn(1);
 }
 
 let server: Server;

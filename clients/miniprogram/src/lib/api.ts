@@ -59,17 +59,22 @@ export function ymd(rfc3339: string): string {
 }
 
 /**
- * dayIn is the date daysAhead days from now in a venue's zone, as availability and the desk list take
- * it: the venue's day, whatever zone the phone is set to (the phone's when Intl cannot say).
+ * dayIn is the date daysAhead calendar days from today in a venue's zone, as availability and the desk
+ * list take it: the venue's day, whatever zone the phone is set to (the phone's when Intl cannot say).
+ * Days are added to the date, not as 24 hours, so that a day of summer time is neither skipped nor
+ * counted twice.
  */
 export function dayIn(timeZone: string | undefined, daysAhead = 0): string {
-  const d = new Date(Date.now() + daysAhead * 86400_000);
+  const now = new Date();
+  let today: string;
   try {
-    return new Intl.DateTimeFormat("en-CA", { timeZone, year: "numeric", month: "2-digit", day: "2-digit" }).format(d);
+    today = new Intl.DateTimeFormat("en-CA", { timeZone, year: "numeric", month: "2-digit", day: "2-digit" }).format(now);
   } catch {
     const p = (n: number) => String(n).padStart(2, "0");
-    return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}`;
+    today = `${now.getFullYear()}-${p(now.getMonth() + 1)}-${p(now.getDate())}`;
   }
+  const [y, m, d] = today.split("-").map(Number);
+  return new Date(Date.UTC(y!, m! - 1, d! + daysAhead)).toISOString().slice(0, 10);
 }
 
 /** allVenues lists the venues, cached. */
