@@ -20,10 +20,6 @@ import (
 // already started, so release_at = confirmed_at + grace.
 const releaseGrace = 5 * time.Second
 
-// maxLag is a loose bound on release lag that survives -race on two cores; production is measured
-// by BenchmarkReleaseLag and the slotwheel_release_lag_seconds histogram.
-const maxLag = 3 * time.Second
-
 // releaseConcurrency covers a burst of 200 releases within about a second, each holding a worker
 // ~1.5 s while it waits out its early start.
 const releaseConcurrency = 256
@@ -147,7 +143,10 @@ func TestReleaseNeverEarlyAndOnTime(t *testing.T) {
 			require.True(t, got.ReleaseAt.Equal(bk.ReleaseAt), "booking %d: release_at moved", bk.ID)
 			lag := got.ReleasedAt.Sub(got.ReleaseAt)
 			require.GreaterOrEqual(t, lag, time.Duration(0), "booking %d released %s early", bk.ID, -lag)
-			require.Less(t, lag, maxLag, "booking %d released %s late", bk.ID, lag)
+			// No release loop runs here, so each release is its task's: bounded by Asynq's forwarding
+			// and fetching (production lag is measured by BenchmarkReleaseLag and the
+			// slotwheel_release_lag_seconds histogram).
+			require.Less(t, lag, b.jobs.taskLagBound(), "booking %d released %s late", bk.ID, lag)
 			lags = append(lags, lag)
 		}
 	}
