@@ -77,6 +77,9 @@ func FuzzParseID(f *testing.F) {
 	})
 }
 
+// rfc3339 is the shape of a request time (see rfc3339Shaped, which must agree with it).
+var rfc3339 = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$`)
+
 // FuzzParseTime reads request times and dates. A time is accepted only in RFC 3339 with seconds and
 // an offset, in the years 2000 to 9999 as written; it reads as time.Parse reads it, and what the API
 // writes of it (to the second, in its offset) reads back as the same instant in the same offset —
@@ -86,6 +89,9 @@ func FuzzParseID(f *testing.F) {
 func FuzzParseTime(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		v, ok := parseTime(s)
+		if shaped := rfc3339.MatchString(s); shaped != rfc3339Shaped(s) {
+			t.Fatalf("%q: the expression says %v, rfc3339Shaped %v", s, shaped, !shaped)
+		}
 		if ok {
 			require.Regexp(t, rfc3339, s)
 			require.True(t, v.Year() >= minYear && v.Year() <= maxYear, "%q is in year %d", s, v.Year())

@@ -139,20 +139,28 @@ func (s *Holds) Clustered() bool {
 // which the caller finishes with its answer (IdemFinish). A cold answer stores nothing.
 func (s *Holds) HoldOnce(ctx context.Context, r *HoldRecord, now time.Time, maxLive int, step *IdemStep) (HoldOutcome, string, IdemAnswer, error) {
 	vk := s.keys.Venue(r.VenueID)
-	keys := append(make([]string, 0, 10), vk.Capacity(), vk.Used(), vk.Owners(), vk.Wheel(), vk.Ended(), vk.Days(),
-		vk.Hold(r.ID), vk.UserHolds(r.UserID), vk.UserLive(r.UserID)) // and the idempotency record's
-	args := make([]any, 0, 15+holdPairs)
-	args = append(args, ms(now), ms(r.Deadline), r.Quantity, r.ID, Keep.Milliseconds(),
+	nkeys := 9
+	if step != nil {
+		nkeys++ // the idempotency record's
+	}
+	// The command is built in the one slice it is sent from: a rush is thousands of them.
+	cmd := make([]any, 0, 3+nkeys+15+holdPairs)
+	cmd = append(cmd, "evalsha", s.scripts.holdSlots.Hash(), nkeys,
+		vk.Capacity(), vk.Used(), vk.Owners(), vk.Wheel(), vk.Ended(), vk.Days(),
+		vk.Hold(r.ID), vk.UserHolds(r.UserID), vk.UserLive(r.UserID))
+	if step != nil {
+		cmd = append(cmd, s.keys.Idempotency(step.Scope))
+	}
+	cmd = append(cmd, ms(now), ms(r.Deadline), r.Quantity, r.ID, Keep.Milliseconds(),
 		strings.Join(r.Days, listSep), strings.Join(r.Fields, listSep), maxLive)
 	if step != nil {
-		keys = append(keys, s.keys.Idempotency(step.Scope))
-		args = append(args, step.Hash, step.TTL.Milliseconds(), step.Stale.Milliseconds(),
+		cmd = append(cmd, step.Hash, step.TTL.Milliseconds(), step.Stale.Milliseconds(),
 			step.OK.Status, step.OK.Body, step.Full.Status, step.Full.Body)
 	} else {
-		args = append(args, "", 0, 0, 0, "", 0, "")
+		cmd = append(cmd, "", 0, 0, 0, "", 0, "")
 	}
-	args = r.appendPairs(args)
-	out, err := s.runMarked(ctx, s.scripts.holdSlots, keys, args, r.VenueID, r.Deadline, now)
+	cmd = r.appendPairs(cmd)
+	out, err := s.runCmdMarked(ctx, s.scripts.holdSlots, cmd, r.VenueID, r.Deadline, now)
 	if err != nil {
 		return "", "", IdemAnswer{}, unavailable("hold", err)
 	}
@@ -225,25 +233,41 @@ func (s *Holds) HoldRoles(ctx context.Context, r *HoldRecord, roles []Role, now 
 // in the same round trip (a pipeline; in a Redis Cluster, one per master, sent together). The mark
 // is made whatever the script answers: a needless mark costs the wheel one look at the venue.
 func (s *shared) runMarked(ctx context.Context, sc *redis.Script, keys []string, args []any, venueID uint64, at, now time.Time) ([]string, error) {
-	cmd, err := s.evalMarked(ctx, sc, keys, args, venueID, at, now)
+	return s.runCmdMarked(ctx, sc, evalsha(sc, keys, args), venueID, at, now)
+}
+
+// runCmdMarked is runMarked for a command built by its caller (see evalsha).
+func (s *shared) runCmdMarked(ctx context.Context, sc *redis.Script, cmd []any, venueID uint64, at, now time.Time) ([]string, error) {
+	c, err := s.evalMarked(ctx, sc, cmd, venueID, at, now)
 	if err != nil {
 		return nil, err
 	}
-	return replyStrings(cmd.Result())
+	return replyStrings(c.Result())
 }
 
-// evalMarked is runMarked for a script whose answer is not a list of strings.
-func (s *shared) evalMarked(ctx context.Context, sc *redis.Script, keys []string, args []any, venueID uint64, at, now time.Time) (*redis.Cmd, error) {
+// evalsha is the EVALSHA command of sc on keys and args, as one slice of arguments.
+func evalsha(sc *redis.Script, keys []string, args []any) []any {
+	cmd := make([]any, 0, 3+len(keys)+len(args))
+	cmd = append(cmd, "evalsha", sc.Hash(), len(keys))
+	for _, k := range keys {
+		cmd = append(cmd, k)
+	}
+	return append(cmd, args...)
+}
+
+// evalMarked is runMarked for a script whose answer is not a list of strings; cmd is sc's EVALSHA
+// command (see evalsha).
+func (s *shared) evalMarked(ctx context.Context, sc *redis.Script, cmd []any, venueID uint64, at, now time.Time) (*redis.Cmd, error) {
 	for attempt := 0; ; attempt++ {
 		// With the scripts of other requests running at the same time (batch.go).
-		var cmd *redis.Cmd
+		var c *redis.Cmd
 		if err := s.batch.do(ctx, func(ctx context.Context, b *batch) {
-			cmd = sc.EvalSha(ctx, b.pipe, keys, args...)
+			c = b.pipe.Do(ctx, cmd...)
 			s.markDueOnce(ctx, b, venueID, at, now)
 		}); err != nil {
 			return nil, err
 		}
-		err := cmd.Err()
+		err := c.Err()
 		if attempt == 0 && err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			// A pipeline sends EVALSHA only: load the script (on every master) and go again.
 			if err := sc.Load(ctx, s.rdb).Err(); err != nil {
@@ -251,7 +275,7 @@ func (s *shared) evalMarked(ctx context.Context, sc *redis.Script, keys []string
 			}
 			continue
 		}
-		return cmd, err
+		return c, err
 	}
 }
 
@@ -357,8 +381,9 @@ func (s *Holds) Settle(ctx context.Context, r *HoldRecord, bookingID uint64, ver
 // Unconfirm puts a hold whose booking was certainly not committed back on the wheel.
 func (s *Holds) Unconfirm(ctx context.Context, r *HoldRecord, now time.Time) error {
 	vk := s.keys.Venue(r.VenueID)
-	_, err := s.evalMarked(ctx, s.scripts.unconfirm, []string{vk.Wheel(), vk.Hold(r.ID), vk.Confirming(), vk.UserLive(r.UserID)},
-		[]any{ms(now), Keep.Milliseconds()}, r.VenueID, r.Deadline, now)
+	_, err := s.evalMarked(ctx, s.scripts.unconfirm, evalsha(s.scripts.unconfirm,
+		[]string{vk.Wheel(), vk.Hold(r.ID), vk.Confirming(), vk.UserLive(r.UserID)},
+		[]any{ms(now), Keep.Milliseconds()}), r.VenueID, r.Deadline, now)
 	return unavailable("unconfirm hold", err)
 }
 
