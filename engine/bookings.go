@@ -407,7 +407,7 @@ func (bs *Bookings) takeUnits(ctx context.Context, b *sqlstore.Booking, version 
 
 // freed names a booking's units as they come back after its change at b.Version.
 func freed(b *sqlstore.Booking) redisstore.Freed {
-	return redisstore.Freed{Owner: redisstore.BookingOwner(b.ID), Version: b.Version}
+	return redisstore.Freed{Booking: b.ID, Version: b.Version}
 }
 
 func bookingDays(b *booking.Booking, loc *time.Location) []string {

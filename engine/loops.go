@@ -350,7 +350,7 @@ func (hs *Holds) sweepConfirmingAt(ctx context.Context, v uint64) error {
 		r, ok := records[id]
 		gone, err := hs.upkeep.repairHold(ctx, v, id, r, ok, now, &rep)
 		if err == nil && gone {
-			_, err = hs.rs.GiveBack(ctx, v, []redisstore.Freed{{Owner: redisstore.HoldOwner(id)}}, now)
+			_, err = hs.rs.GiveBack(ctx, v, []redisstore.Freed{{Hold: id}}, now)
 		}
 		errs = append(errs, err)
 	}

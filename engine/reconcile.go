@@ -232,7 +232,7 @@ func (u *Upkeep) repairVenue(ctx context.Context, v uint64, rep *ReconcileReport
 	for _, id := range stale {
 		st, ok := states[id]
 		if !ok || !st.Status.Occupies() {
-			drop = append(drop, redisstore.Freed{Owner: redisstore.BookingOwner(id), Version: st.Version})
+			drop = append(drop, redisstore.Freed{Booking: id, Version: st.Version})
 		}
 	}
 	var holds []string
@@ -278,7 +278,7 @@ func (u *Upkeep) repairVenue(ctx context.Context, v uint64, rep *ReconcileReport
 			return err
 		}
 		if gone {
-			drop = append(drop, redisstore.Freed{Owner: redisstore.HoldOwner(id)})
+			drop = append(drop, redisstore.Freed{Hold: id})
 		}
 	}
 	if _, err := u.rs.GiveBack(ctx, v, drop, now); err != nil {

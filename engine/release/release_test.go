@@ -115,7 +115,7 @@ func TestReleaseTaskReadsTheLoopsMark(t *testing.T) {
 	out, err = s.Release(ctx, ref)
 	require.NoError(t, err)
 	require.Equal(t, AlreadyReleased, out)
-	require.Equal(t, []redisstore.Freed{{Owner: redisstore.BookingOwner(1), Version: 2}}, rds.given,
+	require.Equal(t, []redisstore.Freed{{Booking: 1, Version: 2}}, rds.given,
 		"a repeated delivery gives the units back again")
 
 	out, err = s.Release(ctx, Ref{BookingID: 2, ReleaseAt: ref.ReleaseAt})

@@ -299,7 +299,7 @@ func releasedUnits(bs []sqlstore.Booking, chs []booking.Change) (byVenue map[uin
 
 // freed names a booking's units as they come back after its change at b.Version.
 func freed(b *sqlstore.Booking) redisstore.Freed {
-	return redisstore.Freed{Owner: redisstore.BookingOwner(b.ID), Version: b.Version}
+	return redisstore.Freed{Booking: b.ID, Version: b.Version}
 }
 
 // giveBackVenues gives back the units of each venue's freed owners, one script per venue (per
@@ -324,7 +324,7 @@ func (s *Service) giveBackVenues(ctx context.Context, byVenue map[uint64][]redis
 func (s *Service) giveBack(ctx context.Context, b *sqlstore.Booking) {
 	lctx, cancel := later(ctx)
 	defer cancel()
-	if _, err := s.p.Redis.GiveBack(lctx, b.VenueID, []redisstore.Freed{freed(b)}, s.p.Clock.Now()); err != nil {
+	if _, err := s.giveBackVenues(lctx, map[uint64][]redisstore.Freed{b.VenueID: {freed(b)}}); err != nil {
 		s.log.Error("give back units failed; reconciliation will", "booking_id", b.ID, "err", err)
 	}
 }

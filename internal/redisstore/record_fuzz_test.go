@@ -180,7 +180,7 @@ func FuzzOwnerUnits(f *testing.F) {
 		require.Equal(t, counted(moved), used(), "a finished move holds exactly the new window")
 
 		// Give back: units taken by a later change than the one that freed them stay.
-		freed, err := s.GiveBack(ctx, fuzzVenue, []redisstore.Freed{{Owner: redisstore.BookingOwner(bookingID), Version: int(upto)}}, nowAt)
+		freed, err := s.GiveBack(ctx, fuzzVenue, []redisstore.Freed{{Booking: bookingID, Version: int(upto)}}, nowAt)
 		require.NoError(t, err)
 		if upto != 0 && upto < moveVersion {
 			require.Zero(t, freed)

@@ -105,11 +105,20 @@ func scores(zs []redis.Z) map[string]time.Time {
 	return out
 }
 
-// Freed is an owner whose units are to come back: a booking whose change at Version stopped it
-// occupying (its units stay if a later change took them again), or a hold (Version 0).
+// Freed names units that are to come back: those of Booking, whose change at Version stopped it
+// occupying (its units stay if a later change took them again), or those of the hold Hold.
 type Freed struct {
-	Owner   Owner
-	Version int
+	Booking uint64
+	Hold    string
+	Version int // of Booking's change; 0 for a hold
+}
+
+// owner is f's entry in the Owners hash.
+func (f Freed) owner() Owner {
+	if f.Hold != "" {
+		return HoldOwner(f.Hold)
+	}
+	return BookingOwner(f.Booking)
 }
 
 // GiveBack returns the units of owners of one venue that no longer occupy, each exactly once, and
@@ -125,7 +134,7 @@ func (s *Inventory) GiveBack(ctx context.Context, venueID uint64, freed []Freed,
 		args := make([]any, 0, 2+2*n)
 		args = append(args, ms(now), (2 * Keep).Milliseconds())
 		for _, f := range freed[:n] {
-			args = append(args, string(f.Owner), f.Version)
+			args = append(args, string(f.owner()), f.Version)
 		}
 		got, err := s.scripts.giveBack.Run(ctx, s.rdb, []string{vk.Owners(), vk.Used(), vk.Gone()}, args...).Int()
 		if err != nil {
