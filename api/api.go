@@ -173,7 +173,7 @@ func newHandler(opts Options) (*handler, error) {
 		r.Any("/monitoring/*any", guard, gin.WrapH(mon))
 	}
 
-	v1 := r.Group("/api/v1", s.requestTimeout, s.rateLimit)
+	v1 := r.Group("/api/v1", s.strictQuery, s.requestTimeout, s.rateLimit)
 
 	// Log-in. These create no state, so they take no Idempotency-Key.
 	v1.POST("/auth/dev-login", s.readBody, s.devLogin)

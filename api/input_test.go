@@ -320,6 +320,10 @@ func TestBadQueryIsA4xx(t *testing.T) {
 		{"/api/v1/bookings?limit=101", alice, 422, "invalid_limit"},
 		{"/api/v1/bookings?limit=ten", alice, 400, "invalid_limit"},
 		{"/api/v1/bookings?cursor=not-a-cursor", alice, 422, "invalid_cursor"},
+		// A pair Go's parser would drop, leaving the rest to be read as if it had not been sent.
+		{"/api/v1/bookings?cursor=%zz", alice, 400, "invalid_query"},
+		{"/api/v1/bookings?limit=5;cursor=x", alice, 400, "invalid_query"},
+		{"/api/v1/availability?resource_id=" + hs.res + "&date=2025-05-01&x=%", "", 400, "invalid_query"},
 		{"/api/v1/bookings/abc", alice, 404, "not_found"},
 		{"/api/v1/bookings/0", alice, 404, "not_found"},
 		{"/api/v1/holds/" + strings.Repeat("h", 65), alice, 404, "not_found"},

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -213,4 +214,17 @@ func cors(origins []string) gin.HandlerFunc {
 		}
 		c.Next()
 	}
+}
+
+// strictQuery answers 400 invalid_query to a query string that cannot be parsed (a stray %, a
+// broken escape, a semicolon). Go's parser drops such a pair and reads the rest, so
+// "?cursor=%zz" would otherwise be answered as the first page, as if no cursor had been sent.
+func (s *server) strictQuery(c *gin.Context) {
+	if raw := c.Request.URL.RawQuery; raw != "" {
+		if _, err := url.ParseQuery(raw); err != nil {
+			s.fail(c, badRequest("invalid_query", "the query string cannot be parsed"))
+			return
+		}
+	}
+	c.Next()
 }
