@@ -194,6 +194,9 @@ func decodeStrict(raw []byte, dst any) error {
 	if err := dec.Decode(dst); err != nil {
 		return decodeError(err)
 	}
+	if name, ok := duplicateName(raw); ok {
+		return badRequest("invalid_json", "the body names a field twice").withField(name)
+	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return badRequest("invalid_json", "the body has data after the JSON object")
 	}
@@ -236,4 +239,57 @@ func isNumberKind(kind string) bool {
 // missing is the error of a required field left out.
 func missing(field string) *apiError {
 	return badRequest("missing_field", "a required field is missing").withField(field)
+}
+
+// duplicateName finds a name given twice in one object of raw's first JSON value, at any depth.
+// encoding/json keeps the last of them, another parser the first: a body that says two things
+// is refused rather than read one way here and another way by whoever signed or logged it.
+func duplicateName(raw []byte) (string, bool) {
+	type object struct {
+		names   map[string]bool
+		wantKey bool
+	}
+	var open []*object // the objects and arrays (nil) the next token is in
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false // not JSON: Decode has said so already
+		}
+		var in *object
+		if len(open) > 0 {
+			in = open[len(open)-1]
+		}
+		if in != nil && in.wantKey {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				open = open[:len(open)-1]
+			} else {
+				name, _ := tok.(string)
+				if in.names[name] {
+					return name, true
+				}
+				in.names[name] = true
+				in.wantKey = false
+				continue
+			}
+		} else if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{':
+				open = append(open, &object{names: map[string]bool{}, wantKey: true})
+				continue
+			case '[':
+				open = append(open, nil)
+				continue
+			default: // ']' (a '}' is read where a key may come)
+				open = open[:len(open)-1]
+			}
+		}
+		// A value has ended: its object wants a key next; with nothing open, the body has ended.
+		if len(open) == 0 {
+			return "", false
+		}
+		if top := open[len(open)-1]; top != nil {
+			top.wantKey = true
+		}
+	}
 }

@@ -247,6 +247,12 @@ func TestBadInputIsA4xxOnEveryWriteRoute(t *testing.T) {
 			cases = append(cases, bodyCase{"empty body", ``, 400, "invalid_json"}, bodyCase{"empty object", `{}`, 400, "missing_field"})
 		}
 		cases = append(cases, rt.cases...)
+		for k, v := range rt.base { // a valid body that names one of its fields twice
+			one, err := json.Marshal(set{k: v})
+			require.NoError(t, err)
+			cases = append(cases, bodyCase{"field twice", string(one[:len(one)-1]) + "," + bodyText(t, rt.base, set{})[1:], 400, "invalid_json"})
+			break
+		}
 		for _, tc := range cases {
 			raw := bodyText(t, rt.base, tc.body)
 			var headers []header

@@ -1621,7 +1621,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description The body or query cannot be read as the contract's types: invalid_json (also trailing data after the object), unknown_field, invalid_type, invalid_id, invalid_time, invalid_date, missing_field, missing_parameter, invalid_idempotency_key, invalid_query (a query string that cannot be parsed, such as a stray % or a broken escape). */
+        /** @description The body or query cannot be read as the contract's types: invalid_json (also trailing data after the object, or a field named twice in one object), unknown_field, invalid_type, invalid_id, invalid_time, invalid_date, missing_field, missing_parameter, invalid_idempotency_key, invalid_query (a query string that cannot be parsed, such as a stray % or a broken escape). */
         BadRequest: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2595,7 +2595,7 @@ export interface operations {
                     "application/json": components["schemas"]["Availability"];
                 };
             };
-            /** @description The body or query cannot be read as the contract's types: invalid_json (also trailing data after the object), unknown_field, invalid_type, invalid_id, invalid_time, invalid_date, missing_field, missing_parameter, invalid_idempotency_key, invalid_query (a query string that cannot be parsed, such as a stray % or a broken escape). */
+            /** @description The body or query cannot be read as the contract's types: invalid_json (also trailing data after the object, or a field named twice in one object), unknown_field, invalid_type, invalid_id, invalid_time, invalid_date, missing_field, missing_parameter, invalid_idempotency_key, invalid_query (a query string that cannot be parsed, such as a stray % or a broken escape). */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
