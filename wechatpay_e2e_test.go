@@ -25,8 +25,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine/notify/webhook"
-	"github.com/slotwheel/slotwheel/engine/wechatpay/wechatpayfake"
 	"github.com/slotwheel/slotwheel/internal/testenv"
+	"github.com/slotwheel/slotwheel/internal/testenv/wechatpayfake"
 )
 
 // TestWechatPayStory drives WeChat Pay end to end against the binary and a local fake of the WeChat

@@ -16,9 +16,9 @@ import (
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/idem"
 	"github.com/slotwheel/slotwheel/engine/notify/wechatmsg"
-	"github.com/slotwheel/slotwheel/engine/notify/wechatmsg/wechatfake"
-	"github.com/slotwheel/slotwheel/engine/wechatpay/wechatpayfake"
 	"github.com/slotwheel/slotwheel/engine/wire"
+	"github.com/slotwheel/slotwheel/internal/testenv/wechatfake"
+	"github.com/slotwheel/slotwheel/internal/testenv/wechatpayfake"
 	"github.com/slotwheel/slotwheel/models"
 )
 

@@ -21,8 +21,8 @@ import (
 	"github.com/slotwheel/slotwheel/engine/clock"
 	"github.com/slotwheel/slotwheel/engine/notify/webhook"
 	"github.com/slotwheel/slotwheel/engine/notify/wechatmsg"
-	"github.com/slotwheel/slotwheel/engine/notify/wechatmsg/wechatfake"
 	"github.com/slotwheel/slotwheel/engine/release"
+	"github.com/slotwheel/slotwheel/internal/testenv/wechatfake"
 	"github.com/slotwheel/slotwheel/models"
 )
 

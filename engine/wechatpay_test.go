@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
-	"github.com/slotwheel/slotwheel/engine/wechatpay/wechatpayfake"
+	"github.com/slotwheel/slotwheel/internal/testenv/wechatpayfake"
 	"github.com/slotwheel/slotwheel/models"
 )
 

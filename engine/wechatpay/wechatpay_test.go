@@ -28,7 +28,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine/wechatpay"
-	"github.com/slotwheel/slotwheel/engine/wechatpay/wechatpayfake"
+	"github.com/slotwheel/slotwheel/internal/testenv/wechatpayfake"
 )
 
 var (

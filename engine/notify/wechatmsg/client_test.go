@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine/notify/wechatmsg"
-	"github.com/slotwheel/slotwheel/engine/notify/wechatmsg/wechatfake"
+	"github.com/slotwheel/slotwheel/internal/testenv/wechatfake"
 )
 
 const (

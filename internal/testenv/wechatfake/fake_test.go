@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/slotwheel/slotwheel/engine/notify/wechatmsg/wechatfake"
+	"github.com/slotwheel/slotwheel/internal/testenv/wechatfake"
 )
 
 type answer struct {
