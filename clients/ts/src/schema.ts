@@ -1221,6 +1221,7 @@ export interface components {
             quantity: number;
             start: components["schemas"]["DateTime"];
             end: components["schemas"]["DateTime"];
+            /** @description When an unpaid hold ends. A confirmed hold read back after its record has gone from the hold store (some minutes after payment) is rebuilt from its booking, which does not keep the deadline: expires_at is then the booking's confirmed_at. */
             expires_at: components["schemas"]["DateTime"];
             /** Format: int64 */
             amount_cents: number;
