@@ -289,31 +289,33 @@ func (n *Notifications) unclaimRest(ctx context.Context, token string, rest []mo
 	}
 }
 
-// finishBatch records the relay's outcomes: the sent ones in one statement, the others one by one
-// (they are few, and each needs its retry queued).
+// finishBatch records the relay's outcomes: the sent ones in a statement per HTTP status they were
+// answered with (nearly always one), the others one by one (they are few, and each needs its retry
+// queued).
 func (n *Notifications) finishBatch(ctx context.Context, token string, rs []attemptResult) {
 	lctx, cancel := later(ctx)
 	defer cancel()
-	var sent []uint64
+	sent := map[int][]uint64{} // by HTTP status
 	now := n.clock.Now()
 	for _, r := range rs {
 		if r.status == models.DeliverySucceeded {
-			sent = append(sent, r.d.ID)
+			sent[r.HTTPStatus] = append(sent[r.HTTPStatus], r.d.ID)
 			continue
 		}
 		n.finishAttempt(lctx, r, false)
 	}
-	if len(sent) == 0 {
-		return
-	}
-	if err := n.ss.FinishSent(lctx, token, sent, now); err != nil {
-		// Not recorded: the claims run out and the deliveries are sent again, with the same
-		// webhook-id (at least once).
-		n.log.Warn("record sent deliveries failed; they will be sent again", "n", len(sent), "err", err)
-		return
+	recorded := map[int]bool{}
+	for httpStatus, ids := range sent {
+		if err := n.ss.FinishSent(lctx, token, httpStatus, ids, now); err != nil {
+			// Not recorded: the claims run out and the deliveries are sent again, with the same
+			// webhook-id (at least once).
+			n.log.Warn("record sent deliveries failed; they will be sent again", "n", len(ids), "err", err)
+			continue
+		}
+		recorded[httpStatus] = true
 	}
 	for _, r := range rs {
-		if r.status == models.DeliverySucceeded {
+		if r.status == models.DeliverySucceeded && recorded[r.HTTPStatus] {
 			observeAttempt(r, now)
 		}
 	}
@@ -335,7 +337,9 @@ func (n *Notifications) attempt(ctx context.Context, d models.Delivery, ev model
 	var sendErr error
 	final := false
 	if d.Sink == sinkWechat {
-		final, sendErr = n.sendWechat(ctx, ev)
+		if final, sendErr = n.sendWechat(ctx, ev); sendErr == nil {
+			r.HTTPStatus = http.StatusOK // WeChat says errcode 0 in a 200
+		}
 	} else {
 		r.HTTPStatus, sendErr = n.sendWebhook(ctx, d, ev, eps)
 	}

@@ -401,6 +401,29 @@ func TestFailedDeliveryIsKeptAndRetryable(t *testing.T) {
 	require.Len(t, ok, 1)
 }
 
+// A delivery sent at the first attempt (recorded with others of its batch) shows the status the
+// receiver answered with, here 204, not a status of the relay's own.
+func TestSentDeliveryShowsTheReceiversStatus(t *testing.T) {
+	t.Parallel()
+	tb, q, r := webhookBundle(t)
+	ctx := context.Background()
+	res := tb.resource(t, 1, 60, "08:00", "22:00")
+	tb.book(t, alice, res, at("11:00"))
+	start := tb.clock.Now()
+	_, err := tb.e.RelayOutbox(ctx)
+	require.NoError(t, err)
+	tb.drain(t, q, start.Add(time.Minute))
+	acked, _, _ := r.got()
+	require.NotEmpty(t, acked)
+	sent, _, err := tb.e.ListDeliveries(ctx, booking.System, 1, "succeeded", "", 0)
+	require.NoError(t, err)
+	require.Len(t, sent, len(acked))
+	for _, d := range sent {
+		require.Equal(t, 1, d.Attempts, "delivery %d", d.ID)
+		require.Equal(t, http.StatusNoContent, d.LastStatus, "delivery %d", d.ID)
+	}
+}
+
 // Endpoints take only http(s) URLs, only the event types they name and only their venue's events.
 func TestWebhookEndpointsFilter(t *testing.T) {
 	t.Parallel()

@@ -203,11 +203,12 @@ func (s *Outbox) FinishDelivery(ctx context.Context, id uint64, token string, a 
 	return mapErr("finish delivery", res.Error)
 }
 
-// FinishSent records the first, successful attempt of deliveries claimed by token, in one statement.
-func (s *Outbox) FinishSent(ctx context.Context, token string, ids []uint64, at time.Time) error {
+// FinishSent records the first, successful attempt of deliveries claimed by token, each answered
+// with the HTTP status httpStatus, in one statement.
+func (s *Outbox) FinishSent(ctx context.Context, token string, httpStatus int, ids []uint64, at time.Time) error {
 	return mapErr("finish deliveries", s.db.WithContext(ctx).Model(&models.Delivery{}).
 		Where("id IN ? AND claim_token = ?", ids, token).
-		Updates(map[string]any{"status": models.DeliverySucceeded, "attempts": gorm.Expr("attempts + 1"), "last_status": 200,
+		Updates(map[string]any{"status": models.DeliverySucceeded, "attempts": gorm.Expr("attempts + 1"), "last_status": httpStatus,
 			"last_error": "", "updated_at": at, "done_at": at, "claimed_until": nil, "claim_token": ""}).Error)
 }
 
