@@ -1,11 +1,14 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
@@ -34,6 +37,14 @@ func TestWaitlistOverHTTP(t *testing.T) {
 	var h holdResponse
 	hs.do(http.MethodGet, "/api/v1/holds/"+list.Items[0].HoldID, bob, nil).expect(t, http.StatusOK).decode(t, &h)
 	require.Equal(t, string(booking.HoldHeld), h.Status)
+
+	// Bob lets the hold run out: his entry has lapsed, and the list (checked against openapi.json)
+	// says LAPSED.
+	hs.clock.Advance(11 * time.Minute) // past the engine's default hold TTL of 10 minutes
+	require.NoError(t, hs.eng.NewLoops(engine.LoopsConfig{}).RunOnce(context.Background()))
+	hs.do(http.MethodGet, "/api/v1/waitlist", bob, nil).expect(t, http.StatusOK).decode(t, &list)
+	require.Len(t, list.Items, 1)
+	require.Equal(t, string(booking.WaitLapsed), list.Items[0].Status)
 
 	// Joining for a window that is free promotes at once.
 	s2, e2 := hs.slot(1, 11)

@@ -1319,8 +1319,11 @@ export interface components {
         Empty: Record<string, never>;
         WaitlistEntry: {
             waitlist_id: components["schemas"]["Id"];
-            /** @enum {string} */
-            status: "WAITING" | "PROMOTED" | "CANCELLED" | "EXPIRED";
+            /**
+             * @description WAITING until units free up; PROMOTED when they did and a hold was made for the waiter (hold_id); LAPSED when that hold ended unpaid (the units pass to the next waiter); CANCELLED by the waiter; EXPIRED when the window ended, or closed, before units freed up.
+             * @enum {string}
+             */
+            status: "WAITING" | "PROMOTED" | "LAPSED" | "CANCELLED" | "EXPIRED";
             user_id: string;
             venue_id: components["schemas"]["Id"];
             resource_id: components["schemas"]["Id"];
