@@ -339,6 +339,15 @@ func TestHoldLifecycle(t *testing.T) {
 		expect(t, http.StatusCreated).decode(t, &sh)
 	require.Equal(t, svc.ServiceID, sh.ServiceID)
 	require.Equal(t, int64(9900), sh.AmountCents)
+	// A service hold may name its end (ServiceHoldInput.end): the start plus the duration, nothing else.
+	s3, e3 := hs.slot(1, 16)
+	hs.do(http.MethodPost, "/api/v1/holds", alice, set{"service_id": svc.ServiceID, "start": s3, "end": e3}).
+		expect(t, http.StatusCreated)
+	s4, _ := hs.slot(1, 17)
+	_, e4 := hs.slot(1, 18)
+	offEnd := hs.do(http.MethodPost, "/api/v1/holds", alice, set{"service_id": svc.ServiceID, "start": s4, "end": e4})
+	offEnd.expect(t, http.StatusUnprocessableEntity)
+	require.Equal(t, "invalid_end", offEnd.errorCode())
 
 	var g gracePolicyResponse
 	hs.do(http.MethodPut, "/api/v1/admin/policies/grace", hs.admin, set{"category": "tennis", "grace_seconds": 600,

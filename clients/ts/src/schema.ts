@@ -396,7 +396,7 @@ export interface paths {
         };
         /**
          * Availability of one day
-         * @description For a resource (resource_id), or a service (service_id, optionally on one resource_id). Answered for one venue-local day. A service with roles is answered once per start, without resource_id (a resource_id given with it is ignored): a start is available when every role has a resource free for it. On a date a schedule exception closes or shortens, the weekly schedule's slots it takes away are listed too, with reason closed, so that a closed day is told from one the resource never opens.
+         * @description For a resource (resource_id), or a service (service_id, optionally on one resource_id). Answered for one venue-local day. A service with roles is answered once per start and takes no resource_id (422 invalid_resources with field resource_id when one is given, since no single resource answers for every role): a start is available when every role has a resource free for it. On a date a schedule exception closes or shortens, the weekly schedule's slots it takes away are listed too, with reason closed, so that a closed day is told from one the resource never opens.
          */
         get: operations["availability"];
         put?: never;
@@ -1199,6 +1199,8 @@ export interface components {
             service_id: components["schemas"]["Id"];
             resource_id?: components["schemas"]["Id"];
             start: components["schemas"]["DateTime"];
+            /** @description Optional: the service's duration decides the end. When given it must be start plus that duration (422 invalid_end otherwise). */
+            end?: components["schemas"]["DateTime"];
             /**
              * @description Units to take (invalid_quantity otherwise).
              * @default 1
