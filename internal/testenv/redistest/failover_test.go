@@ -3,12 +3,15 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/slotwheel/slotwheel/internal/testenv/proc"
 )
 
 func client(t *testing.T, addr string) *redis.Client {
@@ -46,6 +49,23 @@ func TestReplicatedPromotionLosesWritesMadeWhileReplicaPaused(t *testing.T) {
 	require.Equal(t, "1", replica.Get(ctx, "before").Val())
 	require.ErrorIs(t, replica.Get(ctx, "during").Err(), redis.Nil, "the acknowledged write is lost")
 	require.NoError(t, replica.Set(ctx, "after", "1", 0).Err(), "the promoted replica takes writes")
+}
+
+// A server of another test that comes up as a replica of this pair's primary (its own primary's
+// port was reused) is refused: the pair replicates as a user of its own.
+func TestStrayReplicaCannotAttach(t *testing.T) {
+	t.Parallel()
+	pair := StartReplicated(t)
+	stray := startServer(t, func(port int, dir string) ([]string, error) {
+		return serverArgs(port, dir, "--replicaof", "127.0.0.1", strconv.Itoa(pair.Primary().port)), nil
+	})
+	require.Eventually(t, func() bool {
+		return strings.Contains(proc.ReadFrom(stray.logPath(), 0), "NOPERM")
+	}, 10*time.Second, 20*time.Millisecond, "the primary refuses the stray replica's PSYNC")
+	info, err := client(t, pair.Primary().Addr()).Info(context.Background(), "replication").Result()
+	require.NoError(t, err)
+	require.Contains(t, info, "connected_slaves:1", "only the pair's replica is attached")
+	require.Contains(t, info, "port="+strconv.Itoa(pair.Replica().port))
 }
 
 // A paused replica resumed while its primary lives catches up with what it missed.

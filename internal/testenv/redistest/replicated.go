@@ -2,6 +2,8 @@ package redistest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -29,14 +31,15 @@ func StartReplicated(t testing.TB) *Replicated {
 	// repl-diskless-sync-delay 0: a replica syncs at once, not after Redis' default 5 s wait for
 	// more replicas to share the transfer. Both get it, since a failover swaps their roles.
 	const noDelay = "--repl-diskless-sync-delay"
+	own := pairUser()
 	primary := startServer(t, func(port int, dir string) ([]string, error) {
-		return serverArgs(port, dir, noDelay, "0"), nil
+		return serverArgs(port, dir, append(own, noDelay, "0")...), nil
 	})
 	replica := startServer(t, func(port int, dir string) ([]string, error) {
 		// replica-priority 0 would keep Sentinel from ever promoting it; 100 is the default, made
 		// explicit because the failover tests depend on it.
-		return serverArgs(port, dir, noDelay, "0", "--replica-priority", "100",
-			"--replicaof", "127.0.0.1", strconv.Itoa(primary.port)), nil
+		return serverArgs(port, dir, append(own, noDelay, "0", "--replica-priority", "100",
+			"--replicaof", "127.0.0.1", strconv.Itoa(primary.port))...), nil
 	})
 	r := &Replicated{t: t, primary: primary, replica: replica}
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
@@ -45,6 +48,22 @@ func StartReplicated(t testing.TB) *Replicated {
 		t.Fatalf("redistest: %v", err)
 	}
 	return r
+}
+
+// pairUser is the configuration that keeps a pair's replication to itself. Tests run in parallel on
+// free ports, and a replica whose primary was killed keeps dialling that port: if another test's
+// server takes it, the stray replica would attach to it and answer its WAIT, or show up in its
+// Sentinel's replicas. So neither server lets its default user (what clients and Sentinel use)
+// SYNC or PSYNC; the pair replicates as a user of its own, with a password only it knows.
+func pairUser() []string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	name, pass := "repl-"+hex.EncodeToString(b[:6]), hex.EncodeToString(b[6:])
+	return []string{
+		"--user", "default", "on", "nopass", "~*", "&*", "+@all", "-sync", "-psync",
+		"--user", name, "on", ">" + pass, "+psync", "+sync", "+replconf", "+ping",
+		"--masteruser", name, "--masterauth", pass,
+	}
 }
 
 // Primary is the server that started as the primary; it stays so named after a promotion, until
