@@ -132,7 +132,9 @@ func TestReleaseNeverEarlyAndOnTime(t *testing.T) {
 		require.NoError(t, err)
 		switch {
 		case checkedIn[bk.ID]:
-			require.Equal(t, booking.Arrived, got.Status, "checked-in booking %d", bk.ID)
+			// Checked in, so never released. Its slot has started: a reconciliation that runs meanwhile
+			// (the hourly one, when the test spans the top of an hour) moves it on to IN_PROGRESS.
+			require.Contains(t, []booking.Status{booking.Arrived, booking.InProgress}, got.Status, "checked-in booking %d", bk.ID)
 			require.Nil(t, got.ReleasedAt)
 		case cancelled[bk.ID]:
 			require.Equal(t, booking.CancelledByAdmin, got.Status, "cancelled booking %d", bk.ID)
