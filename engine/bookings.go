@@ -275,13 +275,9 @@ func (bs *Bookings) CheckIn(ctx context.Context, a booking.Actor, code string) (
 }
 
 // inVenueZone is err with its time details in the zone of venue v, as every time the API answers
-// is; err as it is when the zone cannot be read.
+// is (see venueZone).
 func (co *core) inVenueZone(ctx context.Context, v uint64, err error) error {
-	vi, verr := co.cat.venue(ctx, v)
-	if verr != nil {
-		return err
-	}
-	return booking.DetailsIn(err, vi.loc)
+	return booking.DetailsIn(err, co.venueZone(ctx, v))
 }
 
 // Restore takes a released booking back within the restore window, if its units are still free:

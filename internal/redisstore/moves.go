@@ -30,9 +30,9 @@ const (
 func (s *Moves) ReserveMove(ctx context.Context, venueID uint64, b BookingUnits, days []string, now time.Time, stale time.Duration) (MoveOutcome, string, error) {
 	vk := s.keys.Venue(venueID)
 	// The wheel looks again once the move could be abandoned (a process that died mid-move).
-	out, err := s.runMarked(ctx, s.scripts.reserveMove,
+	out, err := s.runMarked(ctx, s.scripts.reserveMove, evalsha(s.scripts.reserveMove,
 		[]string{vk.Capacity(), vk.Used(), vk.Owners(), vk.Moves(), vk.Wheel(), vk.Ended(), vk.Days()},
-		[]any{ms(now), b.BookingID, b.Qty, strings.Join(b.Fields, listSep), strings.Join(days, listSep), b.Version},
+		[]any{ms(now), b.BookingID, b.Qty, strings.Join(b.Fields, listSep), strings.Join(days, listSep), b.Version}),
 		venueID, now.Add(stale+time.Second), now)
 	if err != nil {
 		return "", "", unavailable("reserve move", err)

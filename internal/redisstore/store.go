@@ -160,7 +160,7 @@ func (s *Holds) HoldOnce(ctx context.Context, r *HoldRecord, now time.Time, maxL
 		cmd = append(cmd, "", 0, 0, 0, "", 0, "")
 	}
 	cmd = r.appendPairs(cmd)
-	out, err := s.runCmdMarked(ctx, s.scripts.holdSlots, cmd, r.VenueID, r.Deadline, now)
+	out, err := s.runMarked(ctx, s.scripts.holdSlots, cmd, r.VenueID, r.Deadline, now)
 	if err != nil {
 		return "", "", IdemAnswer{}, unavailable("hold", err)
 	}
@@ -204,7 +204,7 @@ func (s *Holds) HoldRoles(ctx context.Context, r *HoldRecord, roles []Role, now 
 		}
 	}
 	args = r.appendPairs(args)
-	out, err := s.runMarked(ctx, s.scripts.holdRoles, keys, args, r.VenueID, r.Deadline, now)
+	out, err := s.runMarked(ctx, s.scripts.holdRoles, evalsha(s.scripts.holdRoles, keys, args), r.VenueID, r.Deadline, now)
 	if err != nil {
 		return "", "", unavailable("hold roles", err)
 	}
@@ -229,15 +229,11 @@ func (s *Holds) HoldRoles(ctx context.Context, r *HoldRecord, roles []Role, now 
 	return HoldOK, "", nil
 }
 
-// runMarked runs a script that may put a hold on a venue's wheel, and marks the venue's timer at at
-// in the same round trip (a pipeline; in a Redis Cluster, one per master, sent together). The mark
-// is made whatever the script answers: a needless mark costs the wheel one look at the venue.
-func (s *shared) runMarked(ctx context.Context, sc *redis.Script, keys []string, args []any, venueID uint64, at, now time.Time) ([]string, error) {
-	return s.runCmdMarked(ctx, sc, evalsha(sc, keys, args), venueID, at, now)
-}
-
-// runCmdMarked is runMarked for a command built by its caller (see evalsha).
-func (s *shared) runCmdMarked(ctx context.Context, sc *redis.Script, cmd []any, venueID uint64, at, now time.Time) ([]string, error) {
+// runMarked runs sc's EVALSHA command cmd (see evalsha), a script that may put a hold on a venue's
+// wheel, and marks the venue's timer at at in the same round trip (a pipeline; in a Redis Cluster,
+// one per master, sent together). The mark is made whatever the script answers: a needless mark
+// costs the wheel one look at the venue.
+func (s *shared) runMarked(ctx context.Context, sc *redis.Script, cmd []any, venueID uint64, at, now time.Time) ([]string, error) {
 	c, err := s.evalMarked(ctx, sc, cmd, venueID, at, now)
 	if err != nil {
 		return nil, err
@@ -245,7 +241,8 @@ func (s *shared) runCmdMarked(ctx context.Context, sc *redis.Script, cmd []any, 
 	return replyStrings(c.Result())
 }
 
-// evalsha is the EVALSHA command of sc on keys and args, as one slice of arguments.
+// evalsha is the EVALSHA command of sc on keys and args, as one slice of arguments. A hold builds
+// its command in such a slice itself (HoldOnce): a rush is thousands of them.
 func evalsha(sc *redis.Script, keys []string, args []any) []any {
 	cmd := make([]any, 0, 3+len(keys)+len(args))
 	cmd = append(cmd, "evalsha", sc.Hash(), len(keys))
@@ -351,9 +348,9 @@ func (s *Holds) MarkConfirming(ctx context.Context, r *HoldRecord, now time.Time
 		flag = "1"
 	}
 	// The wheel looks again once the confirm could be abandoned (a process that died mid-confirm).
-	out, err := s.runMarked(ctx, s.scripts.markConfirming,
+	out, err := s.runMarked(ctx, s.scripts.markConfirming, evalsha(s.scripts.markConfirming,
 		[]string{vk.Capacity(), vk.Used(), vk.Owners(), vk.Wheel(), vk.Ended(), vk.Days(), vk.Hold(r.ID), vk.Confirming(), vk.UserLive(r.UserID)},
-		[]any{ms(now), flag, stale.Milliseconds()}, r.VenueID, now.Add(stale+time.Second), now)
+		[]any{ms(now), flag, stale.Milliseconds()}), r.VenueID, now.Add(stale+time.Second), now)
 	if err != nil {
 		return ConfirmStep{}, unavailable("mark confirming", err)
 	}
