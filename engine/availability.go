@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/catalog"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 )
 
@@ -34,23 +35,23 @@ func (cg *Catalog) Availability(ctx context.Context, q AvailabilityQuery) ([]Slo
 		return nil, booking.Invalid("missing_resource_id", "resource_id or service_id is required").WithField("resource_id")
 	}
 	if q.ServiceID == 0 {
-		ri, err := cg.cat.resource(ctx, q.ResourceID)
+		ri, err := cg.cat.Resource(ctx, q.ResourceID)
 		if err != nil {
-			return nil, unknown(err, "unknown_resource", "resource %d does not exist", q.ResourceID)
+			return nil, booking.Unknown(err, "unknown_resource", "resource %d does not exist", q.ResourceID)
 		}
 		return cg.dayOf(ctx, ri, nil, q.Date)
 	}
-	si, err := cg.cat.service(ctx, q.ServiceID)
+	si, err := cg.cat.Service(ctx, q.ServiceID)
 	if err != nil {
-		return nil, unknown(err, "unknown_service", "service %d does not exist", q.ServiceID)
+		return nil, booking.Unknown(err, "unknown_service", "service %d does not exist", q.ServiceID)
 	}
-	if len(si.roles) > 0 {
+	if len(si.Roles) > 0 {
 		if q.ResourceID != 0 {
 			return nil, booking.Invalid("invalid_resources", "service %d takes one resource per role: its availability names none", q.ServiceID).WithField("resource_id")
 		}
 		return cg.dayOfRoles(ctx, si, q.Date)
 	}
-	ids := si.resources
+	ids := si.ResourceIDs
 	if q.ResourceID != 0 {
 		if !slices.Contains(ids, q.ResourceID) {
 			return nil, booking.Invalid("resource_not_in_service", "resource %d does not deliver service %d", q.ResourceID, q.ServiceID).WithField("resource_id")
@@ -59,9 +60,9 @@ func (cg *Catalog) Availability(ctx context.Context, q AvailabilityQuery) ([]Slo
 	}
 	var out []SlotAvailability
 	for _, id := range ids {
-		ri, err := cg.cat.resource(ctx, id)
+		ri, err := cg.cat.Resource(ctx, id)
 		if err != nil {
-			return nil, unknown(err, "unknown_resource", "resource %d does not exist", id)
+			return nil, booking.Unknown(err, "unknown_resource", "resource %d does not exist", id)
 		}
 		slots, err := cg.dayOf(ctx, ri, si, q.Date)
 		if err != nil {
@@ -72,19 +73,19 @@ func (cg *Catalog) Availability(ctx context.Context, q AvailabilityQuery) ([]Slo
 	return out, nil
 }
 
-func (cg *Catalog) dayOf(ctx context.Context, ri *resourceInfo, si *serviceInfo, date string) ([]SlotAvailability, error) {
-	loc := ri.venue.loc
+func (cg *Catalog) dayOf(ctx context.Context, ri *catalog.ResourceInfo, si *catalog.ServiceInfo, date string) ([]SlotAvailability, error) {
+	loc := ri.Venue.Loc
 	day, err := time.ParseInLocation(booking.DayLayout, date, loc)
 	if err != nil || day.Year() < 2000 || day.Year() > 9998 {
 		return nil, booking.Invalid("invalid_date", "date %q is not a YYYY-MM-DD date between 2000 and 9998", date).WithField("date")
 	}
-	o := offer(ri, si)
+	o := catalog.Offer(ri, si)
 	cands := o.Candidates(day)
 	// One read of every field the day's candidates touch.
 	index := map[string]int{}
 	var fields, days []string
 	for _, c := range cands {
-		f, d := redisstore.SlotFields(ri.res.ID, c.Occupy)
+		f, d := redisstore.SlotFields(ri.Resource.ID, c.Occupy)
 		for _, x := range f {
 			if _, ok := index[x]; !ok {
 				index[x] = len(fields)
@@ -102,7 +103,7 @@ func (cg *Catalog) dayOf(ctx context.Context, ri *resourceInfo, si *serviceInfo,
 	var loadable []string
 	for _, d := range days {
 		t, _ := time.ParseInLocation(booking.DayLayout, redisstore.DayOf(d), loc)
-		if ri.plan.WithinHorizon(t, now, loc) {
+		if ri.Plan.WithinHorizon(t, now, loc) {
 			loadable = append(loadable, d)
 		}
 	}
@@ -113,12 +114,12 @@ func (cg *Catalog) dayOf(ctx context.Context, ri *resourceInfo, si *serviceInfo,
 		}
 	}
 	state := func(s booking.Slot) booking.SlotState {
-		j := index[redisstore.SlotField(ri.res.ID, s.Start.Unix()/60)]
+		j := index[redisstore.SlotField(ri.Resource.ID, s.Start.Unix()/60)]
 		return booking.SlotState{Open: caps[j] >= 0, Capacity: caps[j], Used: used[j]}
 	}
 	out := make([]SlotAvailability, 0, len(cands))
 	for _, c := range cands {
-		a := SlotAvailability{Start: c.Start.In(loc), End: c.End.In(loc), ResourceID: ri.res.ID}
+		a := SlotAvailability{Start: c.Start.In(loc), End: c.End.In(loc), ResourceID: ri.Resource.ID}
 		a.Reason, a.Remaining = o.Judge(c, state, now)
 		a.Available = a.Reason == ""
 		out = append(out, a)
@@ -130,11 +131,11 @@ func (cg *Catalog) dayOf(ctx context.Context, ri *resourceInfo, si *serviceInfo,
 // when every role has a resource free for it, and its remaining count is how many more holds the
 // scarcest role can take (the free units of its resources, summed). An unavailable start tells why
 // its first role without room has none. The starts are those of the first role's first resource.
-func (cg *Catalog) dayOfRoles(ctx context.Context, si *serviceInfo, date string) ([]SlotAvailability, error) {
+func (cg *Catalog) dayOfRoles(ctx context.Context, si *catalog.ServiceInfo, date string) ([]SlotAvailability, error) {
 	per := map[uint64]map[int64]SlotAvailability{}
 	var base []SlotAvailability
-	for _, rid := range si.resources {
-		ri, err := cg.cat.resource(ctx, rid)
+	for _, rid := range si.ResourceIDs {
+		ri, err := cg.cat.Resource(ctx, rid)
 		if err != nil {
 			return nil, err
 		}
@@ -147,14 +148,14 @@ func (cg *Catalog) dayOfRoles(ctx context.Context, si *serviceInfo, date string)
 			m[a.Start.UnixMilli()] = a
 		}
 		per[rid] = m
-		if rid == si.roles[0].ResourceIDs[0] {
+		if rid == si.Roles[0].ResourceIDs[0] {
 			base = slots
 		}
 	}
 	out := make([]SlotAvailability, 0, len(base))
 	for _, b := range base {
 		a := SlotAvailability{Start: b.Start, End: b.End, Available: true, Remaining: -1}
-		for _, role := range si.roles {
+		for _, role := range si.Roles {
 			free, why := 0, ""
 			for _, rid := range role.ResourceIDs {
 				x, ok := per[rid][b.Start.UnixMilli()]
@@ -183,9 +184,9 @@ func (cg *Catalog) dayOfRoles(ctx context.Context, si *serviceInfo, date string)
 }
 
 // readSlots reads capacity (-1 when closed) and units taken of fields, loading cold days first.
-func (cg *Catalog) readSlots(ctx context.Context, ri *resourceInfo, days, fields []string) (caps, used []int, err error) {
+func (cg *Catalog) readSlots(ctx context.Context, ri *catalog.ResourceInfo, days, fields []string) (caps, used []int, err error) {
 	for attempt := 0; attempt < 4; attempt++ {
-		caps, used, cold, err := cg.rs.ReadSlots(ctx, ri.res.VenueID, cg.clock.Now(), days, fields)
+		caps, used, cold, err := cg.rs.ReadSlots(ctx, ri.Resource.VenueID, cg.clock.Now(), days, fields)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -33,11 +33,11 @@ type BookingQuery struct {
 
 // view is a booking as callers see it: in its venue's zone.
 func (bs *Bookings) view(ctx context.Context, b *booking.Booking) (booking.Booking, error) {
-	vi, err := bs.cat.venue(ctx, b.VenueID)
+	vi, err := bs.cat.Venue(ctx, b.VenueID)
 	if err != nil {
 		return booking.Booking{}, err
 	}
-	return b.In(vi.loc), nil
+	return b.In(vi.Loc), nil
 }
 
 // apply runs one guarded change of booking id: decide picks it with a domain method (after checking
@@ -52,7 +52,7 @@ func (bs *Bookings) apply(ctx context.Context, id uint64, decide func(b *sqlstor
 		// The change's event is rendered inside the store's transaction, in the venue's zone: the
 		// venue must be in the catalog's cache by then (a lookup there could wait for the very
 		// connection the transaction holds).
-		if _, err := bs.cat.venue(ctx, b.VenueID); err != nil {
+		if _, err := bs.cat.Venue(ctx, b.VenueID); err != nil {
 			return booking.Change{}, err
 		}
 		c, err := decide(b)
@@ -150,13 +150,13 @@ func (bs *Bookings) History(ctx context.Context, a booking.Actor, id uint64) ([]
 	if err != nil {
 		return nil, err
 	}
-	vi, err := bs.cat.venue(ctx, b.VenueID)
+	vi, err := bs.cat.Venue(ctx, b.VenueID)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]HistoryEntry, len(rows))
 	for i, h := range rows {
-		out[i] = HistoryEntry{From: h.From, To: h.To, At: h.At.In(vi.loc), Actor: h.Actor, Reason: h.Reason}
+		out[i] = HistoryEntry{From: h.From, To: h.To, At: h.At.In(vi.Loc), Actor: h.Actor, Reason: h.Reason}
 	}
 	return out, nil
 }
@@ -181,9 +181,9 @@ func (bs *Bookings) VenueBookings(ctx context.Context, a booking.Actor, bq Booki
 	if !a.MayListVenue(bq.VenueID) {
 		return nil, "", booking.ErrForbidden
 	}
-	vi, err := bs.cat.venue(ctx, bq.VenueID)
+	vi, err := bs.cat.Venue(ctx, bq.VenueID)
 	if err != nil {
-		return nil, "", unknown(err, "unknown_venue", "venue %d does not exist", bq.VenueID)
+		return nil, "", booking.Unknown(err, "unknown_venue", "venue %d does not exist", bq.VenueID)
 	}
 	q := sqlstore.ListQuery{VenueID: bq.VenueID, ResourceID: bq.ResourceID}
 	if bq.Status != "" {
@@ -194,7 +194,7 @@ func (bs *Bookings) VenueBookings(ctx context.Context, a booking.Actor, bq Booki
 		q.Status = st
 	}
 	if bq.Date != "" {
-		day, err := time.ParseInLocation(booking.DayLayout, bq.Date, vi.loc)
+		day, err := time.ParseInLocation(booking.DayLayout, bq.Date, vi.Loc)
 		if err != nil {
 			return nil, "", booking.Invalid("invalid_date", "date must be YYYY-MM-DD").WithField("date")
 		}
@@ -231,11 +231,11 @@ func (bs *Bookings) CancelBooking(ctx context.Context, a booking.Actor, id uint6
 		if !a.MayChange(b.UserID) {
 			return booking.Change{}, booking.ErrNotFound
 		}
-		ri, err := bs.cat.resource(ctx, b.ResourceID)
+		ri, err := bs.cat.Resource(ctx, b.ResourceID)
 		if err != nil {
 			return booking.Change{}, err
 		}
-		return b.Cancel(a, bs.clock.Now(), ri.policy)
+		return b.Cancel(a, bs.clock.Now(), ri.Policy)
 	})
 	if err != nil {
 		return booking.Booking{}, err
@@ -287,7 +287,7 @@ func (bs *Bookings) Restore(ctx context.Context, a booking.Actor, id uint64) (bo
 		if !a.MayChange(b.UserID) {
 			return booking.Change{}, booking.ErrNotFound
 		}
-		ri, err := bs.cat.resource(ctx, b.ResourceID)
+		ri, err := bs.cat.Resource(ctx, b.ResourceID)
 		if err != nil {
 			return booking.Change{}, err
 		}
@@ -374,11 +374,11 @@ func units(b *sqlstore.Booking) redisstore.BookingUnits {
 // takeUnits takes a booking's units again (restore, check-in after release) for its change at
 // version: they must be free.
 func (bs *Bookings) takeUnits(ctx context.Context, b *sqlstore.Booking, version int) error {
-	ri, err := bs.cat.resource(ctx, b.ResourceID)
+	ri, err := bs.cat.Resource(ctx, b.ResourceID)
 	if err != nil {
 		return err
 	}
-	for _, day := range bookingDays(&b.Booking, ri.venue.loc) {
+	for _, day := range bookingDays(&b.Booking, ri.Venue.Loc) {
 		loaded, err := bs.rs.DayLoaded(ctx, b.VenueID, redisstore.DayField(b.ResourceID, day))
 		if err != nil {
 			return err

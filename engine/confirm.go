@@ -307,7 +307,7 @@ func (ps *Payments) commitBooking(ctx context.Context, r *redisstore.HoldRecord,
 			return booking.Booking{}, err
 		}
 	}
-	ri, err := ps.cat.resource(ctx, r.ResourceID)
+	ri, err := ps.cat.Resource(ctx, r.ResourceID)
 	if err != nil {
 		ps.unconfirm(ctx, r)
 		return booking.Booking{}, err

@@ -522,18 +522,18 @@ func (n *Notifications) messageFields(ctx context.Context, ev models.OutboxEvent
 	}
 	var loc *time.Location
 	if id, err := strconv.ParseUint(str("venue_id"), 10, 64); err == nil {
-		if vi, err := n.cat.venue(ctx, id); err == nil {
-			out["venue_name"], loc = vi.venue.Name, vi.loc
+		if vi, err := n.cat.Venue(ctx, id); err == nil {
+			out["venue_name"], loc = vi.Venue.Name, vi.Loc
 		}
 	}
 	if id, err := strconv.ParseUint(str("resource_id"), 10, 64); err == nil {
-		if ri, err := n.cat.resource(ctx, id); err == nil {
-			out["resource_name"] = ri.res.Name
+		if ri, err := n.cat.Resource(ctx, id); err == nil {
+			out["resource_name"] = ri.Resource.Name
 		}
 	}
 	if id, err := strconv.ParseUint(str("service_id"), 10, 64); err == nil {
-		if si, err := n.cat.service(ctx, id); err == nil {
-			out["service_name"] = si.svc.Name
+		if si, err := n.cat.Service(ctx, id); err == nil {
+			out["service_name"] = si.Service.Name
 		}
 	}
 	for _, k := range []string{"start", "end", "release_at"} {

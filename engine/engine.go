@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/catalog"
 	"github.com/slotwheel/slotwheel/engine/clock"
 	"github.com/slotwheel/slotwheel/engine/idem"
 	"github.com/slotwheel/slotwheel/engine/loop"
@@ -101,7 +102,7 @@ type core struct {
 	sched release.Scheduler
 	rs    *redisstore.Store
 	ss    *sqlstore.Store
-	cat   *catalog
+	cat   *catalog.Cache
 	hooks testHooks
 
 	token string // this instance's lease token
@@ -192,7 +193,7 @@ func New(opts Options) (*Engine, error) {
 		metricLedgerDrift.Add(float64(slots))
 		e.log.Warn("a booking change gave back units the capacity ledger did not count; reconciliation repairs the ledger", "slots", slots)
 	})
-	e.cat = newCatalog(e.ss, e.clock)
+	e.cat = catalog.New(e.ss, e.clock)
 	engine := assemble(e)
 	engine.holdIdem = idem.NewRedis(opts.Redis, opts.Prefix, e.clock)
 	return engine, nil

@@ -42,7 +42,7 @@ const eraseTimeout = time.Minute
 // bookings, no-shows or freeze. A request racing with the erasure (a hold or a confirm under way)
 // may still write the id after it; erasing again takes care of that.
 func (bs *Bookings) EraseUser(ctx context.Context, a booking.Actor, userID string) (Erased, error) {
-	if err := requireAdmin(a); err != nil {
+	if err := a.RequireAdmin(); err != nil {
 		return Erased{}, err
 	}
 	x, err := booking.Erase(bs.opts.ErasureKey, userID)

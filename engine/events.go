@@ -28,8 +28,8 @@ func (co *core) bookingEvent(typ string, b *sqlstore.Booking, prev string, at ti
 	view := b.Booking
 	// The venue's zone comes from the catalog's cache, which the callers fill before a transaction
 	// starts: rendering runs inside it and must not wait for SQL.
-	if vi, ok := co.cat.venues.peek(b.VenueID); ok {
-		view = view.In(vi.loc)
+	if vi, ok := co.cat.PeekVenue(b.VenueID); ok {
+		view = view.In(vi.Loc)
 	} else {
 		co.log.Warn("event rendered in UTC: its venue was not in the cache", "booking_id", b.ID, "venue_id", b.VenueID)
 	}

@@ -50,7 +50,7 @@ type freezeSweep struct {
 // a freeze whose release's process died before the announcement is set all the same. It reads
 // nothing while the no-show rule is off.
 func (hs *Holds) sweepFreezes(ctx context.Context) error {
-	p, err := hs.cat.noshowPolicy(ctx)
+	p, err := hs.cat.NoshowPolicy(ctx)
 	if err != nil || p.MaxNoshows == 0 {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/catalog"
 	"github.com/slotwheel/slotwheel/engine/idem"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 )
@@ -47,42 +48,42 @@ func (hs *Holds) Hold(ctx context.Context, req HoldRequest) (booking.Hold, error
 		if req.ResourceID == 0 {
 			return booking.Hold{}, booking.Invalid("missing_resource_id", "resource_id or service_id is required").WithField("resource_id")
 		}
-		ri, err := hs.cat.resource(ctx, req.ResourceID)
+		ri, err := hs.cat.Resource(ctx, req.ResourceID)
 		if err != nil {
-			return booking.Hold{}, unknown(err, "unknown_resource", "resource %d does not exist", req.ResourceID)
+			return booking.Hold{}, booking.Unknown(err, "unknown_resource", "resource %d does not exist", req.ResourceID)
 		}
-		if err := hs.checkFrozen(ctx, req.UserID, ri.venue.loc); err != nil {
+		if err := hs.checkFrozen(ctx, req.UserID, ri.Venue.Loc); err != nil {
 			return booking.Hold{}, err
 		}
 		return hs.take(ctx, req, ri, nil)
 	}
-	si, err := hs.cat.service(ctx, req.ServiceID)
+	si, err := hs.cat.Service(ctx, req.ServiceID)
 	if err != nil {
-		return booking.Hold{}, unknown(err, "unknown_service", "service %d does not exist", req.ServiceID)
+		return booking.Hold{}, booking.Unknown(err, "unknown_service", "service %d does not exist", req.ServiceID)
 	}
-	vi, err := hs.cat.venue(ctx, si.svc.VenueID)
+	vi, err := hs.cat.Venue(ctx, si.Service.VenueID)
 	if err != nil {
 		return booking.Hold{}, err
 	}
-	if err := hs.checkFrozen(ctx, req.UserID, vi.loc); err != nil {
+	if err := hs.checkFrozen(ctx, req.UserID, vi.Loc); err != nil {
 		return booking.Hold{}, err
 	}
-	if len(si.roles) > 0 {
+	if len(si.Roles) > 0 {
 		return hs.holdRoles(ctx, req, si)
 	}
 	if len(req.Resources) > 0 {
-		return booking.Hold{}, booking.Invalid("invalid_resources", "service %d has no roles: name one resource_id", si.svc.ID).WithField("resources")
+		return booking.Hold{}, booking.Invalid("invalid_resources", "service %d has no roles: name one resource_id", si.Service.ID).WithField("resources")
 	}
-	candidates := si.resources
+	candidates := si.ResourceIDs
 	if req.ResourceID != 0 {
-		if !slices.Contains(si.resources, req.ResourceID) {
+		if !slices.Contains(si.ResourceIDs, req.ResourceID) {
 			return booking.Hold{}, booking.Invalid("resource_not_in_service", "resource %d does not deliver service %d", req.ResourceID, req.ServiceID).WithField("resource_id")
 		}
 		candidates = []uint64{req.ResourceID}
 	}
 	var firstErr error
 	for _, rid := range candidates {
-		ri, err := hs.cat.resource(ctx, rid)
+		ri, err := hs.cat.Resource(ctx, rid)
 		if err == nil {
 			var h booking.Hold
 			if h, err = hs.take(ctx, req, ri, si); err == nil {
@@ -100,25 +101,25 @@ func (hs *Holds) Hold(ctx context.Context, req HoldRequest) (booking.Hold, error
 }
 
 // take places the request on ri's grid and runs the hold script, loading cold days from SQL first.
-func (hs *Holds) take(ctx context.Context, req HoldRequest, ri *resourceInfo, si *serviceInfo) (booking.Hold, error) {
+func (hs *Holds) take(ctx context.Context, req HoldRequest, ri *catalog.ResourceInfo, si *catalog.ServiceInfo) (booking.Hold, error) {
 	now := hs.clock.Now()
-	p, err := offer(ri, si).Place(req.Start, req.End, req.Quantity, now)
+	p, err := catalog.Offer(ri, si).Place(req.Start, req.End, req.Quantity, now)
 	if err != nil {
 		return booking.Hold{}, err
 	}
-	v := ri.res.VenueID
-	r := &redisstore.HoldRecord{ID: redisstore.NewHoldID(v), UserID: req.UserID, VenueID: v, ResourceID: ri.res.ID,
+	v := ri.Resource.VenueID
+	r := &redisstore.HoldRecord{ID: redisstore.NewHoldID(v), UserID: req.UserID, VenueID: v, ResourceID: ri.Resource.ID,
 		Quantity: req.Quantity, Status: booking.HoldHeld, Start: p.Start, End: p.End, OccupyStart: p.OccupyStart,
 		OccupyEnd: p.OccupyEnd, Deadline: booking.HoldDeadline(now, hs.opts.HoldTTL), Created: now, AmountCents: p.AmountCents}
 	if si != nil {
-		r.ServiceID = si.svc.ID
+		r.ServiceID = si.Service.ID
 	}
-	r.Fields, r.Days = redisstore.SlotFields(ri.res.ID, p.Slots)
+	r.Fields, r.Days = redisstore.SlotFields(ri.Resource.ID, p.Slots)
 	var step *redisstore.IdemStep
 	if req.once != nil {
-		step = req.once.prepare(holdOf(r).In(ri.venue.loc))
+		step = req.once.prepare(holdOf(r).In(ri.Venue.Loc))
 	}
-	return hs.runHold(ctx, r, ri.venue.loc, func() (redisstore.HoldOutcome, string, error) {
+	return hs.runHold(ctx, r, ri.Venue.Loc, func() (redisstore.HoldOutcome, string, error) {
 		out, day, a, err := hs.rs.HoldOnce(ctx, r, now, hs.opts.MaxActiveHolds, step)
 		if err == nil && req.once != nil {
 			req.once.outcome(out, a)
@@ -167,22 +168,22 @@ func (hs *Holds) runHold(ctx context.Context, r *redisstore.HoldRecord, loc *tim
 
 // holdRoles takes a hold of a service that needs several resources at once: one resource of every
 // role (the named one, or the first of the role's that has room), in one script, all or none.
-func (hs *Holds) holdRoles(ctx context.Context, req HoldRequest, si *serviceInfo) (booking.Hold, error) {
+func (hs *Holds) holdRoles(ctx context.Context, req HoldRequest, si *catalog.ServiceInfo) (booking.Hold, error) {
 	if req.ResourceID != 0 {
-		return booking.Hold{}, booking.Invalid("invalid_resources", "service %d needs one resource per role: name them in resources", si.svc.ID).WithField("resource_id")
+		return booking.Hold{}, booking.Invalid("invalid_resources", "service %d needs one resource per role: name them in resources", si.Service.ID).WithField("resource_id")
 	}
 	for role := range req.Resources {
-		if !slices.ContainsFunc(si.roles, func(r ServiceRole) bool { return r.Role == role }) {
-			return booking.Hold{}, booking.Invalid("invalid_resources", "service %d has no role %q", si.svc.ID, role).WithField("resources")
+		if !slices.ContainsFunc(si.Roles, func(r catalog.Role) bool { return r.Role == role }) {
+			return booking.Hold{}, booking.Invalid("invalid_resources", "service %d has no role %q", si.Service.ID, role).WithField("resources")
 		}
 	}
 	now := hs.clock.Now()
 	var first *booking.Placement
-	var primary *resourceInfo
+	var primary *catalog.ResourceInfo
 	var firstErr error
-	roles := make([]redisstore.Role, len(si.roles))
+	roles := make([]redisstore.Role, len(si.Roles))
 	var allDays []string
-	for i, role := range si.roles {
+	for i, role := range si.Roles {
 		ids := role.ResourceIDs
 		if pin, ok := req.Resources[role.Role]; ok {
 			if !slices.Contains(ids, pin) {
@@ -192,10 +193,10 @@ func (hs *Holds) holdRoles(ctx context.Context, req HoldRequest, si *serviceInfo
 		}
 		roles[i].Name = role.Role
 		for _, rid := range ids {
-			ri, err := hs.cat.resource(ctx, rid)
+			ri, err := hs.cat.Resource(ctx, rid)
 			var p booking.Placement
 			if err == nil {
-				p, err = offer(ri, si).Place(req.Start, req.End, req.Quantity, now)
+				p, err = catalog.Offer(ri, si).Place(req.Start, req.End, req.Quantity, now)
 			}
 			if err != nil {
 				if firstErr == nil || errors.Is(firstErr, booking.ErrSlotClosed) || errors.Is(firstErr, booking.ErrResourceInactive) {
@@ -214,19 +215,19 @@ func (hs *Holds) holdRoles(ctx context.Context, req HoldRequest, si *serviceInfo
 			return booking.Hold{}, firstErr
 		}
 	}
-	v := primary.res.VenueID
-	r := &redisstore.HoldRecord{ID: redisstore.NewHoldID(v), UserID: req.UserID, VenueID: v, ResourceID: primary.res.ID,
-		ServiceID: si.svc.ID, Quantity: req.Quantity, Status: booking.HoldHeld, Start: first.Start, End: first.End,
+	v := primary.Resource.VenueID
+	r := &redisstore.HoldRecord{ID: redisstore.NewHoldID(v), UserID: req.UserID, VenueID: v, ResourceID: primary.Resource.ID,
+		ServiceID: si.Service.ID, Quantity: req.Quantity, Status: booking.HoldHeld, Start: first.Start, End: first.End,
 		OccupyStart: first.OccupyStart, OccupyEnd: first.OccupyEnd, Deadline: booking.HoldDeadline(now, hs.opts.HoldTTL),
 		Created: now, AmountCents: first.AmountCents, Days: allDays}
-	return hs.runHold(ctx, r, primary.venue.loc, func() (redisstore.HoldOutcome, string, error) {
+	return hs.runHold(ctx, r, primary.Venue.Loc, func() (redisstore.HoldOutcome, string, error) {
 		return hs.rs.HoldRoles(ctx, r, roles, now, hs.opts.MaxActiveHolds)
 	})
 }
 
 // loadDayField loads the resource-day a script found cold.
 func (hs *Holds) loadDayField(ctx context.Context, dayField string) error {
-	ri, err := hs.cat.resource(ctx, redisstore.DayResource(dayField))
+	ri, err := hs.cat.Resource(ctx, redisstore.DayResource(dayField))
 	if err != nil {
 		return err
 	}
@@ -257,8 +258,8 @@ func (hs *Holds) readHold(ctx context.Context, id string) (*redisstore.HoldRecor
 func (hs *Holds) viewHold(ctx context.Context, r *redisstore.HoldRecord) booking.Hold {
 	h := holdOf(r)
 	h.Status = r.Effective(hs.clock.Now())
-	if vi, err := hs.cat.venue(ctx, r.VenueID); err == nil {
-		h = h.In(vi.loc)
+	if vi, err := hs.cat.Venue(ctx, r.VenueID); err == nil {
+		h = h.In(vi.Loc)
 	}
 	return h
 }
@@ -307,8 +308,8 @@ func (hs *Holds) holdFromBooking(ctx context.Context, b *booking.Booking) bookin
 		Quantity: b.Quantity, Status: booking.HoldConfirmed, Start: b.Start, End: b.End, OccupyStart: b.OccupyStart,
 		OccupyEnd: b.OccupyEnd, ExpiresAt: b.ConfirmedAt, CreatedAt: b.ConfirmedAt, AmountCents: b.AmountCents, BookingID: b.ID,
 		Roles: b.Roles}
-	if vi, err := hs.cat.venue(ctx, b.VenueID); err == nil {
-		h = h.In(vi.loc)
+	if vi, err := hs.cat.Venue(ctx, b.VenueID); err == nil {
+		h = h.In(vi.Loc)
 	}
 	return h
 }
@@ -316,7 +317,7 @@ func (hs *Holds) holdFromBooking(ctx context.Context, b *booking.Booking) bookin
 // ListHolds lists the actor's holds of the last 24 hours, newest first: unpaid ones from Redis at
 // every venue, paid ones from the bookings they became.
 func (hs *Holds) ListHolds(ctx context.Context, a booking.Actor) ([]booking.Hold, error) {
-	venues, err := hs.cat.venueList(ctx)
+	venues, err := hs.cat.VenueList(ctx)
 	if err != nil {
 		return nil, err
 	}

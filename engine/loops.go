@@ -255,7 +255,7 @@ func (hs *Holds) runWheel(ctx context.Context, batch int) error {
 
 // sweepWheel looks at every venue as the wheel does: the safety net for timers never marked.
 func (hs *Holds) sweepWheel(ctx context.Context, batch int) error {
-	venues, err := hs.cat.venueList(ctx)
+	venues, err := hs.cat.VenueList(ctx)
 	if err != nil {
 		return err
 	}
@@ -401,7 +401,7 @@ func (n *Notifications) remind(ctx context.Context, due []sqlstore.Booking, now 
 	}
 	evs := make(map[uint64]sqlstore.Event, len(due))
 	for i := range due {
-		if _, err := n.cat.venue(ctx, due[i].VenueID); err != nil {
+		if _, err := n.cat.Venue(ctx, due[i].VenueID); err != nil {
 			return err
 		}
 		evs[due[i].ID] = n.bookingEvent(booking.EventReminder, &due[i], "", now)

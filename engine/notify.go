@@ -78,7 +78,7 @@ var wechatFields = []string{"venue_name", "resource_name", "service_name", "star
 // CreateWebhook adds an endpoint and answers it with its secret, generated here and shown once.
 // Admin only.
 func (n *Notifications) CreateWebhook(ctx context.Context, a booking.Actor, in WebhookInput) (Webhook, error) {
-	if err := requireAdmin(a); err != nil {
+	if err := a.RequireAdmin(); err != nil {
 		return Webhook{}, err
 	}
 	if err := webhook.ValidURL(in.URL); err != nil {
@@ -94,8 +94,8 @@ func (n *Notifications) CreateWebhook(ctx context.Context, a booking.Actor, in W
 		}
 	}
 	if in.VenueID != 0 {
-		if _, err := n.cat.venue(ctx, in.VenueID); err != nil {
-			return Webhook{}, unknown(err, "unknown_venue", "venue %d does not exist", in.VenueID)
+		if _, err := n.cat.Venue(ctx, in.VenueID); err != nil {
+			return Webhook{}, booking.Unknown(err, "unknown_venue", "venue %d does not exist", in.VenueID)
 		}
 	}
 	row, err := n.ss.CreateEndpoint(ctx, sqlstore.NewEndpoint{URL: in.URL, Secret: webhook.NewSecret(), EventTypes: types,
@@ -122,7 +122,7 @@ func toWebhook(r models.WebhookEndpoint, loc *time.Location) Webhook {
 
 // ListWebhooks lists the endpoints, without their secrets. Admin only.
 func (n *Notifications) ListWebhooks(ctx context.Context, a booking.Actor) ([]Webhook, error) {
-	if err := requireAdmin(a); err != nil {
+	if err := a.RequireAdmin(); err != nil {
 		return nil, err
 	}
 	rows, err := n.ss.Endpoints(ctx)
@@ -139,7 +139,7 @@ func (n *Notifications) ListWebhooks(ctx context.Context, a booking.Actor) ([]We
 // DeleteWebhook removes an endpoint and answers it as it was; what still waited for it is skipped.
 // Admin only.
 func (n *Notifications) DeleteWebhook(ctx context.Context, a booking.Actor, id uint64) (Webhook, error) {
-	if err := requireAdmin(a); err != nil {
+	if err := a.RequireAdmin(); err != nil {
 		return Webhook{}, err
 	}
 	row, err := n.ss.Endpoint(ctx, id)
@@ -157,7 +157,7 @@ func (n *Notifications) DeleteWebhook(ctx context.Context, a booking.Actor, id u
 
 // ListDeliveries lists an endpoint's deliveries, newest first, optionally of one status. Admin only.
 func (n *Notifications) ListDeliveries(ctx context.Context, a booking.Actor, endpointID uint64, status, cursor string, limit int) ([]Delivery, string, error) {
-	if err := requireAdmin(a); err != nil {
+	if err := a.RequireAdmin(); err != nil {
 		return nil, "", err
 	}
 	if _, err := n.ss.Endpoint(ctx, endpointID); err != nil {
@@ -213,7 +213,7 @@ func toDelivery(r models.Delivery, loc *time.Location) Delivery {
 // RetryDelivery sends a failed (or skipped) delivery again, at once, with a new series of retries
 // should it fail again; a delivery that succeeded is answered as it is. Admin only.
 func (n *Notifications) RetryDelivery(ctx context.Context, a booking.Actor, endpointID, deliveryID uint64) (Delivery, error) {
-	if err := requireAdmin(a); err != nil {
+	if err := a.RequireAdmin(); err != nil {
 		return Delivery{}, err
 	}
 	d, err := n.ss.ReopenDelivery(ctx, deliveryID, endpointID, n.clock.Now())
@@ -233,7 +233,7 @@ func (n *Notifications) RetryDelivery(ctx context.Context, a booking.Actor, endp
 
 // SetWechatTemplate maps an event type to a subscribe-message template. Admin only.
 func (n *Notifications) SetWechatTemplate(ctx context.Context, a booking.Actor, t WechatTemplate) (WechatTemplate, error) {
-	if err := requireAdmin(a); err != nil {
+	if err := a.RequireAdmin(); err != nil {
 		return WechatTemplate{}, err
 	}
 	if !slices.Contains(booking.EventTypes(), t.EventType) {
@@ -262,7 +262,7 @@ func (n *Notifications) SetWechatTemplate(ctx context.Context, a booking.Actor, 
 
 // WechatTemplates lists the subscribe-message templates by event type. Admin only.
 func (n *Notifications) WechatTemplates(ctx context.Context, a booking.Actor) ([]WechatTemplate, error) {
-	if err := requireAdmin(a); err != nil {
+	if err := a.RequireAdmin(); err != nil {
 		return nil, err
 	}
 	rows, err := n.ss.Templates(ctx)

@@ -26,16 +26,16 @@ type Policy struct {
 
 // ResourcePolicy reads a resource's booking rules (the defaults when it set none). Anyone.
 func (cg *Catalog) ResourcePolicy(ctx context.Context, resourceID uint64) (Policy, error) {
-	ri, err := cg.cat.resource(ctx, resourceID)
+	ri, err := cg.cat.Resource(ctx, resourceID)
 	if err != nil {
 		return Policy{}, err
 	}
-	return Policy{ResourceID: resourceID, Policy: ri.policy}, nil
+	return Policy{ResourceID: resourceID, Policy: ri.Policy}, nil
 }
 
 // SetResourcePolicy changes a resource's booking rules; fields left out keep their value. Admin only.
 func (cg *Catalog) SetResourcePolicy(ctx context.Context, a booking.Actor, resourceID uint64, in booking.PolicyInput) (Policy, error) {
-	if err := requireAdmin(a); err != nil {
+	if err := a.RequireAdmin(); err != nil {
 		return Policy{}, err
 	}
 	// An unknown resource is answered before the rules are checked.
@@ -51,8 +51,7 @@ func (cg *Catalog) SetResourcePolicy(ctx context.Context, a booking.Actor, resou
 	if err != nil {
 		return Policy{}, err
 	}
-	cg.cat.resources.forget(resourceID)
-	cg.cat.policies.forget(res.VenueID)
+	cg.cat.ForgetResource(resourceID, res.VenueID)
 	return Policy{ResourceID: resourceID, Policy: p}, nil
 }
 
@@ -65,7 +64,7 @@ type NoshowPolicy struct {
 // SetNoshowPolicy sets the no-show freeze rule and applies it at once to every user's recent
 // no-shows. Admin only.
 func (cg *Catalog) SetNoshowPolicy(ctx context.Context, a booking.Actor, in booking.NoshowPolicyInput) (NoshowPolicy, error) {
-	if err := requireAdmin(a); err != nil {
+	if err := a.RequireAdmin(); err != nil {
 		return NoshowPolicy{}, err
 	}
 	p, err := booking.ParseNoshowPolicy(in)
@@ -76,7 +75,7 @@ func (cg *Catalog) SetNoshowPolicy(ctx context.Context, a booking.Actor, in book
 	if err := cg.ss.SetNoshowPolicy(ctx, in, now); err != nil {
 		return NoshowPolicy{}, err
 	}
-	cg.cat.noshow.forget(struct{}{})
+	cg.cat.ForgetNoshowPolicy()
 	users, err := cg.ss.UsersWithNoshows(ctx, now.Add(-p.Within))
 	if err != nil {
 		return NoshowPolicy{}, err
@@ -89,7 +88,7 @@ func (cg *Catalog) SetNoshowPolicy(ctx context.Context, a booking.Actor, in book
 
 // NoshowPolicyView reads the no-show freeze rule. Admin only.
 func (cg *Catalog) NoshowPolicyView(ctx context.Context, a booking.Actor) (NoshowPolicy, error) {
-	if err := requireAdmin(a); err != nil {
+	if err := a.RequireAdmin(); err != nil {
 		return NoshowPolicy{}, err
 	}
 	row, ok, err := cg.ss.NoshowPolicy(ctx)
@@ -102,7 +101,7 @@ func (cg *Catalog) NoshowPolicyView(ctx context.Context, a booking.Actor) (Nosho
 // refreshFreezes decides again whether users are frozen, after their no-shows changed (a release, a
 // restore, a late check-in) or the rule did, and tells Redis, where every instance's holds read it.
 func (hs *Holds) refreshFreezes(ctx context.Context, users []string) error {
-	p, err := hs.cat.noshowPolicy(ctx)
+	p, err := hs.cat.NoshowPolicy(ctx)
 	if err != nil || p.MaxNoshows == 0 {
 		return err
 	}
@@ -121,7 +120,7 @@ func (hs *Holds) refreshFreezes(ctx context.Context, users []string) error {
 // checkFrozen refuses a new hold of a user frozen for no-shows (the end of the freeze in loc, the
 // venue's zone). It costs a Redis read only while the rule is on.
 func (hs *Holds) checkFrozen(ctx context.Context, userID string, loc *time.Location) error {
-	p, err := hs.cat.noshowPolicy(ctx)
+	p, err := hs.cat.NoshowPolicy(ctx)
 	if err != nil || p.MaxNoshows == 0 {
 		return err
 	}

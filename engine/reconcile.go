@@ -64,7 +64,7 @@ func (u *Upkeep) RepairCounters(ctx context.Context) (ReconcileReport, error) {
 	var rep ReconcileReport
 	// The markers name when the repair began: what it repaired is what happened before then.
 	began := u.clock.Now()
-	venues, err := u.cat.venueList(ctx)
+	venues, err := u.cat.VenueList(ctx)
 	if err != nil {
 		return rep, err
 	}
@@ -98,7 +98,7 @@ type StartupOutcome struct {
 // holds what SQL says; a holder that dies passes the repair to the next within startupLease. The
 // caller runs the rest of reconciliation (ReconcileRest) only when Ran.
 func (u *Upkeep) ReconcileAtStart(ctx context.Context, startedAt time.Time) (StartupOutcome, error) {
-	if err := u.cat.warm(ctx); err != nil {
+	if err := u.cat.Warm(ctx); err != nil {
 		u.log.Warn("start: the catalog's shared entries did not load; the first holds load them", "err", err)
 	}
 	lease := u.Lease("startup_reconcile")

@@ -56,8 +56,8 @@ func refundView(r models.Refund, loc *time.Location) wire.Refund {
 // transaction, so the venue's zone comes from the catalog's cache, as a booking event's does.
 func (co *core) refundEvent(r models.Refund, typ string) sqlstore.Event {
 	loc := time.UTC
-	if vi, ok := co.cat.venues.peek(r.VenueID); ok {
-		loc = vi.loc
+	if vi, ok := co.cat.PeekVenue(r.VenueID); ok {
+		loc = vi.Loc
 	} else if r.VenueID != 0 {
 		co.log.Warn("refund event rendered in UTC: its venue was not in the cache", "refund_id", r.ID, "venue_id", r.VenueID)
 	}
@@ -71,16 +71,16 @@ func (co *core) venueZone(ctx context.Context, v uint64) *time.Location {
 	if v == 0 {
 		return time.UTC
 	}
-	vi, err := co.cat.venue(ctx, v)
+	vi, err := co.cat.Venue(ctx, v)
 	if err != nil {
 		return time.UTC
 	}
-	return vi.loc
+	return vi.Loc
 }
 
 // ListRefunds lists refunds, newest first, optionally of one status. Admin only.
 func (ps *Payments) ListRefunds(ctx context.Context, a booking.Actor, status, cursor string, limit int) ([]wire.Refund, string, error) {
-	if err := requireAdmin(a); err != nil {
+	if err := a.RequireAdmin(); err != nil {
 		return nil, "", err
 	}
 	switch status {

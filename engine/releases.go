@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/catalog"
 	"github.com/slotwheel/slotwheel/engine/release"
 )
 
@@ -30,14 +31,14 @@ func (e *Engine) assembleReleases() {
 }
 
 // releaseRules is the catalog's cache as the release service reads it (release.Rules).
-type releaseRules struct{ c *catalog }
+type releaseRules struct{ c *catalog.Cache }
 
 func (r releaseRules) CachedReleaseRules(now time.Time, v uint64) (map[uint64]booking.Policy, bool) {
-	return r.c.cachedReleaseRules(now, v)
+	return r.c.CachedReleaseRules(now, v)
 }
 
 func (r releaseRules) LoadReleaseRules(ctx context.Context, v uint64) error {
-	return r.c.loadReleaseRules(ctx, v)
+	return r.c.LoadReleaseRules(ctx, v)
 }
 
 // ReleaseTask is the release queue's handler's work, waiting for release_at included: see

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/catalog"
 	"github.com/slotwheel/slotwheel/engine/release"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
@@ -44,7 +45,7 @@ func (bs *Bookings) Reschedule(ctx context.Context, a booking.Actor, req Resched
 	if req.Start.IsZero() {
 		return booking.Booking{}, booking.Invalid("missing_start", "start is required").WithField("start")
 	}
-	cur, err := bs.cat.resource(ctx, b.ResourceID)
+	cur, err := bs.cat.Resource(ctx, b.ResourceID)
 	if err != nil {
 		return booking.Booking{}, err
 	}
@@ -54,24 +55,24 @@ func (bs *Bookings) Reschedule(ctx context.Context, a booking.Actor, req Resched
 		return booking.Booking{}, booking.Invalid("invalid_resources", "a booking of a service with roles keeps its resources when it moves").WithField("resource_id")
 	}
 	if req.ResourceID != 0 && req.ResourceID != b.ResourceID {
-		if ri, err = bs.cat.resource(ctx, req.ResourceID); err != nil {
-			return booking.Booking{}, unknown(err, "unknown_resource", "resource %d does not exist", req.ResourceID)
+		if ri, err = bs.cat.Resource(ctx, req.ResourceID); err != nil {
+			return booking.Booking{}, booking.Unknown(err, "unknown_resource", "resource %d does not exist", req.ResourceID)
 		}
-		if ri.res.VenueID != b.VenueID {
+		if ri.Resource.VenueID != b.VenueID {
 			return booking.Booking{}, booking.Invalid("unknown_resource", "resource %d is not a resource of the booking's venue", req.ResourceID).WithField("resource_id")
 		}
 	}
-	var si *serviceInfo
+	var si *catalog.ServiceInfo
 	if b.ServiceID != 0 {
-		if si, err = bs.cat.service(ctx, b.ServiceID); err != nil {
+		if si, err = bs.cat.Service(ctx, b.ServiceID); err != nil {
 			return booking.Booking{}, err
 		}
-		if !slices.Contains(si.resources, ri.res.ID) {
-			return booking.Booking{}, booking.Invalid("resource_not_in_service", "resource %d does not deliver the booking's service", ri.res.ID).WithField("resource_id")
+		if !slices.Contains(si.ResourceIDs, ri.Resource.ID) {
+			return booking.Booking{}, booking.Invalid("resource_not_in_service", "resource %d does not deliver the booking's service", ri.Resource.ID).WithField("resource_id")
 		}
 	}
 	now := bs.clock.Now()
-	p, err := offer(ri, si).Place(req.Start, req.End, b.Quantity, now)
+	p, err := catalog.Offer(ri, si).Place(req.Start, req.End, b.Quantity, now)
 	if err != nil {
 		return booking.Booking{}, err
 	}
@@ -79,21 +80,21 @@ func (bs *Bookings) Reschedule(ctx context.Context, a booking.Actor, req Resched
 	if err != nil {
 		return booking.Booking{}, err
 	}
-	fields, days := redisstore.SlotFields(ri.res.ID, p.Slots)
+	fields, days := redisstore.SlotFields(ri.Resource.ID, p.Slots)
 	for _, role := range b.Roles[min(1, len(b.Roles)):] {
-		rr, err := bs.cat.resource(ctx, role.ResourceID)
+		rr, err := bs.cat.Resource(ctx, role.ResourceID)
 		if err != nil {
 			return booking.Booking{}, err
 		}
-		rp, err := offer(rr, si).Place(req.Start, req.End, b.Quantity, now)
+		rp, err := catalog.Offer(rr, si).Place(req.Start, req.End, b.Quantity, now)
 		if err != nil {
 			return booking.Booking{}, err
 		}
-		f, d := redisstore.SlotFields(rr.res.ID, rp.Slots)
+		f, d := redisstore.SlotFields(rr.Resource.ID, rp.Slots)
 		fields, days = append(fields, f...), append(days, d...)
 	}
 	decide := func(x *sqlstore.Booking) (booking.Change, error) {
-		c, err := x.Reschedule(p, ri.res.ID, grace, a.Name(), now, cur.policy)
+		c, err := x.Reschedule(p, ri.Resource.ID, grace, a.Name(), now, cur.Policy)
 		if err == nil {
 			x.Fields = fields
 			bs.setTimers(x, now)
@@ -157,14 +158,14 @@ func (bs *Bookings) Reschedule(ctx context.Context, a booking.Actor, req Resched
 		}
 	}
 	bs.scheduleIfDue(lctx, &moved)
-	bs.announceFreed(lctx, freedUnits{resources: []uint64{cur.res.ID}})
+	bs.announceFreed(lctx, freedUnits{resources: []uint64{cur.Resource.ID}})
 	return bs.view(ctx, &moved.Booking)
 }
 
 // reserveMove runs the move's reservation, loading the new window's cold days from SQL first.
-func (bs *Bookings) reserveMove(ctx context.Context, ri *resourceInfo, u redisstore.BookingUnits, days []string) error {
+func (bs *Bookings) reserveMove(ctx context.Context, ri *catalog.ResourceInfo, u redisstore.BookingUnits, days []string) error {
 	for attempt := 0; ; attempt++ {
-		out, cold, err := bs.rs.ReserveMove(ctx, ri.res.VenueID, u, days, bs.clock.Now(), bs.opts.ConfirmStaleAfter)
+		out, cold, err := bs.rs.ReserveMove(ctx, ri.Resource.VenueID, u, days, bs.clock.Now(), bs.opts.ConfirmStaleAfter)
 		if err != nil {
 			return err
 		}
@@ -182,7 +183,7 @@ func (bs *Bookings) reserveMove(ctx context.Context, ri *resourceInfo, u redisst
 			if attempt > 0 {
 				return redisstore.Unexpected("reschedule: the booking's units are not counted")
 			}
-			if err := bs.upkeep.repairVenue(ctx, ri.res.VenueID, &ReconcileReport{}); err != nil {
+			if err := bs.upkeep.repairVenue(ctx, ri.Resource.VenueID, &ReconcileReport{}); err != nil {
 				return err
 			}
 		case redisstore.MoveCold:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/catalog"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
 )
@@ -43,20 +44,20 @@ func (cg *Catalog) SetSchedule(ctx context.Context, a booking.Actor, resourceID 
 // the closed-out bookings to be cancelled as an admin cancels them. Live holds on closed hours are
 // given up. Admin only.
 func (cg *Catalog) ChangeSchedule(ctx context.Context, a booking.Actor, resourceID uint64, ch ScheduleChange) (Schedule, error) {
-	if err := requireAdmin(a); err != nil {
+	if err := a.RequireAdmin(); err != nil {
 		return Schedule{}, err
 	}
 	p, err := booking.BuildPlan(ch.ScheduleInput)
 	if err != nil {
 		return Schedule{}, err
 	}
-	ri, err := cg.cat.resource(ctx, resourceID)
+	ri, err := cg.cat.Resource(ctx, resourceID)
 	if err != nil {
 		return Schedule{}, err
 	}
 	// Only a new grid is held to the services: a schedule of the same slot length stays changeable
 	// even with a service that an earlier release let off the grid.
-	if ri.plan == nil || ri.plan.SlotMinutes() != p.SlotMinutes() {
+	if ri.Plan == nil || ri.Plan.SlotMinutes() != p.SlotMinutes() {
 		if err := cg.servicesFit(ctx, ri, p.SlotMinutes()); err != nil {
 			return Schedule{}, err
 		}
@@ -90,7 +91,7 @@ func (cg *Catalog) ChangeSchedule(ctx context.Context, a booking.Actor, resource
 		}
 	}
 	now := cg.clock.Now()
-	loc := ri.venue.loc
+	loc := ri.Venue.Loc
 	today := booking.LocalDay(now, loc)
 	generatedUntil := today.AddDate(0, 0, in.HorizonDays).Format(booking.DayLayout)
 	moves := map[uint64][]string{}
@@ -101,7 +102,7 @@ func (cg *Catalog) ChangeSchedule(ctx context.Context, a booking.Actor, resource
 	}
 	oldDays, err := cg.ss.SetSchedule(ctx, sqlstore.ScheduleChange{ResourceID: resourceID, Schedule: in,
 		GeneratedUntil: generatedUntil, FromDay: today.Format(booking.DayLayout),
-		Slots: inventorySlots(p, loc, today, in.HorizonDays), Capacity: ri.res.Capacity, Moves: moves, Now: now})
+		Slots: inventorySlots(p, loc, today, in.HorizonDays), Capacity: ri.Resource.Capacity, Moves: moves, Now: now})
 	if ce, ok := errors.AsType[*sqlstore.CapacityError](err); ok {
 		// The ledger counted more units on a new slot than it has: bookings confirmed since the plan
 		// was made (Redis had not seen them), which the new grid cannot hold.
@@ -111,7 +112,7 @@ func (cg *Catalog) ChangeSchedule(ctx context.Context, a booking.Actor, resource
 	if err != nil {
 		return Schedule{}, err
 	}
-	cg.cat.resources.forget(resourceID)
+	cg.cat.ForgetResource(resourceID, ri.Resource.VenueID)
 	// Forget the regenerated days in Redis so they reload with the new grid, and move the units of
 	// bookings and live holds onto it.
 	if err := cg.applyRegrid(ctx, ri, oldDays, plan.occupants); err != nil {
@@ -135,15 +136,15 @@ func errorsIsInvalidTransition(err error) bool {
 
 // servicesFit refuses a grid of slotMinutes that a service delivered on ri would end off (its
 // duration not a whole number of slots): 422 invalid_slot_minutes naming the services.
-func (cg *Catalog) servicesFit(ctx context.Context, ri *resourceInfo, slotMinutes int) error {
-	svcs, links, err := cg.ss.Services(ctx, ri.res.VenueID)
+func (cg *Catalog) servicesFit(ctx context.Context, ri *catalog.ResourceInfo, slotMinutes int) error {
+	svcs, links, err := cg.ss.Services(ctx, ri.Resource.VenueID)
 	if err != nil {
 		return err
 	}
 	var off []string
 	for _, sv := range svcs {
 		for _, l := range links[sv.ID] {
-			if l.ResourceID == ri.res.ID && booking.CheckServiceDuration(sv.DurationMinutes, slotMinutes) != nil {
+			if l.ResourceID == ri.Resource.ID && booking.CheckServiceDuration(sv.DurationMinutes, slotMinutes) != nil {
 				off = append(off, strconv.FormatUint(sv.ID, 10))
 				break
 			}
@@ -174,10 +175,10 @@ type regridPlan struct {
 // regrid computes the slots every future occupying booking and every live hold of a resource takes
 // on the new plan. Slot counters are kept per slot, so units must move onto the new grid with the
 // schedule, or the new slots would look free under them (an oversell).
-func (cg *Catalog) regrid(ctx context.Context, ri *resourceInfo, p *booking.Plan) (regridPlan, error) {
+func (cg *Catalog) regrid(ctx context.Context, ri *catalog.ResourceInfo, p *booking.Plan) (regridPlan, error) {
 	now := cg.clock.Now()
-	loc := ri.venue.loc
-	rows, err := cg.ss.OccupyingBetween(ctx, ri.res.ID, now, now.AddDate(2, 0, 0))
+	loc := ri.Venue.Loc
+	rows, err := cg.ss.OccupyingBetween(ctx, ri.Resource.ID, now, now.AddDate(2, 0, 0))
 	if err != nil {
 		return regridPlan{}, err
 	}
@@ -191,20 +192,20 @@ func (cg *Catalog) regrid(ctx context.Context, ri *resourceInfo, p *booking.Plan
 			out.closed = append(out.closed, b.ID)
 			continue
 		}
-		fields, _ := redisstore.SlotFields(ri.res.ID, slots)
+		fields, _ := redisstore.SlotFields(ri.Resource.ID, slots)
 		for _, f := range fields {
 			load[f] += b.Quantity
 			who[f] = append(who[f], b.ID)
-			if load[f] > ri.res.Capacity {
+			if load[f] > ri.Resource.Capacity {
 				overfull[f] = true
 			}
 		}
 		// A multi-resource booking keeps its units on its other resources.
 		out.occupants = append(out.occupants, redisstore.Move{Owner: redisstore.BookingOwner(b.ID),
-			Fields: append(otherResources(b.Fields, ri.res.ID), fields...)})
+			Fields: append(otherResources(b.Fields, ri.Resource.ID), fields...)})
 	}
 	// Live holds count too: their owners may pay for them.
-	owners, err := cg.rs.Owners(ctx, ri.res.VenueID)
+	owners, err := cg.rs.Owners(ctx, ri.Resource.VenueID)
 	if err != nil {
 		return regridPlan{}, err
 	}
@@ -217,7 +218,7 @@ func (cg *Catalog) regrid(ctx context.Context, ri *resourceInfo, p *booking.Plan
 		if err != nil {
 			return regridPlan{}, err
 		}
-		if !ok || r.ResourceID != ri.res.ID {
+		if !ok || r.ResourceID != ri.Resource.ID {
 			continue // a hold without a record is freed by reconciliation
 		}
 		slots, fits := p.Window(r.OccupyStart, r.OccupyEnd, loc)
@@ -225,10 +226,10 @@ func (cg *Catalog) regrid(ctx context.Context, ri *resourceInfo, p *booking.Plan
 			out.lapsed = append(out.lapsed, id)
 			continue
 		}
-		fields, _ := redisstore.SlotFields(ri.res.ID, slots)
+		fields, _ := redisstore.SlotFields(ri.Resource.ID, slots)
 		for _, f := range fields {
 			load[f] += r.Quantity
-			if load[f] > ri.res.Capacity {
+			if load[f] > ri.Resource.Capacity {
 				overfull[f] = true
 			}
 		}
@@ -258,20 +259,20 @@ func otherResources(fields []string, resourceID uint64) []string {
 
 // applyRegrid forgets the resource's old days in Redis and moves every occupant onto the new grid in
 // one script, so that no hold sees the new slots without the units under them.
-func (cg *Catalog) applyRegrid(ctx context.Context, ri *resourceInfo, oldDays []string, moves []redisstore.Move) error {
-	v := ri.res.VenueID
+func (cg *Catalog) applyRegrid(ctx context.Context, ri *catalog.ResourceInfo, oldDays []string, moves []redisstore.Move) error {
+	v := ri.Resource.VenueID
 	var fields, dayFields []string
 	for _, day := range oldDays {
-		dayStart, err := time.ParseInLocation(booking.DayLayout, day, ri.venue.loc)
+		dayStart, err := time.ParseInLocation(booking.DayLayout, day, ri.Venue.Loc)
 		if err != nil {
 			continue
 		}
-		f, err := cg.rs.CapacityFields(ctx, v, ri.res.ID, dayStart.UTC(), dayStart.AddDate(0, 0, 1).UTC())
+		f, err := cg.rs.CapacityFields(ctx, v, ri.Resource.ID, dayStart.UTC(), dayStart.AddDate(0, 0, 1).UTC())
 		if err != nil {
 			return err
 		}
 		fields = append(fields, f...)
-		dayFields = append(dayFields, redisstore.DayField(ri.res.ID, day))
+		dayFields = append(dayFields, redisstore.DayField(ri.Resource.ID, day))
 	}
 	return cg.rs.Regrid(ctx, v, dayFields, fields, moves)
 }
@@ -294,11 +295,11 @@ func (cg *Catalog) extendInventory(ctx context.Context) (int, error) {
 	}
 	days := 0
 	for _, s := range scheds {
-		ri, err := cg.cat.resource(ctx, s.ResourceID)
-		if err != nil || ri.plan == nil {
+		ri, err := cg.cat.Resource(ctx, s.ResourceID)
+		if err != nil || ri.Plan == nil {
 			continue
 		}
-		loc := ri.venue.loc
+		loc := ri.Venue.Loc
 		today := booking.LocalDay(cg.clock.Now(), loc)
 		want := today.AddDate(0, 0, s.HorizonDays)
 		from, err := time.ParseInLocation(booking.DayLayout, s.GeneratedUntil, loc)
@@ -312,7 +313,7 @@ func (cg *Catalog) extendInventory(ctx context.Context) (int, error) {
 		if n == 0 {
 			continue
 		}
-		if err := cg.ss.ExtendInventory(ctx, s.ResourceID, ri.res.Capacity, inventorySlots(ri.plan, loc, from, n), want.Format(booking.DayLayout)); err != nil {
+		if err := cg.ss.ExtendInventory(ctx, s.ResourceID, ri.Resource.Capacity, inventorySlots(ri.Plan, loc, from, n), want.Format(booking.DayLayout)); err != nil {
 			return days, err
 		}
 		days += n
@@ -323,38 +324,38 @@ func (cg *Catalog) extendInventory(ctx context.Context) (int, error) {
 // loadDay fills one cold resource-day of Redis from SQL: its capacity and the bookings that occupy
 // it. A day inside the horizon whose inventory was not generated yet (the daily extension has not
 // run) is generated first.
-func (cg *Catalog) loadDay(ctx context.Context, ri *resourceInfo, day string) error {
-	loc := ri.venue.loc
+func (cg *Catalog) loadDay(ctx context.Context, ri *catalog.ResourceInfo, day string) error {
+	loc := ri.Venue.Loc
 	dayStart, err := time.ParseInLocation(booking.DayLayout, day, loc)
 	if err != nil {
 		return fmt.Errorf("load day %q: %w", day, err)
 	}
-	inv, err := cg.ss.Inventory(ctx, ri.res.ID, day)
+	inv, err := cg.ss.Inventory(ctx, ri.Resource.ID, day)
 	if err != nil {
 		return err
 	}
 	now := cg.clock.Now()
-	if len(inv) == 0 && ri.plan != nil && ri.plan.WithinHorizon(dayStart, now, loc) && !dayStart.Before(booking.LocalDay(now, loc)) {
-		if err := cg.ss.InsertInventory(ctx, ri.res.ID, ri.res.Capacity, inventorySlots(ri.plan, loc, dayStart, 1)); err != nil {
+	if len(inv) == 0 && ri.Plan != nil && ri.Plan.WithinHorizon(dayStart, now, loc) && !dayStart.Before(booking.LocalDay(now, loc)) {
+		if err := cg.ss.InsertInventory(ctx, ri.Resource.ID, ri.Resource.Capacity, inventorySlots(ri.Plan, loc, dayStart, 1)); err != nil {
 			return err
 		}
-		if inv, err = cg.ss.Inventory(ctx, ri.res.ID, day); err != nil {
+		if inv, err = cg.ss.Inventory(ctx, ri.Resource.ID, day); err != nil {
 			return err
 		}
 	}
-	bookings, err := cg.ss.OccupyingBetween(ctx, ri.res.ID, dayStart, dayStart.AddDate(0, 0, 1))
+	bookings, err := cg.ss.OccupyingBetween(ctx, ri.Resource.ID, dayStart, dayStart.AddDate(0, 0, 1))
 	if err != nil {
 		return err
 	}
 	caps := make([]redisstore.FieldCapacity, len(inv))
 	for i, s := range inv {
-		caps[i] = redisstore.FieldCapacity{Field: redisstore.SlotField(ri.res.ID, s.Start.Unix()/60), Capacity: s.Capacity}
+		caps[i] = redisstore.FieldCapacity{Field: redisstore.SlotField(ri.Resource.ID, s.Start.Unix()/60), Capacity: s.Capacity}
 	}
 	bs := make([]redisstore.BookingUnits, len(bookings))
 	for i := range bookings {
 		bs[i] = units(&bookings[i])
 	}
-	return cg.rs.LoadDay(ctx, ri.res.VenueID, redisstore.DayField(ri.res.ID, day), caps, bs)
+	return cg.rs.LoadDay(ctx, ri.Resource.VenueID, redisstore.DayField(ri.Resource.ID, day), caps, bs)
 }
 
 // DemoVenueName names the venue EnsureDemo creates.

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/catalog"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
 	"github.com/slotwheel/slotwheel/models"
 )
@@ -39,16 +40,16 @@ func (hs *Holds) JoinWaitlist(ctx context.Context, req WaitlistRequest) (booking
 	if req.Start.IsZero() || req.End.IsZero() {
 		return booking.WaitlistEntry{}, booking.Invalid("missing_start", "start and end are required").WithField("start")
 	}
-	ri, err := hs.cat.resource(ctx, req.ResourceID)
+	ri, err := hs.cat.Resource(ctx, req.ResourceID)
 	if err != nil {
-		return booking.WaitlistEntry{}, unknown(err, "unknown_resource", "resource %d does not exist", req.ResourceID)
+		return booking.WaitlistEntry{}, booking.Unknown(err, "unknown_resource", "resource %d does not exist", req.ResourceID)
 	}
 	now := hs.clock.Now()
-	p, err := offer(ri, nil).Place(req.Start, req.End, req.Quantity, now)
+	p, err := catalog.Offer(ri, nil).Place(req.Start, req.End, req.Quantity, now)
 	if err != nil {
 		return booking.WaitlistEntry{}, err
 	}
-	id, err := hs.ss.JoinWaitlist(ctx, sqlstore.NewWait{UserID: req.UserID, VenueID: ri.res.VenueID, ResourceID: req.ResourceID,
+	id, err := hs.ss.JoinWaitlist(ctx, sqlstore.NewWait{UserID: req.UserID, VenueID: ri.Resource.VenueID, ResourceID: req.ResourceID,
 		Start: p.Start, End: p.End, Quantity: req.Quantity}, now)
 	if err != nil {
 		if errors.Is(err, sqlstore.ErrAlreadyWaiting) {
@@ -103,8 +104,8 @@ func (hs *Holds) waitlistEntry(ctx context.Context, id uint64) (booking.Waitlist
 func (hs *Holds) toWaitlistEntry(ctx context.Context, r models.WaitlistEntry) booking.WaitlistEntry {
 	out := booking.WaitlistEntry{ID: r.ID, UserID: r.UserID, VenueID: r.VenueID, ResourceID: r.ResourceID, Status: booking.WaitStatus(r.Status),
 		Start: r.Start.UTC(), End: r.End.UTC(), Quantity: r.Quantity, HoldID: r.HoldID, CreatedAt: r.CreatedAt.UTC()}
-	if vi, err := hs.cat.venue(ctx, r.VenueID); err == nil {
-		out.Start, out.End, out.CreatedAt = out.Start.In(vi.loc), out.End.In(vi.loc), out.CreatedAt.In(vi.loc)
+	if vi, err := hs.cat.Venue(ctx, r.VenueID); err == nil {
+		out.Start, out.End, out.CreatedAt = out.Start.In(vi.Loc), out.End.In(vi.Loc), out.CreatedAt.In(vi.Loc)
 	}
 	return out
 }

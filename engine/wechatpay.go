@@ -96,8 +96,8 @@ func (ps *Payments) openOrder(ctx context.Context, c *wechatpay.Client, openid, 
 // orderDescription is what the payer sees: the resource's name, within WeChat's 127 characters.
 func (ps *Payments) orderDescription(ctx context.Context, resourceID uint64) string {
 	desc := "Booking"
-	if ri, err := ps.cat.resource(ctx, resourceID); err == nil {
-		desc = ri.venue.venue.Name + " " + ri.res.Name
+	if ri, err := ps.cat.Resource(ctx, resourceID); err == nil {
+		desc = ri.Venue.Venue.Name + " " + ri.Resource.Name
 	}
 	for utf8.RuneCountInString(desc) > 127 {
 		_, n := utf8.DecodeLastRuneInString(desc)

@@ -54,6 +54,15 @@ func (a Actor) MayCheckIn(venueID uint64) bool {
 	return a.Role == RoleAdmin || (a.Role == RoleStaff && a.VenueID == venueID)
 }
 
+// RequireAdmin is ErrForbidden unless the actor is an admin: only admins change the catalog, the
+// policies and the notification settings, and erase users.
+func (a Actor) RequireAdmin() error {
+	if a.Role != RoleAdmin {
+		return ErrForbidden
+	}
+	return nil
+}
+
 // MayListVenue reports whether the actor may list a venue's bookings (the front desk's list).
 func (a Actor) MayListVenue(venueID uint64) bool { return a.MayCheckIn(venueID) }
 

@@ -545,6 +545,9 @@ func TestActorsSeeOnlyWhatIsTheirs(t *testing.T) {
 	require.True(t, Actor{UserID: "desk", Role: RoleStaff, VenueID: 7}.MayCheckIn(7))
 	require.False(t, Actor{UserID: "alice", Role: RoleUser}.MayCheckIn(7))
 	require.Equal(t, "system", System.Name())
+	require.NoError(t, Actor{UserID: "ops", Role: RoleAdmin}.RequireAdmin())
+	require.ErrorIs(t, Actor{UserID: "desk", Role: RoleStaff, VenueID: 7}.RequireAdmin(), ErrForbidden)
+	require.ErrorIs(t, Actor{UserID: "alice", Role: RoleUser}.RequireAdmin(), ErrForbidden)
 }
 
 func TestErrorsMatchByCode(t *testing.T) {
@@ -554,6 +557,15 @@ func TestErrorsMatchByCode(t *testing.T) {
 	require.Nil(t, ErrScheduleConflict.Details, "details are added to a copy")
 	require.False(t, errors.Is(err, ErrSlotFull))
 	require.ErrorIs(t, Invalid("off_grid", "x"), ErrOffGrid)
+
+	unknownResource := Unknown(ErrNotFound, "invalid_resource", "no resource %d", 9)
+	e, ok := AsError(unknownResource)
+	require.True(t, ok)
+	require.Equal(t, KindInvalid, e.Kind, "an object a request names that does not exist makes the request invalid")
+	require.Equal(t, "invalid_resource", e.Code)
+	require.Equal(t, "no resource 9", e.Message)
+	other := errors.New("mysql down")
+	require.Same(t, other, Unknown(other, "invalid_resource", "x"), "other errors pass unchanged")
 }
 
 func TestReminderTime(t *testing.T) {

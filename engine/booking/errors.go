@@ -90,6 +90,15 @@ func Invalid(code, format string, args ...any) *Error {
 	return &Error{Kind: KindInvalid, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// Unknown turns ErrNotFound of an object a request names into the request's own KindInvalid error
+// (a hold of an unknown resource is invalid, not a missing page); other errors pass unchanged.
+func Unknown(err error, code, format string, args ...any) error {
+	if errors.Is(err, ErrNotFound) {
+		return Invalid(code, format, args...)
+	}
+	return err
+}
+
 // AsError returns the domain error inside err, if any.
 func AsError(err error) (*Error, bool) {
 	var e *Error
