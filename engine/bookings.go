@@ -3,15 +3,60 @@ package engine
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/catalog"
+	"github.com/slotwheel/slotwheel/engine/clock"
+	"github.com/slotwheel/slotwheel/engine/detach"
 	"github.com/slotwheel/slotwheel/engine/release"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
 )
+
+// Bookings owns a booking after its confirm: reads, cancel, check-in, restore, reschedule, erasure,
+// and the timers and units a booking change moves (bookings.go, reschedule.go, erase.go).
+type Bookings struct {
+	clock  clock.Clock
+	log    *slog.Logger
+	ss     *sqlstore.Store
+	rs     *redisstore.Store
+	cat    *catalog.Cache
+	events *events
+	freed  *freedBus // a cancel's or a move's units are announced
+	sched  release.Scheduler
+	hooks  *testHooks
+
+	rules             booking.Rules
+	releaseHorizon    time.Duration // Options.ReleaseHorizon
+	reminderLead      time.Duration // Options.ReminderLead
+	confirmStaleAfter time.Duration // Options.ConfirmStaleAfter
+	erasureKey        []byte        // Options.ErasureKey
+
+	// timersSoon, set by NewLoops, tells the release and reminder loops of a booking of this process
+	// whose release or reminder is due before their next look at SQL.
+	timersSoon atomic.Value // func(b *sqlstore.Booking)
+
+	// What bookings use of the other services.
+	catalog interface {
+		graceFor(ctx context.Context, ri *catalog.ResourceInfo, start time.Time) (time.Duration, error)
+		loadDay(ctx context.Context, ri *catalog.ResourceInfo, day string) error
+	}
+	holds interface {
+		refreshFreezes(ctx context.Context, users []string) error
+		loadDayField(ctx context.Context, dayField string) error
+	}
+	payments interface { // a change the capacity ledger refused rebuilds the venue
+		rebuildVenueSoon(venueID uint64)
+	}
+	upkeep interface {
+		repairVenue(ctx context.Context, v uint64, rep *ReconcileReport) error
+	}
+}
 
 // HistoryEntry is one status change of a booking. At is in the venue's zone.
 type HistoryEntry struct {
@@ -86,7 +131,7 @@ func (bs *Bookings) apply(ctx context.Context, id uint64, decide func(b *sqlstor
 	metricTransitions.WithLabelValues(string(c.From), string(c.To)).Inc()
 	if c.FreesUnits() {
 		bs.giveBack(ctx, &b)
-		bs.announceFreed(ctx, freedUnits{resources: []uint64{b.ResourceID}})
+		bs.freed.announce(ctx, freedUnits{resources: []uint64{b.ResourceID}})
 	}
 	if c.DropTimers && bs.sched != nil {
 		if err := bs.sched.CancelRelease(ctx, old); err != nil {
@@ -269,15 +314,9 @@ func (bs *Bookings) CheckIn(ctx context.Context, a booking.Actor, code string) (
 	})
 	if err != nil {
 		// Out of the transaction: the venue's zone may cost a read of the catalog.
-		return booking.Booking{}, bs.inVenueZone(ctx, venue, err)
+		return booking.Booking{}, booking.DetailsIn(err, bs.cat.Zone(ctx, venue))
 	}
 	return bs.view(ctx, &b.Booking)
-}
-
-// inVenueZone is err with its time details in the zone of venue v, as every time the API answers
-// is (see venueZone).
-func (co *core) inVenueZone(ctx context.Context, v uint64, err error) error {
-	return booking.DetailsIn(err, co.venueZone(ctx, v))
 }
 
 // Restore takes a released booking back within the restore window, if its units are still free:
@@ -320,7 +359,7 @@ func (bs *Bookings) setTimers(b *sqlstore.Booking, now time.Time) {
 	}
 	at := b.ReleaseAt
 	b.QueueAt, b.DueAt = &at, &at
-	if r, ok := booking.ReminderAt(b.ReleaseAt, bs.opts.ReminderLead, now); ok {
+	if r, ok := booking.ReminderAt(b.ReleaseAt, bs.reminderLead, now); ok {
 		b.RemindAt = &r
 	}
 }
@@ -332,7 +371,7 @@ func (bs *Bookings) scheduleIfDue(ctx context.Context, b *sqlstore.Booking) {
 	if soon, ok := bs.timersSoon.Load().(func(*sqlstore.Booking)); ok {
 		soon(b)
 	}
-	if bs.sched == nil || b.ReleaseAt.Sub(bs.clock.Now()) > bs.opts.ReleaseHorizon {
+	if bs.sched == nil || b.ReleaseAt.Sub(bs.clock.Now()) > bs.releaseHorizon {
 		return
 	}
 	ref := release.Ref{BookingID: b.ID, ReleaseAt: b.ReleaseAt}
@@ -418,7 +457,7 @@ func bookingDays(b *booking.Booking, loc *time.Location) []string {
 // change took again stay). Idempotent; a failure is repaired by reconciliation, which frees units
 // whose booking no longer occupies.
 func (bs *Bookings) giveBack(ctx context.Context, b *sqlstore.Booking) {
-	lctx, cancel := later(ctx)
+	lctx, cancel := detach.Later(ctx)
 	defer cancel()
 	if _, err := bs.rs.GiveBack(lctx, b.VenueID, []redisstore.Freed{freed(b)}, bs.clock.Now()); err != nil {
 		bs.log.Error("give back units failed; reconciliation will", "booking_id", b.ID, "err", err)
@@ -427,7 +466,7 @@ func (bs *Bookings) giveBack(ctx context.Context, b *sqlstore.Booking) {
 
 // freeIfNotOccupying gives a booking's units back unless SQL says it occupies them.
 func (bs *Bookings) freeIfNotOccupying(ctx context.Context, id uint64) {
-	lctx, cancel := later(ctx)
+	lctx, cancel := detach.Later(ctx)
 	defer cancel()
 	b, err := bs.ss.Booking(lctx, id)
 	if err != nil {

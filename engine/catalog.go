@@ -2,14 +2,39 @@ package engine
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/catalog"
+	"github.com/slotwheel/slotwheel/engine/clock"
 	"github.com/slotwheel/slotwheel/engine/release"
+	"github.com/slotwheel/slotwheel/internal/redisstore"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
 	"github.com/slotwheel/slotwheel/models"
 )
+
+// Catalog owns venues (their release mode too), resources, services, schedules and policies, and
+// loading a day's inventory into Redis (catalog.go, schedule.go, availability.go, policy.go).
+type Catalog struct {
+	clock clock.Clock
+	log   *slog.Logger
+	ss    *sqlstore.Store
+	rs    *redisstore.Store
+	cat   *catalog.Cache
+
+	defaultGrace time.Duration       // Options.DefaultGrace
+	defaultMode  booking.ReleaseMode // Options.ReleaseMode: of venues that set none
+
+	// What the catalog uses of the other services.
+	bookings interface { // a schedule change cancels the bookings it strands
+		CancelBooking(ctx context.Context, a booking.Actor, id uint64) (booking.Booking, error)
+	}
+	holds interface {
+		readHold(ctx context.Context, id string) (*redisstore.HoldRecord, error)
+		refreshFreezes(ctx context.Context, users []string) error
+	}
+}
 
 // Venue is a place with an IANA time zone.
 type Venue struct {
@@ -89,7 +114,7 @@ func (cg *Catalog) graceFor(ctx context.Context, ri *catalog.ResourceInfo, start
 	if err != nil {
 		return 0, err
 	}
-	return booking.GraceFor(policies, ri.Resource.Category, cg.opts.DefaultGrace, start, ri.Venue.Loc), nil
+	return booking.GraceFor(policies, ri.Resource.Category, cg.defaultGrace, start, ri.Venue.Loc), nil
 }
 
 // CreateVenue adds a venue. Admin only.
@@ -131,7 +156,7 @@ func (cg *Catalog) toVenue(v models.Venue) Venue {
 	}
 	mode := v.ReleaseMode
 	if mode == "" {
-		mode = string(cg.opts.ReleaseMode)
+		mode = string(cg.defaultMode)
 	}
 	return Venue{ID: v.ID, Name: v.Name, Timezone: v.Timezone, ReleaseMode: mode, CreatedAt: created}
 }

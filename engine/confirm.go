@@ -4,14 +4,59 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/catalog"
+	"github.com/slotwheel/slotwheel/engine/clock"
+	"github.com/slotwheel/slotwheel/engine/detach"
+	"github.com/slotwheel/slotwheel/engine/release"
+	"github.com/slotwheel/slotwheel/engine/wechatpay"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
 )
+
+// Payments owns confirming a hold into a booking, WeChat Pay, refunds and the capacity ledger
+// (confirm.go, wechatpay.go, refunds.go, ledger.go).
+type Payments struct {
+	clock  clock.Clock
+	log    *slog.Logger
+	ss     *sqlstore.Store
+	rs     *redisstore.Store
+	cat    *catalog.Cache
+	events *events
+	sched  release.Scheduler
+	hooks  *testHooks
+
+	confirmStaleAfter time.Duration     // Options.ConfirmStaleAfter
+	refunds           RefundProvider    // Options.Refunds
+	wechatPay         *wechatpay.Client // Options.WechatPay
+
+	// rebuilds are the rebuilds of venues' Redis state that ledger refusals asked for.
+	rebuilds rebuilds
+
+	// What payments use of the other services.
+	bookings interface {
+		view(ctx context.Context, b *booking.Booking) (booking.Booking, error)
+		setTimers(b *sqlstore.Booking, now time.Time)
+		scheduleIfDue(ctx context.Context, b *sqlstore.Booking)
+		giveBack(ctx context.Context, b *sqlstore.Booking)
+	}
+	catalog interface {
+		graceFor(ctx context.Context, ri *catalog.ResourceInfo, start time.Time) (time.Duration, error)
+	}
+	holds interface {
+		readHold(ctx context.Context, id string) (*redisstore.HoldRecord, error)
+		viewHold(ctx context.Context, r *redisstore.HoldRecord) booking.Hold
+		loadDayField(ctx context.Context, dayField string) error
+	}
+	upkeep interface {
+		repairVenue(ctx context.Context, v uint64, rep *ReconcileReport) error
+	}
+}
 
 // PaymentNotice is a verified payment notification from the provider.
 type PaymentNotice struct {
@@ -228,7 +273,7 @@ func (ps *Payments) confirm(ctx context.Context, r *redisstore.HoldRecord, pay *
 		return booking.Booking{}, errUnitsGone
 	}
 	for attempt := 0; ; attempt++ {
-		st, err := ps.rs.MarkConfirming(ctx, r, ps.clock.Now(), pay != nil, ps.opts.ConfirmStaleAfter)
+		st, err := ps.rs.MarkConfirming(ctx, r, ps.clock.Now(), pay != nil, ps.confirmStaleAfter)
 		if err != nil {
 			return booking.Booking{}, err
 		}
@@ -376,7 +421,7 @@ func (ps *Payments) commitBooking(ctx context.Context, r *redisstore.HoldRecord,
 // settleExisting answers the booking a hold already became, settling the hold; ErrNotFound when
 // SQL (answering) has none.
 func (ps *Payments) settleExisting(ctx context.Context, r *redisstore.HoldRecord) (booking.Booking, error) {
-	lctx, cancel := later(ctx)
+	lctx, cancel := detach.Later(ctx)
 	defer cancel()
 	b, ok, err := ps.ss.BookingByHold(lctx, r.ID)
 	if err != nil {
@@ -393,7 +438,7 @@ func (ps *Payments) settleExisting(ctx context.Context, r *redisstore.HoldRecord
 // was released or cancelled before its hold was settled). A failure here leaves the hold CONFIRMING
 // with its booking committed, which the sweep and reconciliation settle; the booking itself is safe.
 func (ps *Payments) settle(ctx context.Context, r *redisstore.HoldRecord, b *sqlstore.Booking) {
-	lctx, cancel := later(ctx)
+	lctx, cancel := detach.Later(ctx)
 	defer cancel()
 	if _, err := ps.rs.Settle(lctx, r, b.ID, b.Version); err != nil {
 		ps.log.Error("settle hold failed; the sweep will settle it", "hold_id", r.ID, "booking_id", b.ID, "err", err)
@@ -414,7 +459,7 @@ func (ps *Payments) settlePending(ctx context.Context, b *sqlstore.Booking) {
 
 // unconfirm puts a hold whose commit certainly failed back on the wheel.
 func (ps *Payments) unconfirm(ctx context.Context, r *redisstore.HoldRecord) {
-	lctx, cancel := later(ctx)
+	lctx, cancel := detach.Later(ctx)
 	defer cancel()
 	if err := ps.rs.Unconfirm(lctx, r, ps.clock.Now()); err != nil {
 		ps.log.Error("unconfirm hold failed; the sweep will put it back", "hold_id", r.ID, "err", err)

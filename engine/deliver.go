@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"slices"
@@ -17,13 +18,34 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/catalog"
+	"github.com/slotwheel/slotwheel/engine/clock"
+	"github.com/slotwheel/slotwheel/engine/detach"
 	"github.com/slotwheel/slotwheel/engine/notify"
 	"github.com/slotwheel/slotwheel/engine/notify/webhook"
 	"github.com/slotwheel/slotwheel/engine/notify/wechatmsg"
+	"github.com/slotwheel/slotwheel/engine/release"
 	"github.com/slotwheel/slotwheel/engine/wire"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
 	"github.com/slotwheel/slotwheel/models"
 )
+
+// Notifications owns what the engine tells people: the outbox relay, webhooks, WeChat messages and
+// reminders (deliver.go, notify.go, the reminders of loops.go).
+type Notifications struct {
+	clock  clock.Clock
+	log    *slog.Logger
+	ss     *sqlstore.Store
+	cat    *catalog.Cache
+	events *events
+	sched  release.Scheduler
+	hooks  *testHooks
+
+	notify NotifyOptions // Options.Notify
+
+	senderOnce sync.Once
+	sender     *webhook.Sender // webhookSender's default
+}
 
 // Events reach people through sinks: webhook endpoints, and WeChat subscribe messages for users who
 // logged in through WeChat. The relay turns outbox rows into deliveries (one per event and sink,
@@ -83,7 +105,7 @@ func newClaimToken() string {
 // webhookSender is the sender of the deployment's webhooks: many deliveries go to the same few
 // receivers at once, so it keeps connections to them open.
 func (n *Notifications) webhookSender() *webhook.Sender {
-	if s := n.opts.Notify.Webhooks; s != nil {
+	if s := n.notify.Webhooks; s != nil {
 		return s
 	}
 	n.senderOnce.Do(func() {
@@ -117,7 +139,7 @@ func (n *Notifications) RelayOutbox(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	var templates map[string]models.WechatTemplate
-	if n.opts.Notify.Wechat != nil {
+	if n.notify.Wechat != nil {
 		if templates, err = n.ss.Templates(ctx); err != nil {
 			return 0, err
 		}
@@ -293,7 +315,7 @@ func (n *Notifications) unclaimRest(ctx context.Context, token string, rest []mo
 // answered with (nearly always one), the others one by one (they are few, and each needs its retry
 // queued).
 func (n *Notifications) finishBatch(ctx context.Context, token string, rs []attemptResult) {
-	lctx, cancel := later(ctx)
+	lctx, cancel := detach.Later(ctx)
 	defer cancel()
 	sent := map[int][]uint64{} // by HTTP status
 	now := n.clock.Now()
@@ -436,14 +458,14 @@ func (n *Notifications) Deliver(ctx context.Context, deliveryID uint64) error {
 		}
 	}
 	if err != nil {
-		lctx, cancel := later(ctx)
+		lctx, cancel := detach.Later(ctx)
 		defer cancel()
 		return errors.Join(err, n.ss.Unclaim(lctx, token, []uint64{d.ID}))
 	}
 	r := n.attempt(ctx, d, ev, eps)
 	r.token = token
 	// What the attempt did is recorded even when the task's context ended meanwhile.
-	lctx, cancel := later(ctx)
+	lctx, cancel := detach.Later(ctx)
 	defer cancel()
 	n.finishAttempt(lctx, r, true)
 	return nil
@@ -473,7 +495,7 @@ func (n *Notifications) sendWebhook(ctx context.Context, d models.Delivery, ev m
 
 // sendWechat sends the event's subscribe message; final reports an error retrying cannot help.
 func (n *Notifications) sendWechat(ctx context.Context, ev models.OutboxEvent) (final bool, err error) {
-	client := n.opts.Notify.Wechat
+	client := n.notify.Wechat
 	if client == nil {
 		return true, errSinkGone
 	}
@@ -575,7 +597,7 @@ const requeueAfter = 10 * time.Second
 
 // pruneNotifications drops published events and finished deliveries past the retention.
 func (n *Notifications) pruneNotifications(ctx context.Context) error {
-	keep := n.opts.Notify.Retention
+	keep := n.notify.Retention
 	now := n.clock.Now()
 	_, err := n.ss.Prune(ctx, now.Add(-keep), now.Add(-4*keep))
 	return err

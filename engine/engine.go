@@ -76,67 +76,37 @@ type Options struct {
 	Logger    *slog.Logger
 }
 
-// Engine is slotwheel's booking engine: the assembly of its capability services (services.go),
-// whose methods it offers as its own. It is safe for concurrent use.
+// Engine is slotwheel's booking engine: the assembly of its capability services, whose methods it
+// offers as its own. Each service names the stores, settings and other services it uses in its own
+// type, beside its methods (Catalog in catalog.go, Holds in holds.go, Bookings in bookings.go,
+// Payments in confirm.go, Notifications in deliver.go, Upkeep in reconcile.go); releases are a
+// service of their own package (engine/release, releases.go). It is safe for concurrent use.
 type Engine struct {
-	*core
 	*Catalog
 	*Holds
 	*Bookings
 	*Payments
 	*Notifications
 	*Upkeep
-	// releases is the release service (engine/release), built on core's stores in assembleReleases;
-	// Engine offers its entry points (releases.go).
+	// releases is the release service (engine/release), built in assembleReleases; Engine offers
+	// its entry points (releases.go).
 	releases *release.Service
-}
 
-// core is what every capability service shares: the options, the stores, the clock, this
-// instance's lease token and the test hooks. It holds no capability of its own beyond rendering the
-// events a booking change writes and the lease every loop takes.
-type core struct {
 	opts  Options
 	rules booking.Rules
 	clock clock.Clock
 	log   *slog.Logger
-	sched release.Scheduler
 	rs    *redisstore.Store
 	ss    *sqlstore.Store
 	cat   *catalog.Cache
-	hooks testHooks
-
+	hooks *testHooks
 	token string // this instance's lease token
-	// onFreed are the reactions to freed units (announceFreed), subscribed in assemble.
-	onFreed []func(context.Context, freedUnits)
-}
-
-// testHooks let tests inject failures at the steps docs/DESIGN.md orders; nil in production.
-type testHooks struct {
-	// beforeCommit runs after a hold is marked confirming and before its booking commits. An error
-	// fails the confirm; errSimulatedCrash makes it stop as a killed process would, undoing nothing.
-	beforeCommit func(holdID string) error
-	// afterCommit runs after the booking's COMMIT (acknowledged or not) and before the hold is
-	// settled; errSimulatedCrash makes it stop as a killed process would, and an ErrCommitUnknown
-	// reports the commit's acknowledgement lost although it happened.
-	afterCommit func(holdID string) error
-	// afterPublish runs after the relay published a batch and before it sends it; errSimulatedCrash
-	// makes it stop as a killed process would, leaving the deliveries claimed.
-	afterPublish func() error
-	// beforeMoveCommit and afterMoveCommit run around a reschedule's commit; errSimulatedCrash makes
-	// the move stop as a killed process would, leaving it reserved.
-	beforeMoveCommit, afterMoveCommit func() error
-	// release are the release service's hooks (release.Hooks): a batch's size, a give-back that
-	// fails, a crash after a batch's commit.
-	release release.Hooks
 }
 
 // The engine's Prometheus metrics are declared beside the capability that counts them (holds.go,
 // confirm.go, deliver.go, ...). They are package-level so that several engines in one process
 // (tests) share one registration, and every label value they can take is registered up front in an
 // init beside them, so that a dashboard or an alert sees a zero rather than nothing.
-
-// errSimulatedCrash stands for a process killed mid-operation (tests only).
-var errSimulatedCrash = errors.New("simulated crash")
 
 // New builds an Engine. It does not touch the backends; call Reconcile at start-up to rebuild Redis
 // from SQL.
@@ -172,52 +142,85 @@ func New(opts Options) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	e := &core{
+	clk := msClock{opts.Clock}
+	e := &Engine{
 		opts:  opts,
 		rules: booking.Rules{RestoreWindow: opts.RestoreWindow, CheckinOpens: opts.CheckinOpens},
-		clock: msClock{opts.Clock},
+		clock: clk,
 		log:   opts.Logger,
-		sched: opts.Scheduler,
 		rs:    redisstore.New(opts.Redis, opts.Prefix),
+		hooks: &testHooks{},
+		token: newClaimToken(),
 	}
-	e.token = newClaimToken()
-	e.ss = sqlstore.New(opts.DB, e.renderChange)
+	ev := events{log: opts.Logger}
+	e.ss = sqlstore.New(opts.DB, ev.renderChange)
 	if opts.ReleaseDB != nil {
 		e.ss.UseForReleases(opts.ReleaseDB)
 	}
 	if opts.Replicas != nil {
 		e.ss.UseReplicas(opts.Replicas)
 	}
-	e.ss.SetRefundRenderer(e.refundEvent)
+	e.ss.SetRefundRenderer(ev.refundEvent)
 	e.ss.OnLedgerDrift(func(slots int) {
 		metricLedgerDrift.Add(float64(slots))
 		e.log.Warn("a booking change gave back units the capacity ledger did not count; reconciliation repairs the ledger", "slots", slots)
 	})
-	e.cat = catalog.New(e.ss, e.clock)
-	engine := assemble(e)
-	engine.holdIdem = idem.NewRedis(opts.Redis, opts.Prefix, e.clock)
-	return engine, nil
+	e.cat = catalog.New(e.ss, clk)
+	ev.cat = e.cat
+	e.assemble(&ev, idem.NewRedis(opts.Redis, opts.Prefix, clk))
+	e.SetScheduler(opts.Scheduler)
+	return e, nil
+}
+
+// assemble builds the services, each with what it names, and wires each to the ones it uses.
+func (e *Engine) assemble(ev *events, holdIdem *idem.Redis) {
+	o := e.opts
+	freed := &freedBus{}
+	e.Catalog = &Catalog{clock: e.clock, log: e.log, ss: e.ss, rs: e.rs, cat: e.cat,
+		defaultGrace: o.DefaultGrace, defaultMode: o.ReleaseMode}
+	e.Holds = &Holds{clock: e.clock, log: e.log, ss: e.ss, rs: e.rs, cat: e.cat, events: ev, freed: freed,
+		holdTTL: o.HoldTTL, maxActiveHolds: o.MaxActiveHolds, rateLimitPerIP: o.RateLimitPerIP,
+		confirmStaleAfter: o.ConfirmStaleAfter, holdIdem: holdIdem}
+	e.Bookings = &Bookings{clock: e.clock, log: e.log, ss: e.ss, rs: e.rs, cat: e.cat, events: ev, freed: freed,
+		hooks: e.hooks, rules: e.rules, releaseHorizon: o.ReleaseHorizon, reminderLead: o.ReminderLead,
+		confirmStaleAfter: o.ConfirmStaleAfter, erasureKey: o.ErasureKey}
+	e.Payments = &Payments{clock: e.clock, log: e.log, ss: e.ss, rs: e.rs, cat: e.cat, events: ev, hooks: e.hooks,
+		confirmStaleAfter: o.ConfirmStaleAfter, refunds: o.Refunds, wechatPay: o.WechatPay}
+	e.Notifications = &Notifications{clock: e.clock, log: e.log, ss: e.ss, cat: e.cat, events: ev, hooks: e.hooks,
+		notify: o.Notify}
+	e.Upkeep = &Upkeep{clock: e.clock, log: e.log, ss: e.ss, rs: e.rs, cat: e.cat, token: e.token,
+		confirmStaleAfter: o.ConfirmStaleAfter, releaseHorizon: o.ReleaseHorizon, wechatPay: o.WechatPay}
+	e.Catalog.bookings, e.Catalog.holds = e.Bookings, e.Holds
+	e.Holds.bookings, e.Holds.catalog, e.Holds.payments, e.Holds.upkeep = e.Bookings, e.Catalog, e.Payments, e.Upkeep
+	e.Bookings.catalog, e.Bookings.holds, e.Bookings.payments, e.Bookings.upkeep = e.Catalog, e.Holds, e.Payments, e.Upkeep
+	e.Payments.bookings, e.Payments.catalog, e.Payments.holds, e.Payments.upkeep = e.Bookings, e.Catalog, e.Holds, e.Upkeep
+	e.Upkeep.bookings, e.Upkeep.catalog, e.Upkeep.payments = e.Bookings, e.Catalog, e.Payments
+	freed.subscribe(e.Holds.reactToFreed)
+	e.releases = e.assembleReleases(freed)
+	e.Holds.releases, e.Upkeep.releases = e.releases, e.releases
 }
 
 // SetScheduler wires the release queue after construction (the queue's handlers need the engine).
 // A scheduler that lists its queues (Queues() []string) has them watched for data loss. Call it
 // before the loops start.
-func (co *core) SetScheduler(s release.Scheduler) {
-	co.sched = s
+func (e *Engine) SetScheduler(s release.Scheduler) {
+	e.Bookings.sched, e.Payments.sched, e.Notifications.sched, e.Upkeep.sched = s, s, s, s
+	e.Upkeep.queueTags = e.opts.QueueTags
 	if q, ok := s.(interface{ Queues() []string }); ok {
-		co.opts.QueueTags = q.Queues()
+		e.opts.QueueTags = q.Queues()
+		e.Upkeep.queueTags = e.opts.QueueTags
 	}
 }
 
 // Clock returns the engine's clock.
-func (co *core) Clock() clock.Clock { return co.clock }
+func (e *Engine) Clock() clock.Clock { return e.clock }
 
 // ReleaseHorizon is how far ahead of release_at a booking's release task is queued (by its confirm,
 // and by the release queue's loader for the rest).
-func (co *core) ReleaseHorizon() time.Duration { return co.opts.ReleaseHorizon }
+func (e *Engine) ReleaseHorizon() time.Duration { return e.opts.ReleaseHorizon }
 
 // Rules returns the rules the engine applies.
-func (co *core) Rules() booking.Rules { return co.rules }
+func (e *Engine) Rules() booking.Rules { return e.rules }
 
 // msClock truncates to milliseconds, the precision of DATETIME(3) and of Redis scores, so that a
 // time the engine computes compares equal to the same time read back from either store.
@@ -233,18 +236,12 @@ func setDefault(d *time.Duration, def time.Duration) {
 
 // Lease returns the lease of the background work named name for this instance (see engine/loop):
 // with it, one instance at a time runs that work, and another takes over when it dies.
-func (co *core) Lease(name string) loop.Lease { return co.rs.Lease(name, co.token) }
+func (e *Engine) Lease(name string) loop.Lease { return e.rs.Lease(name, e.token) }
 
 // Ready checks that both backends answer.
-func (co *core) Ready(ctx context.Context) error {
-	if err := co.ss.Ping(ctx); err != nil {
+func (e *Engine) Ready(ctx context.Context) error {
+	if err := e.ss.Ping(ctx); err != nil {
 		return err
 	}
-	return co.rs.Ping(ctx)
-}
-
-// later is a context for work that must finish even when the request that started it ends (giving
-// units back, settling a hold): it keeps ctx's values but not its cancellation, and has a bound.
-func later(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	return e.rs.Ping(ctx)
 }

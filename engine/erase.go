@@ -45,7 +45,7 @@ func (bs *Bookings) EraseUser(ctx context.Context, a booking.Actor, userID strin
 	if err := a.RequireAdmin(); err != nil {
 		return Erased{}, err
 	}
-	x, err := booking.Erase(bs.opts.ErasureKey, userID)
+	x, err := booking.Erase(bs.erasureKey, userID)
 	if err != nil {
 		return Erased{}, err
 	}

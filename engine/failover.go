@@ -52,7 +52,7 @@ func (u *Upkeep) repairAfterFailover(ctx context.Context, prev, now string) erro
 		return fmt.Errorf("rebuild after redis failover: %w", err)
 	}
 	u.log.Info("rebuilt Redis from MySQL after a failover", "took", u.clock.Now().Sub(began), "report", fmt.Sprintf("%+v", rep))
-	lease := u.Lease("failover_reconcile")
+	lease := u.rs.Lease("failover_reconcile", u.token)
 	held, err := lease.Hold(rctx, failoverRepairTimeout)
 	if err != nil || !held {
 		return err // another instance requeues; the counters here are repaired
@@ -71,7 +71,7 @@ const failoverRepairTimeout = time.Minute
 // Orders whose deadline is long past are left alone: WeChat refuses to take payment past an order's
 // time_expire, which is the hold's deadline.
 func (u *Upkeep) sweepOrders(ctx context.Context) error {
-	if _, ok := u.sched.(PaymentScheduler); !ok || u.opts.WechatPay == nil {
+	if _, ok := u.sched.(PaymentScheduler); !ok || u.wechatPay == nil {
 		return nil
 	}
 	now := u.clock.Now()

@@ -13,15 +13,25 @@ type freedUnits struct {
 	noShows   []string
 }
 
-// announceFreed tells the capabilities that react to freed units (they subscribe in assemble). The
-// one that frees units does not know them: a release never walks through the hold path. What a
-// reaction lost with its process is found again by a sweep of SQL: the waitlist loop promotes, the
-// freezes loop (sweepFreezes) decides the freezes of recent no-shows.
-func (co *core) announceFreed(ctx context.Context, f freedUnits) {
+// freedBus tells the capabilities that react to freed units (they subscribe in assemble). The one
+// that frees units does not know them: a release never walks through the hold path. What a reaction
+// lost with its process is found again by a sweep of SQL: the waitlist loop promotes, the freezes
+// loop (sweepFreezes) decides the freezes of recent no-shows.
+type freedBus struct {
+	reactions []func(context.Context, freedUnits)
+}
+
+// subscribe adds a reaction; call it before the engine serves.
+func (b *freedBus) subscribe(react func(context.Context, freedUnits)) {
+	b.reactions = append(b.reactions, react)
+}
+
+// announce runs every reaction to f, in this goroutine.
+func (b *freedBus) announce(ctx context.Context, f freedUnits) {
 	if len(f.resources) == 0 && len(f.noShows) == 0 {
 		return
 	}
-	for _, react := range co.onFreed {
+	for _, react := range b.reactions {
 		react(ctx, f)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/detach"
 	"github.com/slotwheel/slotwheel/engine/idem"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 )
@@ -81,7 +82,7 @@ func (hs *Holds) AnswerOnce(ctx context.Context, k IdempotentHold, err error) (i
 // on the server's side (5xx) gives the reservation up, so that a retry runs again.
 func (hs *Holds) finishOnce(ctx context.Context, k IdempotentHold, h booking.Hold, err error) (idem.Response, bool, error) {
 	a := k.Answer(h, err)
-	lctx, cancel := later(ctx)
+	lctx, cancel := detach.Later(ctx)
 	defer cancel()
 	if a.Status >= 500 {
 		if aerr := hs.holdIdem.Abandon(lctx, k.Scope); aerr != nil {

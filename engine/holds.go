@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"sort"
 	"time"
@@ -11,9 +12,50 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/catalog"
+	"github.com/slotwheel/slotwheel/engine/clock"
 	"github.com/slotwheel/slotwheel/engine/idem"
+	"github.com/slotwheel/slotwheel/engine/release"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
+	"github.com/slotwheel/slotwheel/internal/sqlstore"
 )
+
+// Holds owns holds and their expiry (the wheel), keyed holds, a user's freeze and the request limit,
+// and the waitlist, whose promotion is a hold (holds.go, holdonce.go, waitlist.go, policy.go, the
+// wheel in loops.go).
+type Holds struct {
+	clock  clock.Clock
+	log    *slog.Logger
+	ss     *sqlstore.Store
+	rs     *redisstore.Store
+	cat    *catalog.Cache
+	events *events
+	freed  *freedBus // an expired hold's units are announced
+
+	holdTTL           time.Duration // Options.HoldTTL
+	maxActiveHolds    int           // Options.MaxActiveHolds
+	rateLimitPerIP    int           // Options.RateLimitPerIP
+	confirmStaleAfter time.Duration // Options.ConfirmStaleAfter
+
+	wheel   wheel
+	freezes freezeSweep
+	// holdIdem keeps the records of keyed holds that their script cannot write (HoldOnce).
+	holdIdem *idem.Redis
+
+	// What holds use of the other services.
+	bookings interface { // the wheel finishes reschedules whose move ran out
+		sweepMoves(ctx context.Context, venueID uint64, now time.Time) error
+	}
+	catalog interface {
+		loadDay(ctx context.Context, ri *catalog.ResourceInfo, day string) error
+	}
+	payments interface { // an expired or cancelled hold's WeChat order is closed
+		closeOrderOf(ctx context.Context, holdID, orderNo string)
+	}
+	upkeep interface { // the wheel repairs a hold it cannot settle
+		repairHold(ctx context.Context, v uint64, id string, r redisstore.HoldRecord, ok bool, now time.Time, rep *ReconcileReport) (bool, error)
+	}
+	releases *release.Service // the freezes loop reads back as far as a release run may last
+}
 
 // HoldRequest takes units for a user: either a resource window (ResourceID, Start, End) or a service
 // at Start on one of its resources (ServiceID, ResourceID, Start). Quantity 0 means 1.
@@ -110,7 +152,7 @@ func (hs *Holds) take(ctx context.Context, req HoldRequest, ri *catalog.Resource
 	v := ri.Resource.VenueID
 	r := &redisstore.HoldRecord{ID: redisstore.NewHoldID(v), UserID: req.UserID, VenueID: v, ResourceID: ri.Resource.ID,
 		Quantity: req.Quantity, Status: booking.HoldHeld, Start: p.Start, End: p.End, OccupyStart: p.OccupyStart,
-		OccupyEnd: p.OccupyEnd, Deadline: booking.HoldDeadline(now, hs.opts.HoldTTL), Created: now, AmountCents: p.AmountCents}
+		OccupyEnd: p.OccupyEnd, Deadline: booking.HoldDeadline(now, hs.holdTTL), Created: now, AmountCents: p.AmountCents}
 	if si != nil {
 		r.ServiceID = si.Service.ID
 	}
@@ -120,7 +162,7 @@ func (hs *Holds) take(ctx context.Context, req HoldRequest, ri *catalog.Resource
 		step = req.once.prepare(holdOf(r).In(ri.Venue.Loc))
 	}
 	return hs.runHold(ctx, r, ri.Venue.Loc, func() (redisstore.HoldOutcome, string, error) {
-		out, day, a, err := hs.rs.HoldOnce(ctx, r, now, hs.opts.MaxActiveHolds, step)
+		out, day, a, err := hs.rs.HoldOnce(ctx, r, now, hs.maxActiveHolds, step)
 		if err == nil && req.once != nil {
 			req.once.outcome(out, a)
 		}
@@ -159,7 +201,7 @@ func (hs *Holds) runHold(ctx context.Context, r *redisstore.HoldRecord, loc *tim
 		case redisstore.HoldFull:
 			return booking.Hold{}, booking.ErrSlotFull
 		case redisstore.HoldLimit:
-			return booking.Hold{}, booking.ErrTooManyHolds.WithDetail("max_active_holds", hs.opts.MaxActiveHolds)
+			return booking.Hold{}, booking.ErrTooManyHolds.WithDetail("max_active_holds", hs.maxActiveHolds)
 		default:
 			return booking.Hold{}, booking.ErrSlotClosed
 		}
@@ -218,10 +260,10 @@ func (hs *Holds) holdRoles(ctx context.Context, req HoldRequest, si *catalog.Ser
 	v := primary.Resource.VenueID
 	r := &redisstore.HoldRecord{ID: redisstore.NewHoldID(v), UserID: req.UserID, VenueID: v, ResourceID: primary.Resource.ID,
 		ServiceID: si.Service.ID, Quantity: req.Quantity, Status: booking.HoldHeld, Start: first.Start, End: first.End,
-		OccupyStart: first.OccupyStart, OccupyEnd: first.OccupyEnd, Deadline: booking.HoldDeadline(now, hs.opts.HoldTTL),
+		OccupyStart: first.OccupyStart, OccupyEnd: first.OccupyEnd, Deadline: booking.HoldDeadline(now, hs.holdTTL),
 		Created: now, AmountCents: first.AmountCents, Days: allDays}
 	return hs.runHold(ctx, r, primary.Venue.Loc, func() (redisstore.HoldOutcome, string, error) {
-		return hs.rs.HoldRoles(ctx, r, roles, now, hs.opts.MaxActiveHolds)
+		return hs.rs.HoldRoles(ctx, r, roles, now, hs.maxActiveHolds)
 	})
 }
 
@@ -384,7 +426,7 @@ func (hs *Holds) CancelHold(ctx context.Context, a booking.Actor, id string) (bo
 	default:
 		return booking.Hold{}, booking.ErrHoldNotActive
 	}
-	hs.announceFreed(ctx, freedUnits{resources: []uint64{r.ResourceID}})
+	hs.freed.announce(ctx, freedUnits{resources: []uint64{r.ResourceID}})
 	hs.payments.closeOrderOf(ctx, r.ID, r.OrderNo)
 	r.Status = booking.HoldCancelled // what the script just wrote
 	return hs.viewHold(ctx, r), nil

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/detach"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
 )
@@ -36,7 +37,7 @@ var ErrSoldOut = &booking.Error{Kind: booking.KindConflict, Code: booking.ErrSlo
 func (ps *Payments) refusal(ctx context.Context, r *redisstore.HoldRecord, pay *PaymentNotice, now time.Time) sqlstore.Refusal {
 	h := ps.holds.viewHold(ctx, r)
 	h.Status = booking.HoldCancelled
-	out := sqlstore.Refusal{Event: ps.holdEvent(booking.EventHoldRefused, h, now)}
+	out := sqlstore.Refusal{Event: ps.events.holdEvent(booking.EventHoldRefused, h, now)}
 	if pay != nil {
 		out.Payment = &sqlstore.Payment{PaymentID: pay.PaymentID, HoldID: r.ID, AmountCents: pay.AmountCents, PaidAt: pay.PaidAt.UTC(),
 			At: now, Provider: pay.Provider, RefundReason: booking.RefundCapacity, UserID: r.UserID, VenueID: r.VenueID}
@@ -51,7 +52,7 @@ func (ps *Payments) refuseConfirm(ctx context.Context, r *redisstore.HoldRecord,
 	metricConfirms.WithLabelValues("refused").Inc()
 	ps.log.Warn("the capacity ledger refused a booking: Redis let its hold through on units MySQL counts as sold; "+
 		"ending the hold and rebuilding the venue from MySQL", "hold_id", r.ID, "venue_id", r.VenueID, "err", cause)
-	lctx, cancel := later(ctx)
+	lctx, cancel := detach.Later(ctx)
 	defer cancel()
 	if out, err := ps.rs.RefuseHold(lctx, r, redisstore.RefuseConfirming, ps.clock.Now()); err != nil || out != "refused" {
 		ps.log.Error("end a refused hold failed; the sweep will", "hold_id", r.ID, "answer", out, "err", err)

@@ -303,7 +303,7 @@ func (hs *Holds) finishExpiredAt(ctx context.Context, v uint64) error {
 			continue
 		}
 		h := hs.viewHold(ctx, r)
-		evs = append(evs, hs.holdEvent(booking.EventHoldExpired, h, now))
+		evs = append(evs, hs.events.holdEvent(booking.EventHoldExpired, h, now))
 		w, ok, err := hs.ss.PromotedFor(ctx, r.ID)
 		if err != nil {
 			return err
@@ -311,7 +311,7 @@ func (hs *Holds) finishExpiredAt(ctx context.Context, v uint64) error {
 		if ok {
 			entry := hs.toWaitlistEntry(ctx, w)
 			entry.Status = booking.WaitLapsed
-			ev := hs.waitlistEvent(booking.EventLapsed, entry, now)
+			ev := hs.events.waitlistEvent(booking.EventLapsed, entry, now)
 			if err := hs.ss.SetWaitStatus(ctx, w.ID, booking.WaitPromoted, booking.WaitLapsed, "", now, &ev); err != nil && !sqlstore.IsStale(err) {
 				return err
 			}
@@ -327,7 +327,7 @@ func (hs *Holds) finishExpiredAt(ctx context.Context, v uint64) error {
 	for i := range ended {
 		hs.payments.closeOrderOf(ctx, ended[i].ID, ended[i].OrderNo)
 	}
-	hs.announceFreed(ctx, freedUnits{resources: lapsed})
+	hs.freed.announce(ctx, freedUnits{resources: lapsed})
 	return nil
 }
 
@@ -336,7 +336,7 @@ func (hs *Holds) finishExpiredAt(ctx context.Context, v uint64) error {
 // reconciliation does for them, but within seconds (the confirm marked the venue's timer).
 func (hs *Holds) sweepConfirmingAt(ctx context.Context, v uint64) error {
 	now := hs.clock.Now()
-	ids, err := hs.rs.StaleConfirming(ctx, v, now.Add(-hs.opts.ConfirmStaleAfter), 100)
+	ids, err := hs.rs.StaleConfirming(ctx, v, now.Add(-hs.confirmStaleAfter), 100)
 	if err != nil || len(ids) == 0 {
 		return err
 	}
@@ -361,7 +361,7 @@ func (hs *Holds) sweepConfirmingAt(ctx context.Context, v uint64) error {
 // reconcileIfRedisLost reconciles at once when Redis lost its data while the process runs: the
 // release tasks went with it, and the loader does not offer bookings it already queued.
 func (u *Upkeep) reconcileIfRedisLost(ctx context.Context) error {
-	alive, err := u.rs.Alive(ctx, u.opts.QueueTags)
+	alive, err := u.rs.Alive(ctx, u.queueTags)
 	if err != nil || alive {
 		return err
 	}
@@ -404,7 +404,7 @@ func (n *Notifications) remind(ctx context.Context, due []sqlstore.Booking, now 
 		if _, err := n.cat.Venue(ctx, due[i].VenueID); err != nil {
 			return err
 		}
-		evs[due[i].ID] = n.bookingEvent(booking.EventReminder, &due[i], "", now)
+		evs[due[i].ID] = n.events.bookingEvent(booking.EventReminder, &due[i], "", now)
 	}
 	sent, err := n.ss.MarkReminded(ctx, due, evs)
 	if err != nil {

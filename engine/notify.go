@@ -111,7 +111,7 @@ func (n *Notifications) CreateWebhook(ctx context.Context, a booking.Actor, in W
 // webhookView is an endpoint as the API shows it: created_at in its venue's zone, or in UTC for an
 // endpoint of every venue (it has no zone of its own).
 func (n *Notifications) webhookView(ctx context.Context, r models.WebhookEndpoint) Webhook {
-	return toWebhook(r, n.venueZone(ctx, r.VenueID))
+	return toWebhook(r, n.cat.Zone(ctx, r.VenueID))
 }
 
 func toWebhook(r models.WebhookEndpoint, loc *time.Location) Webhook {
@@ -188,7 +188,7 @@ func (n *Notifications) ListDeliveries(ctx context.Context, a booking.Actor, end
 	out := make([]Delivery, len(rows))
 	for i, r := range rows {
 		ev := heads[r.EventID]
-		out[i] = toDelivery(r, n.venueZone(ctx, ev.VenueID))
+		out[i] = toDelivery(r, n.cat.Zone(ctx, ev.VenueID))
 		out[i].EventType = ev.Type
 	}
 	return out, next, nil
@@ -224,7 +224,7 @@ func (n *Notifications) RetryDelivery(ctx context.Context, a booking.Actor, endp
 		n.queueDelivery(ctx, d.ID, "manual-"+strconv.Itoa(d.Attempts), d.NextAttemptAt)
 	}
 	ev, err := n.ss.Event(ctx, d.EventID)
-	out := toDelivery(d, n.venueZone(ctx, ev.VenueID))
+	out := toDelivery(d, n.cat.Zone(ctx, ev.VenueID))
 	if err == nil {
 		out.EventType = ev.Type
 	}
@@ -281,4 +281,4 @@ func (n *Notifications) WechatTemplates(ctx context.Context, a booking.Actor) ([
 
 // WechatEnabled reports whether subscribe messages can be sent (WeChat's app id and secret are
 // configured).
-func (n *Notifications) WechatEnabled() bool { return n.opts.Notify.Wechat != nil }
+func (n *Notifications) WechatEnabled() bool { return n.notify.Wechat != nil }

@@ -138,10 +138,10 @@ func (hs *Holds) checkFrozen(ctx context.Context, userID string, loc *time.Locat
 // is ErrRateLimited with the seconds to wait (retry_after). Without a limit, or when Redis cannot
 // count, the request passes: a limit that fails open never turns a Redis hiccup into an outage.
 func (hs *Holds) AllowRequest(ctx context.Context, addr string) error {
-	if hs.opts.RateLimitPerIP <= 0 {
+	if hs.rateLimitPerIP <= 0 {
 		return nil
 	}
-	ok, err := hs.rs.Allow(ctx, addr, hs.clock.Now(), hs.opts.RateLimitPerIP)
+	ok, err := hs.rs.Allow(ctx, addr, hs.clock.Now(), hs.rateLimitPerIP)
 	if err != nil {
 		hs.log.Warn("rate limit not counted", "err", err)
 		return nil

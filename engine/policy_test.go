@@ -248,7 +248,7 @@ func TestNoshowFreezeSetByTheSweepWhenItsAnnouncementIsLost(t *testing.T) {
 	require.NoError(t, err)
 	tb.book(t, alice, res, at("11:00"))
 	tb.book(t, alice, res, at("11:00")) // two no-shows: over max_noshows 1
-	tb.e.onFreed = nil                  // the process dies between the release's commit and its announcement
+	tb.e.Holds.freed.reactions = nil    // the process dies between the release's commit and its announcement
 	tb.clock.Set(at("11:15"))
 	n, err := tb.e.ReleaseDue(ctx, res.VenueID)
 	require.NoError(t, err)

@@ -3,37 +3,58 @@ package engine
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/catalog"
+	"github.com/slotwheel/slotwheel/engine/clock"
 	"github.com/slotwheel/slotwheel/engine/loop"
 	"github.com/slotwheel/slotwheel/engine/release"
+	"github.com/slotwheel/slotwheel/engine/wechatpay"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
 )
 
-// ReconcileReport counts what a reconciliation found and repaired.
-type ReconcileReport struct {
-	OverdueReleased   int
-	OwnersAdded       int
-	OwnersRemoved     int
-	CounterDrift      int
-	HoldsRequeued     int
-	HoldsSettled      int
-	TasksScheduled    int
-	InventoryDays     int
-	ConfirmingResumed int
-	// HoldsRefused are live holds ended because Redis counted their slots over capacity (it had lost
-	// writes, and let them through on units that bookings own).
-	HoldsRefused int
-	// LedgerRepaired are slots whose capacity-ledger count differed from their bookings' units.
-	LedgerRepaired int
-	// SlotsOverCapacity are slots whose occupying bookings take more units than they have: an
-	// oversell, reported (and alerted on), never hidden. A finding, not a repair.
-	SlotsOverCapacity int
+// Upkeep owns reconciliation of Redis against SQL, repairs after a Redis failover or data loss, and
+// the statistics collector (reconcile.go, failover.go, stats.go).
+type Upkeep struct {
+	clock clock.Clock
+	log   *slog.Logger
+	ss    *sqlstore.Store
+	rs    *redisstore.Store
+	cat   *catalog.Cache
+	sched release.Scheduler
+	token string // this instance's lease token
+
+	confirmStaleAfter time.Duration     // Options.ConfirmStaleAfter
+	releaseHorizon    time.Duration     // Options.ReleaseHorizon
+	wechatPay         *wechatpay.Client // Options.WechatPay
+	// queueTags are the release queues whose loss is watched (Options.QueueTags, or the scheduler's).
+	queueTags []string
+
+	// primary is the identity of the Redis primaries last seen (watchPrimary).
+	primary atomic.Value
+
+	// What upkeep uses of the other services.
+	bookings interface {
+		apply(ctx context.Context, id uint64, decide func(b *sqlstore.Booking) (booking.Change, error)) (sqlstore.Booking, booking.Change, error)
+		sweepMoves(ctx context.Context, venueID uint64, now time.Time) error
+		MarkReleaseQueued(ctx context.Context, refs []release.Ref) error
+	}
+	catalog interface {
+		extendInventory(ctx context.Context) (int, error)
+	}
+	payments interface {
+		settle(ctx context.Context, r *redisstore.HoldRecord, b *sqlstore.Booking)
+		unconfirm(ctx context.Context, r *redisstore.HoldRecord)
+		refuseOverfull(ctx context.Context, venueID uint64, fields []string) (int, error)
+		checkLedger(ctx context.Context, rep *ReconcileReport) error
+		closeOrderOf(ctx context.Context, holdID, orderNo string)
+	}
+	releases *release.Service // reconciliation releases overdue bookings
 }
 
 // Reconcile makes Redis and the queue agree with SQL, which is the truth. It runs at start-up, hourly
@@ -75,7 +96,7 @@ func (u *Upkeep) RepairCounters(ctx context.Context) (ReconcileReport, error) {
 	if err := errors.Join(errs...); err != nil {
 		return rep, err
 	}
-	return rep, u.rs.MarkAlive(ctx, u.opts.QueueTags, began)
+	return rep, u.rs.MarkAlive(ctx, u.queueTags, began)
 }
 
 // startupLease is how long the instance doing the start-up repair may be silent before another
@@ -101,10 +122,10 @@ func (u *Upkeep) ReconcileAtStart(ctx context.Context, startedAt time.Time) (Sta
 	if err := u.cat.Warm(ctx); err != nil {
 		u.log.Warn("start: the catalog's shared entries did not load; the first holds load them", "err", err)
 	}
-	lease := u.Lease("startup_reconcile")
+	lease := u.rs.Lease("startup_reconcile", u.token)
 	// covered: a repair that began after this process started already saw all it would repair.
 	covered := func() (bool, error) {
-		since, alive, err := u.rs.AliveSince(ctx, u.opts.QueueTags)
+		since, alive, err := u.rs.AliveSince(ctx, u.queueTags)
 		return alive && !since.Before(startedAt), err
 	}
 	for {
@@ -317,7 +338,7 @@ func (u *Upkeep) repairHold(ctx context.Context, v uint64, id string, r redissto
 		}
 		return false, err
 	case booking.HoldConfirming:
-		if now.Sub(r.Since) < u.opts.ConfirmStaleAfter {
+		if now.Sub(r.Since) < u.confirmStaleAfter {
 			return false, nil // a confirm is running right now
 		}
 		b, ok, err := u.ss.BookingByHold(ctx, id)
@@ -345,7 +366,7 @@ func (u *Upkeep) requeueReleases(ctx context.Context, rep *ReconcileReport) erro
 	}
 	var lastID uint64
 	for {
-		rows, err := u.ss.Unreleased(ctx, u.clock.Now().Add(u.opts.ReleaseHorizon), lastID, 500)
+		rows, err := u.ss.Unreleased(ctx, u.clock.Now().Add(u.releaseHorizon), lastID, 500)
 		if err != nil {
 			return err
 		}
@@ -369,52 +390,5 @@ func (u *Upkeep) requeueReleases(ctx context.Context, rep *ReconcileReport) erro
 		if err := u.bookings.MarkReleaseQueued(ctx, refs); err != nil {
 			return err
 		}
-	}
-}
-
-// The metrics of this file (engine.go says why they are package-level).
-var (
-	metricRepairs = promauto.NewCounterVec(prometheus.CounterOpts{
-		Name: "slotwheel_reconcile_repairs_total", Help: "Repairs made by reconciliation and the sweeps, by kind.",
-	}, []string{"kind"})
-)
-
-// Every label value is registered up front (engine.go says why).
-func init() {
-	for _, r := range (ReconcileReport{}).repairs() {
-		metricRepairs.WithLabelValues(r.kind)
-	}
-	metricRepairs.WithLabelValues(repairRedisLost)
-	metricRepairs.WithLabelValues(repairRedisFailover)
-}
-
-// repairRedisLost is the repair kind of a Redis found to have lost its data (and rebuilt);
-// repairRedisFailover that of a Redis primary found replaced (a failover, which may have rolled
-// acknowledged writes back).
-const (
-	repairRedisLost     = "redis_lost"
-	repairRedisFailover = "redis_failover"
-)
-
-// repairCount is one kind of repair and how many a report made.
-type repairCount struct {
-	kind string
-	n    int
-}
-
-// repairs are r's counts of repairs under the kind label that slotwheel_reconcile_repairs_total
-// shows them with. It is the one list of kinds: init registers each, countRepairs adds under them.
-// InventoryDays is left out: generating days ahead is routine, not a repair.
-func (r ReconcileReport) repairs() []repairCount {
-	return []repairCount{{"overdue_released", r.OverdueReleased}, {"owners_added", r.OwnersAdded},
-		{"owners_removed", r.OwnersRemoved}, {"counter_drift", r.CounterDrift}, {"holds_requeued", r.HoldsRequeued},
-		{"holds_settled", r.HoldsSettled}, {"tasks_scheduled", r.TasksScheduled}, {"confirming_resumed", r.ConfirmingResumed},
-		{"holds_refused", r.HoldsRefused}, {"ledger_repaired", r.LedgerRepaired}}
-}
-
-// countRepairs adds the repairs of r to the metrics.
-func countRepairs(r ReconcileReport) {
-	for _, c := range r.repairs() {
-		metricRepairs.WithLabelValues(c.kind).Add(float64(c.n))
 	}
 }

@@ -52,32 +52,6 @@ func refundView(r models.Refund, loc *time.Location) wire.Refund {
 	return out
 }
 
-// refundEvent renders a refund's event (the store's RefundRenderer). It runs inside the refund's
-// transaction, so the venue's zone comes from the catalog's cache, as a booking event's does.
-func (co *core) refundEvent(r models.Refund, typ string) sqlstore.Event {
-	loc := time.UTC
-	if vi, ok := co.cat.PeekVenue(r.VenueID); ok {
-		loc = vi.Loc
-	} else if r.VenueID != 0 {
-		co.log.Warn("refund event rendered in UTC: its venue was not in the cache", "refund_id", r.ID, "venue_id", r.VenueID)
-	}
-	return sqlstore.Event{Type: typ, Subject: sqlstore.RefundSubject(r), VenueID: r.VenueID, UserID: r.UserID,
-		Data: mustJSON(refundView(r, loc)), At: r.UpdatedAt}
-}
-
-// venueZone is the zone of venue v, in which the API answers its times; UTC for no venue (0) or
-// one whose zone cannot be read.
-func (co *core) venueZone(ctx context.Context, v uint64) *time.Location {
-	if v == 0 {
-		return time.UTC
-	}
-	vi, err := co.cat.Venue(ctx, v)
-	if err != nil {
-		return time.UTC
-	}
-	return vi.Loc
-}
-
 // ListRefunds lists refunds, newest first, optionally of one status. Admin only.
 func (ps *Payments) ListRefunds(ctx context.Context, a booking.Actor, status, cursor string, limit int) ([]wire.Refund, string, error) {
 	if err := a.RequireAdmin(); err != nil {
@@ -99,7 +73,7 @@ func (ps *Payments) ListRefunds(ctx context.Context, a booking.Actor, status, cu
 	rows, next := sqlstore.NextPage(page, rows, func(r models.Refund) uint64 { return r.ID })
 	out := make([]wire.Refund, len(rows))
 	for i, r := range rows {
-		out[i] = refundView(r, ps.venueZone(ctx, r.VenueID))
+		out[i] = refundView(r, ps.cat.Zone(ctx, r.VenueID))
 	}
 	return out, next, nil
 }
@@ -115,7 +89,7 @@ func (ps *Payments) SendRefund(ctx context.Context, refundID uint64) error {
 	if err != nil {
 		return err
 	}
-	p := ps.opts.Refunds
+	p := ps.refunds
 	if r.Status != models.RefundRequested || p == nil || p.Name() != r.Provider {
 		return nil
 	}
@@ -145,7 +119,7 @@ func (ps *Payments) SettleRefund(ctx context.Context, outRefundNo, providerID st
 	if err != nil {
 		return false, err
 	}
-	ps.venueZone(ctx, r.VenueID) // its event renders in the venue's zone, from the catalog's cache
+	ps.cat.Zone(ctx, r.VenueID) // its event renders in the venue's zone, from the catalog's cache
 	status := models.RefundSucceeded
 	if !o.Succeeded {
 		status = models.RefundFailed
@@ -158,7 +132,7 @@ func (ps *Payments) SettleRefund(ctx context.Context, outRefundNo, providerID st
 // transaction, which queues nothing itself) once, and those stuck for a while again (their task ran
 // out of retries, or was lost with Redis). It runs as a loop, every couple of seconds.
 func (ps *Payments) queueRefunds(ctx context.Context) error {
-	p := ps.opts.Refunds
+	p := ps.refunds
 	sched, ok := ps.sched.(RefundScheduler)
 	if p == nil || !ok {
 		return nil

@@ -2,43 +2,27 @@ package engine
 
 import (
 	"context"
-	"time"
 
-	"github.com/slotwheel/slotwheel/engine/booking"
-	"github.com/slotwheel/slotwheel/engine/catalog"
 	"github.com/slotwheel/slotwheel/engine/release"
 )
 
-// assembleReleases builds the release service (engine/release) on the stores of e's core, with
-// ports over the catalog (its cached rules), the bookings (their timers) and the announcement of
-// freed units, and hands it to the services that use it. The release mode of venues that set none
-// is Options.ReleaseMode; the tests' hooks are core's.
-func (e *Engine) assembleReleases() {
-	c := e.core
-	s := release.New(release.Config{DefaultMode: c.opts.ReleaseMode, Hooks: &c.hooks.release}, release.Ports{
-		SQL:   c.ss,
-		Redis: c.rs,
-		Rules: releaseRules{c.cat},
+// assembleReleases builds the release service (engine/release) on e's stores, with ports over the
+// catalog's cache (its cached rules), the bookings (their timers) and the announcement of freed
+// units. The release mode of venues that set none is
+// Options.ReleaseMode; the tests' hooks are e's.
+func (e *Engine) assembleReleases(freed *freedBus) *release.Service {
+	return release.New(release.Config{DefaultMode: e.opts.ReleaseMode, Hooks: &e.hooks.release}, release.Ports{
+		SQL:   e.ss,
+		Redis: e.rs,
+		Rules: e.cat,
 		Announce: func(ctx context.Context, resources []uint64, noShows []string) {
-			c.announceFreed(ctx, freedUnits{resources: resources, noShows: noShows})
+			freed.announce(ctx, freedUnits{resources: resources, noShows: noShows})
 		},
 		SetTimers:       e.Bookings.setTimers,
 		CountTransition: countTransition,
-		Clock:           c.clock,
-		Logger:          c.log,
+		Clock:           e.clock,
+		Logger:          e.log,
 	})
-	e.releases, e.Holds.releases, e.Upkeep.releases = s, s, s
-}
-
-// releaseRules is the catalog's cache as the release service reads it (release.Rules).
-type releaseRules struct{ c *catalog.Cache }
-
-func (r releaseRules) CachedReleaseRules(now time.Time, v uint64) (map[uint64]booking.Policy, bool) {
-	return r.c.CachedReleaseRules(now, v)
-}
-
-func (r releaseRules) LoadReleaseRules(ctx context.Context, v uint64) error {
-	return r.c.LoadReleaseRules(ctx, v)
 }
 
 // ReleaseTask is the release queue's handler's work, waiting for release_at included: see

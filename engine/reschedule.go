@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/catalog"
+	"github.com/slotwheel/slotwheel/engine/detach"
 	"github.com/slotwheel/slotwheel/engine/release"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
@@ -128,7 +129,7 @@ func (bs *Bookings) Reschedule(ctx context.Context, a booking.Actor, req Resched
 		}
 		return booking.Change{}, errMoveRaced // moved there meanwhile
 	})
-	lctx, cancel := later(ctx)
+	lctx, cancel := detach.Later(ctx)
 	defer cancel()
 	switch {
 	case errors.Is(err, sqlstore.ErrCommitUnknown):
@@ -158,14 +159,14 @@ func (bs *Bookings) Reschedule(ctx context.Context, a booking.Actor, req Resched
 		}
 	}
 	bs.scheduleIfDue(lctx, &moved)
-	bs.announceFreed(lctx, freedUnits{resources: []uint64{cur.Resource.ID}})
+	bs.freed.announce(lctx, freedUnits{resources: []uint64{cur.Resource.ID}})
 	return bs.view(ctx, &moved.Booking)
 }
 
 // reserveMove runs the move's reservation, loading the new window's cold days from SQL first.
 func (bs *Bookings) reserveMove(ctx context.Context, ri *catalog.ResourceInfo, u redisstore.BookingUnits, days []string) error {
 	for attempt := 0; ; attempt++ {
-		out, cold, err := bs.rs.ReserveMove(ctx, ri.Resource.VenueID, u, days, bs.clock.Now(), bs.opts.ConfirmStaleAfter)
+		out, cold, err := bs.rs.ReserveMove(ctx, ri.Resource.VenueID, u, days, bs.clock.Now(), bs.confirmStaleAfter)
 		if err != nil {
 			return err
 		}
@@ -209,7 +210,7 @@ func (bs *Bookings) sweepMoves(ctx context.Context, venueID uint64, now time.Tim
 	}
 	var errs []error
 	for _, m := range moves {
-		if now.Sub(m.Since) < bs.opts.ConfirmStaleAfter {
+		if now.Sub(m.Since) < bs.confirmStaleAfter {
 			continue
 		}
 		b, err := bs.ss.Booking(ctx, m.BookingID)

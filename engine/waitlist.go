@@ -146,7 +146,7 @@ func (hs *Holds) promote(ctx context.Context, resourceID uint64) error {
 		}
 		entry := hs.toWaitlistEntry(ctx, r)
 		entry.Status, entry.HoldID = booking.WaitPromoted, h.ID
-		ev := hs.waitlistEvent(booking.EventPromoted, entry, now)
+		ev := hs.events.waitlistEvent(booking.EventPromoted, entry, now)
 		if err := hs.ss.SetWaitStatus(ctx, r.ID, booking.WaitWaiting, booking.WaitPromoted, h.ID, now, &ev); err != nil {
 			if _, cerr := hs.CancelHold(ctx, booking.System, h.ID); cerr != nil {
 				hs.log.Warn("give back an unneeded waitlist hold", "hold_id", h.ID, "err", cerr)

@@ -39,7 +39,7 @@ func outTradeNo(holdID string) string {
 // WechatPayParams answers what wx.requestPayment takes to pay a live hold, from the hold's JSAPI
 // order (made on the first request, reused after). Owner only: the order's payer is their openid.
 func (ps *Payments) WechatPayParams(ctx context.Context, a booking.Actor, holdID string) (wechatpay.RequestPayment, error) {
-	c := ps.opts.WechatPay
+	c := ps.wechatPay
 	if c == nil {
 		return wechatpay.RequestPayment{}, booking.ErrWechatPayOff
 	}
@@ -115,7 +115,7 @@ func (ps *Payments) orderDescription(ctx context.Context, resourceID uint64) str
 // acknowledged and changes nothing: payments are deduplicated by transaction_id and refunds settle
 // once. A captured notification cannot be replayed to any effect, and not at all past the 5 minutes.
 func (ps *Payments) WechatPayNotify(ctx context.Context, h http.Header, body []byte) error {
-	c := ps.opts.WechatPay
+	c := ps.wechatPay
 	if c == nil {
 		return booking.ErrWechatPayOff
 	}
@@ -174,7 +174,7 @@ func (ps *Payments) wechatPaid(ctx context.Context, tx wechatpay.Transaction) er
 // CloseWechatOrder closes the order of a hold that ended unpaid (a close-order task's work). An order
 // the payer paid meanwhile is not closed: its notification books the hold or refunds it.
 func (ps *Payments) CloseWechatOrder(ctx context.Context, holdID string) error {
-	c := ps.opts.WechatPay
+	c := ps.wechatPay
 	if c == nil {
 		return nil
 	}
@@ -206,7 +206,7 @@ func (ps *Payments) CloseWechatOrder(ctx context.Context, holdID string) error {
 // closeOrderOf queues the closing of an ended hold's order, when it has one.
 func (ps *Payments) closeOrderOf(ctx context.Context, holdID, orderNo string) {
 	s, ok := ps.sched.(PaymentScheduler)
-	if orderNo == "" || ps.opts.WechatPay == nil || !ok {
+	if orderNo == "" || ps.wechatPay == nil || !ok {
 		return
 	}
 	if err := s.ScheduleCloseOrder(ctx, holdID); err != nil {

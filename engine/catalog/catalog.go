@@ -424,6 +424,19 @@ type Role struct {
 	ResourceIDs []uint64
 }
 
+// Zone is the zone of venue id, in which the API answers its times; UTC for no venue (0) or one
+// whose zone cannot be read.
+func (c *Cache) Zone(ctx context.Context, id uint64) *time.Location {
+	if id == 0 {
+		return time.UTC
+	}
+	vi, err := c.Venue(ctx, id)
+	if err != nil {
+		return time.UTC
+	}
+	return vi.Loc
+}
+
 // PeekVenue answers venue id if the cache holds it, however old, without loading it: for
 // rendering inside a transaction, which must not wait for SQL.
 func (c *Cache) PeekVenue(id uint64) (*VenueInfo, bool) { return c.venues.peek(id) }

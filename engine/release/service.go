@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/detach"
 	"github.com/slotwheel/slotwheel/engine/loop"
 	"github.com/slotwheel/slotwheel/internal/redisstore"
 	"github.com/slotwheel/slotwheel/internal/sqlstore"
@@ -179,7 +180,7 @@ func (s *Service) decideBatch(ctx context.Context, venues []uint64, size int, lo
 				return
 			}
 			byVenue, _, _ := releasedUnits(released, chs)
-			lctx, cancel := later(ctx)
+			lctx, cancel := detach.Later(ctx)
 			defer cancel()
 			_, gerr := s.giveBackVenues(lctx, byVenue)
 			back = gerr == nil
@@ -261,7 +262,7 @@ func (s *Service) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs [
 		}
 	}
 	if len(byVenue) > 0 && !back {
-		lctx, cancel := later(ctx)
+		lctx, cancel := detach.Later(ctx)
 		defer cancel()
 		if _, err = s.giveBackVenues(lctx, byVenue); err != nil {
 			s.log.Error("give back released units failed; the release loop's next run will", "err", err)
@@ -271,7 +272,7 @@ func (s *Service) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs [
 		if len(resources) == 0 {
 			return
 		}
-		lctx, cancel := later(ctx)
+		lctx, cancel := detach.Later(ctx)
 		defer cancel()
 		s.p.Announce(lctx, resources, users)
 	}, err
@@ -322,7 +323,7 @@ func (s *Service) giveBackVenues(ctx context.Context, byVenue map[uint64][]redis
 // the commit and the units' return); units a later change took again stay. A failure is repaired by
 // reconciliation, which frees units whose booking no longer occupies.
 func (s *Service) giveBack(ctx context.Context, b *sqlstore.Booking) {
-	lctx, cancel := later(ctx)
+	lctx, cancel := detach.Later(ctx)
 	defer cancel()
 	if _, err := s.giveBackVenues(lctx, map[uint64][]redisstore.Freed{b.VenueID: {freed(b)}}); err != nil {
 		s.log.Error("give back units failed; reconciliation will", "booking_id", b.ID, "err", err)
@@ -442,10 +443,4 @@ func (s *Service) giveBackRecentReleases(ctx context.Context) error {
 		s.log.Warn("gave back units of releases whose return was lost", "bookings", n)
 	}
 	return err
-}
-
-// later is a context for work that must finish even when the request that started it ends (giving
-// units back): it keeps ctx's values but not its cancellation, and has a bound.
-func later(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 }
