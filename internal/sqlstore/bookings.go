@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/internal/sqlstore/sqldb"
 	"github.com/slotwheel/slotwheel/models"
 )
 
@@ -19,9 +20,15 @@ import (
 // with its payment, first history row, event and units on the capacity ledger (CreateBooking), its
 // version-checked changes (UpdateBooking: the engine's Decide chooses, the store writes), the reads
 // and lists of bookings and their history, the no-show counts, the reminders' index, and the
-// occupancy reads of reconciliation and schedule changes. Releases decided in batches are
+// occupancy reads of reconciliation and schedule changes. It writes every decided change of a
+// booking, a release batch's too (writeReleases); which releases are due, and deciding them, is
 // Releases'.
-type Bookings struct{ *shared }
+type Bookings struct {
+	db       *sqldb.DB
+	render   Renderer  // nil: booking changes announce nothing
+	ledger   *Ledger   // the units a change takes and gives back
+	payments *Payments // a refused booking's payment, and the refunds changes decide
+}
 
 // Booking is a booking row: the domain value plus what only storage and Redis need.
 type Booking struct {
@@ -161,7 +168,7 @@ type Refusal struct {
 // nothing of it is written; nb.Refusal is committed instead and a *CapacityError (ErrOverCapacity)
 // answered.
 func (s *Bookings) CreateBooking(ctx context.Context, nb NewBooking) error {
-	err := s.tx(ctx, "create booking", func(tx *gorm.DB) error {
+	err := s.db.Tx(ctx, "create booking", func(tx *gorm.DB) error {
 		if err := s.insertBooking(tx, nb); err != nil {
 			return err
 		}
@@ -171,14 +178,14 @@ func (s *Bookings) CreateBooking(ctx context.Context, nb NewBooking) error {
 		if err := l.add(nb.Change, nb.Booking.Quantity, nil, nb.Booking.Fields); err != nil {
 			return err
 		}
-		return s.applyLedger(tx, &l)
+		return s.ledger.apply(tx, &l)
 	})
 	if !errors.Is(err, ErrOverCapacity) {
 		return err
 	}
-	if rerr := s.tx(ctx, "record a refused booking", func(tx *gorm.DB) error {
+	if rerr := s.db.Tx(ctx, "record a refused booking", func(tx *gorm.DB) error {
 		if p := nb.Refusal.Payment; p != nil {
-			if err := s.recordPayment(tx, *p); err != nil {
+			if err := s.payments.recordPayment(tx, *p); err != nil {
 				return err
 			}
 		}
@@ -219,7 +226,7 @@ func (s *Bookings) insertBooking(tx *gorm.DB, nb NewBooking) error {
 		}
 	}
 	b.ID = row.ID
-	markWrote(tx, b.UserID, b.ID)
+	sqldb.MarkWrote(tx, b.UserID, b.ID)
 	if len(b.Roles) > 0 {
 		links := make([]models.BookingResource, len(b.Roles))
 		for i, r := range b.Roles {
@@ -258,7 +265,7 @@ func BookingSubject(id uint64) string { return "booking:" + strconv.FormatUint(i
 func (s *Bookings) Booking(ctx context.Context, id uint64) (Booking, error) {
 	var r models.Booking
 	if err := s.db.WithContext(ctx).First(&r, id).Error; err != nil {
-		return Booking{}, mapErr("read booking", err)
+		return Booking{}, sqldb.MapErr("read booking", err)
 	}
 	bs := []Booking{toBooking(&r)}
 	err := s.withRoles(ctx, bs)
@@ -273,7 +280,7 @@ func (s *Bookings) BookingByHold(ctx context.Context, holdID string) (Booking, b
 		return Booking{}, false, nil
 	}
 	if err != nil {
-		return Booking{}, false, mapErr("read booking by hold", err)
+		return Booking{}, false, sqldb.MapErr("read booking by hold", err)
 	}
 	bs := []Booking{toBooking(&r)}
 	if err := s.withRoles(ctx, bs); err != nil {
@@ -288,7 +295,7 @@ func (s *Bookings) BookingsByHolds(ctx context.Context, holdIDs []string) (map[s
 	for chunk := range slices.Chunk(holdIDs, 1000) {
 		var rows []models.Booking
 		if err := s.db.WithContext(ctx).Where("hold_id IN ?", chunk).Find(&rows).Error; err != nil {
-			return nil, mapErr("read bookings by hold", err)
+			return nil, sqldb.MapErr("read bookings by hold", err)
 		}
 		bs := make([]Booking, len(rows))
 		for i := range rows {
@@ -308,7 +315,7 @@ func (s *Bookings) BookingsByHolds(ctx context.Context, holdIDs []string) (map[s
 func (s *Bookings) BookingIDByCode(ctx context.Context, code string) (uint64, error) {
 	var r models.Booking
 	if err := s.db.WithContext(ctx).Select("id").First(&r, "checkin_code = ?", code).Error; err != nil {
-		return 0, mapErr("find check-in code", err)
+		return 0, sqldb.MapErr("find check-in code", err)
 	}
 	return r.ID, nil
 }
@@ -332,10 +339,10 @@ func (s *Bookings) UpdateBooking(ctx context.Context, id uint64, decide Decide) 
 			return b, c, err
 		}
 		b.Version = version + 1
-		err = s.tx(ctx, "update booking "+strconv.FormatUint(id, 10), func(tx *gorm.DB) error {
+		err = s.db.Tx(ctx, "update booking "+strconv.FormatUint(id, 10), func(tx *gorm.DB) error {
 			return s.writeChanges(tx, []changed{{&b, version, c, from}})
 		})
-		if errors.Is(err, errStale) && attempt < 10 {
+		if errors.Is(err, sqldb.ErrStale) && attempt < 10 {
 			continue
 		}
 		return b, c, err
@@ -351,10 +358,10 @@ type changed struct {
 	from    []string
 }
 
-// writeChanges writes changes with their history rows, events and units on the capacity ledger.
-// Each row update is checked against the version it was decided on. It is shared: UpdateBooking
-// writes through it, and so does a release batch that cannot be one UPDATE (writeReleases).
-func (s *shared) writeChanges(tx *gorm.DB, cs []changed) error {
+// writeChanges writes changes with their history rows, events, units on the capacity ledger and
+// refunds. Each row update is checked against the version it was decided on. UpdateBooking writes
+// through it, and so does a release batch that cannot be one UPDATE (writeReleases).
+func (s *Bookings) writeChanges(tx *gorm.DB, cs []changed) error {
 	hist := make([]models.BookingHistory, 0, len(cs))
 	var events []Event
 	var l ledgerMoves
@@ -363,7 +370,7 @@ func (s *shared) writeChanges(tx *gorm.DB, cs []changed) error {
 			return err
 		}
 		b := x.b
-		markWrote(tx, b.UserID, b.ID)
+		sqldb.MarkWrote(tx, b.UserID, b.ID)
 		res := tx.Model(&models.Booking{}).Where("id = ? AND version = ?", b.ID, x.version).Updates(map[string]any{
 			"status": string(b.Status), "version": b.Version, "updated_at": x.c.At, "release_at": b.ReleaseAt,
 			"checked_in_at": b.CheckedInAt, "released_at": b.ReleasedAt, "cancelled_at": b.CancelledAt,
@@ -376,7 +383,7 @@ func (s *shared) writeChanges(tx *gorm.DB, cs []changed) error {
 			return res.Error
 		}
 		if res.RowsAffected == 0 {
-			return errStale
+			return sqldb.ErrStale
 		}
 		hist = append(hist, historyRow(b, x.c))
 		if s.render != nil {
@@ -385,7 +392,7 @@ func (s *shared) writeChanges(tx *gorm.DB, cs []changed) error {
 			}
 		}
 	}
-	if err := s.applyLedger(tx, &l); err != nil {
+	if err := s.ledger.apply(tx, &l); err != nil {
 		return err
 	}
 	if err := tx.CreateInBatches(hist, 500).Error; err != nil {
@@ -394,7 +401,60 @@ func (s *shared) writeChanges(tx *gorm.DB, cs []changed) error {
 	if err := insertEvents(tx, events); err != nil {
 		return err
 	}
-	return s.writeRefunds(tx, cs)
+	return s.payments.writeRefunds(tx, cs)
+}
+
+// writeReleases writes the changes of a release batch (ReleaseDue): those that set the same columns
+// to the same values (a batch released at one moment) with one UPDATE; anything else goes row by
+// row (writeChanges).
+func (s *Bookings) writeReleases(tx *gorm.DB, cs []changed) error {
+	first := cs[0]
+	ids := make([]uint64, 0, len(cs))
+	for _, x := range cs {
+		if x.c.To != booking.Released || !x.c.At.Equal(first.c.At) || x.b.ReleasedAt == nil || !x.b.ReleasedAt.Equal(x.c.At) {
+			return s.writeChanges(tx, cs) // held back by a release mode, or not one moment: row by row
+		}
+		ids = append(ids, x.b.ID)
+	}
+	// The rows are locked by this transaction (or, on SQLite, the whole database is), so the
+	// status guard is the version check.
+	res := tx.Model(&models.Booking{}).Where("id IN ? AND status = ?", ids, string(first.c.From)).Updates(map[string]any{
+		"status": string(first.c.To), "version": gorm.Expr("version + 1"), "updated_at": first.c.At,
+		"released_at": first.c.At, "queue_at": nil, "due_at": nil, "remind_at": nil,
+	})
+	if res.Error != nil {
+		return res.Error
+	}
+	if int(res.RowsAffected) != len(ids) {
+		return sqldb.ErrStale
+	}
+	hist := make([]models.BookingHistory, len(cs))
+	var events []Event
+	var l ledgerMoves
+	for i, x := range cs {
+		if err := l.add(x.c, x.b.Quantity, x.from, x.b.Fields); err != nil {
+			return err
+		}
+		x.b.QueueAt, x.b.DueAt, x.b.RemindAt = nil, nil, nil
+		sqldb.MarkWrote(tx, x.b.UserID, x.b.ID)
+		hist[i] = historyRow(x.b, x.c)
+		if s.render != nil {
+			if ev, ok := s.render(x.b, x.c); ok {
+				events = append(events, ev)
+			}
+		}
+	}
+	// One UPDATE per resource and number of units gives a batch's units back.
+	if err := s.ledger.apply(tx, &l); err != nil {
+		return err
+	}
+	if err := tx.CreateInBatches(hist, 1000).Error; err != nil {
+		return err
+	}
+	if err := insertEvents(tx, events); err != nil {
+		return err
+	}
+	return s.payments.writeRefunds(tx, cs)
 }
 
 func historyRow(b *Booking, c booking.Change) models.BookingHistory {
@@ -420,18 +480,18 @@ type ListQuery struct {
 	Page
 }
 
-// ListBookings lists bookings matching q, newest first. It is a replica read (see staleRead), except
-// for a user who changed a booking within the freshness window: they read their own list from the
-// primary.
+// ListBookings lists bookings matching q, newest first. It is a replica read (see
+// sqldb.DB.StaleRead), except for a user who changed a booking within the freshness window: they
+// read their own list from the primary.
 func (s *Bookings) ListBookings(ctx context.Context, q ListQuery) ([]Booking, error) {
-	fresh := q.UserID != "" && s.replicas != nil && s.replicas.UserWroteRecently(q.UserID)
+	fresh := q.UserID != "" && s.db.Replicas != nil && s.db.Replicas.UserWroteRecently(q.UserID)
 	var out []Booking
-	err := s.staleRead(ctx, fresh, func(db *gorm.DB) error {
+	err := s.db.StaleRead(ctx, fresh, func(db *gorm.DB) error {
 		var err error
 		out, err = listBookings(db, q)
 		return err
 	})
-	return out, mapErr("list bookings", err)
+	return out, sqldb.MapErr("list bookings", err)
 }
 
 // listBookings runs ListBookings' queries, the roles' included, on db.
@@ -469,7 +529,7 @@ func (s *Bookings) PaidHolds(ctx context.Context, userID string, since time.Time
 	var rows []models.Booking
 	if err := s.db.WithContext(ctx).Where("user_id = ? AND confirmed_at >= ?", userID, since.UTC()).
 		Order("confirmed_at DESC").Limit(limit).Find(&rows).Error; err != nil {
-		return nil, mapErr("paid holds", err)
+		return nil, sqldb.MapErr("paid holds", err)
 	}
 	out := make([]Booking, len(rows))
 	for i := range rows {
@@ -486,16 +546,16 @@ type HistoryEntry struct {
 	Reason   string
 }
 
-// History lists a booking's status changes, oldest first. It is a replica read (see staleRead),
-// except for a booking changed within the freshness window.
+// History lists a booking's status changes, oldest first. It is a replica read (see
+// sqldb.DB.StaleRead), except for a booking changed within the freshness window.
 func (s *Bookings) History(ctx context.Context, bookingID uint64) ([]HistoryEntry, error) {
 	var rows []models.BookingHistory
-	fresh := s.replicas != nil && s.replicas.BookingWroteRecently(bookingID)
-	if err := s.staleRead(ctx, fresh, func(db *gorm.DB) error {
+	fresh := s.db.Replicas != nil && s.db.Replicas.BookingWroteRecently(bookingID)
+	if err := s.db.StaleRead(ctx, fresh, func(db *gorm.DB) error {
 		rows = nil
 		return db.Where("booking_id = ?", bookingID).Order("version, id").Find(&rows).Error
 	}); err != nil {
-		return nil, mapErr("history", err)
+		return nil, sqldb.MapErr("history", err)
 	}
 	out := make([]HistoryEntry, len(rows))
 	for i, r := range rows {
@@ -513,7 +573,7 @@ func (s *Bookings) NoShows(ctx context.Context, userID string, since time.Time) 
 		db = db.Where("released_at >= ?", since.UTC())
 	}
 	err := db.Count(&n).Error
-	return int(n), mapErr("count no-shows", err)
+	return int(n), sqldb.MapErr("count no-shows", err)
 }
 
 // NoshowTimes lists, for each of users, when their no-shows (bookings still released) were released,
@@ -531,7 +591,7 @@ func (s *Bookings) NoshowTimes(ctx context.Context, users []string, since time.T
 			Where("user_id IN ? AND status IN ? AND released_at >= ?", users[:n], statusStrings(booking.NoShowStatuses()), since.UTC()).
 			Scan(&rows).Error
 		if err != nil {
-			return nil, mapErr("no-show times", err)
+			return nil, sqldb.MapErr("no-show times", err)
 		}
 		for _, r := range rows {
 			out[r.UserID] = append(out[r.UserID], r.ReleasedAt.UTC())
@@ -547,7 +607,7 @@ func (s *Bookings) UsersWithNoshows(ctx context.Context, since time.Time) ([]str
 	err := s.db.WithContext(ctx).Model(&models.Booking{}).Distinct().
 		Where("status IN ? AND released_at >= ?", statusStrings(booking.NoShowStatuses()), since.UTC()).
 		Pluck("user_id", &users).Error
-	return users, mapErr("users with no-shows", err)
+	return users, sqldb.MapErr("users with no-shows", err)
 }
 
 // Progressing lists checked-in bookings that have started, oldest start first.
@@ -556,7 +616,7 @@ func (s *Bookings) Progressing(ctx context.Context, now time.Time, limit int) ([
 	err := s.db.WithContext(ctx).Model(&models.Booking{}).
 		Where("status IN ? AND start <= ?", []string{string(booking.Arrived), string(booking.InProgress)}, now.UTC()).
 		Order("start").Limit(limit).Pluck("id", &ids).Error
-	return ids, mapErr("progressing", err)
+	return ids, sqldb.MapErr("progressing", err)
 }
 
 // DueReminders lists CONFIRMED bookings whose reminder time has come.
@@ -564,7 +624,7 @@ func (s *Bookings) DueReminders(ctx context.Context, now time.Time, limit int) (
 	var rows []models.Booking
 	if err := s.db.WithContext(ctx).Where("remind_at <= ?", now.UTC()).Order("remind_at").Limit(limit).
 		Find(&rows).Error; err != nil {
-		return nil, mapErr("due reminders", err)
+		return nil, sqldb.MapErr("due reminders", err)
 	}
 	out := make([]Booking, len(rows))
 	for i := range rows {
@@ -579,7 +639,7 @@ func (s *Bookings) NextReminder(ctx context.Context) (time.Time, error) {
 	err := s.db.WithContext(ctx).Model(&models.Booking{}).Where("remind_at IS NOT NULL").
 		Order("remind_at").Limit(1).Pluck("remind_at", &at).Error
 	if err != nil || len(at) == 0 {
-		return time.Time{}, mapErr("next reminder", err)
+		return time.Time{}, sqldb.MapErr("next reminder", err)
 	}
 	return at[0].UTC(), nil
 }
@@ -589,7 +649,7 @@ func (s *Bookings) NextReminder(ctx context.Context) (time.Time, error) {
 // transaction. It answers how many were sent.
 func (s *Bookings) MarkReminded(ctx context.Context, due []Booking, events map[uint64]Event) (int, error) {
 	sent := 0
-	err := s.tx(ctx, "send reminders", func(tx *gorm.DB) error {
+	err := s.db.Tx(ctx, "send reminders", func(tx *gorm.DB) error {
 		sent = 0
 		var evs []Event
 		for _, b := range due {
@@ -614,7 +674,7 @@ func (s *Bookings) Occupying(ctx context.Context, venueID uint64) ([]Booking, er
 	if err := s.db.WithContext(ctx).Select("id, hold_id, venue_id, quantity, slots, status, version").
 		Where("venue_id = ? AND status IN ?", venueID, statusStrings(booking.OccupyingStatuses())).
 		Find(&rows).Error; err != nil {
-		return nil, mapErr("occupying bookings", err)
+		return nil, sqldb.MapErr("occupying bookings", err)
 	}
 	out := make([]Booking, len(rows))
 	for i := range rows {
@@ -632,12 +692,12 @@ func (s *Bookings) OccupyingBetween(ctx context.Context, resourceID uint64, from
 	}
 	var rows []models.Booking
 	if err := occupying(s.db.WithContext(ctx).Where("resource_id = ?", resourceID)).Order("occupy_start").Find(&rows).Error; err != nil {
-		return nil, mapErr("occupying bookings", err)
+		return nil, sqldb.MapErr("occupying bookings", err)
 	}
 	var roled []models.Booking
-	sub := s.db.Model(&models.BookingResource{}).Select("booking_id").Where("resource_id = ?", resourceID)
+	sub := s.db.Primary.Model(&models.BookingResource{}).Select("booking_id").Where("resource_id = ?", resourceID)
 	if err := occupying(s.db.WithContext(ctx).Where("resource_id <> ? AND id IN (?)", resourceID, sub)).Find(&roled).Error; err != nil {
-		return nil, mapErr("occupying bookings", err)
+		return nil, sqldb.MapErr("occupying bookings", err)
 	}
 	rows = append(rows, roled...)
 	out := make([]Booking, len(rows))
@@ -650,7 +710,7 @@ func (s *Bookings) OccupyingBetween(ctx context.Context, resourceID uint64, from
 
 // withRoles fills the roles of the multi-resource bookings among bs.
 func (s *Bookings) withRoles(ctx context.Context, bs []Booking) error {
-	return mapErr("booking resources", rolesOn(s.db.WithContext(ctx), bs))
+	return sqldb.MapErr("booking resources", rolesOn(s.db.WithContext(ctx), bs))
 }
 
 // rolesOn is withRoles on db.
@@ -694,7 +754,7 @@ func (s *Bookings) States(ctx context.Context, ids []uint64) (map[uint64]State, 
 		n := min(len(ids), 1000)
 		var rows []models.Booking
 		if err := s.db.WithContext(ctx).Select("id, status, version").Where("id IN ?", ids[:n]).Find(&rows).Error; err != nil {
-			return nil, mapErr("booking states", err)
+			return nil, sqldb.MapErr("booking states", err)
 		}
 		for _, r := range rows {
 			out[r.ID] = State{Status: booking.Status(r.Status), Version: r.Version}
@@ -708,7 +768,10 @@ func (s *Bookings) States(ctx context.Context, ids []uint64) (map[uint64]State, 
 // whose release task is to be queued or whose release is undecided) that the queue loader,
 // reconciliation and the overdue checks read, and the release batches (ReleaseDue), which take
 // their rows with SKIP LOCKED and run on the release path's own connections (UseForReleases).
-type Releases struct{ *shared }
+type Releases struct {
+	db       *sqldb.DB
+	bookings *Bookings // writes the changes a batch decides
+}
 
 // Ref names a booking and the release_at a task was (or is to be) scheduled for.
 type Ref struct {
@@ -728,7 +791,7 @@ type refRow struct {
 func (s *Releases) refQuery(ctx context.Context, op string, q func(db *gorm.DB) *gorm.DB, limit int) ([]Ref, error) {
 	var rows []refRow
 	if err := q(s.db.WithContext(ctx).Table("bookings").Select("id, venue_id, release_at")).Limit(limit).Scan(&rows).Error; err != nil {
-		return nil, mapErr(op, err)
+		return nil, sqldb.MapErr(op, err)
 	}
 	out := make([]Ref, len(rows))
 	for i, r := range rows {
@@ -762,7 +825,7 @@ func (s *Releases) MarkQueued(ctx context.Context, rs []Ref) error {
 	}
 	err := s.db.WithContext(ctx).Model(&models.Booking{}).Where("id IN ? AND (id, release_at) IN ?", ids, pairs).
 		Update("queue_at", nil).Error
-	return mapErr("mark queued", err)
+	return sqldb.MapErr("mark queued", err)
 }
 
 // Overdue lists CONFIRMED bookings whose release is undecided past their release_at, oldest first,
@@ -785,11 +848,11 @@ func (s *Releases) Unreleased(ctx context.Context, until time.Time, afterID uint
 // bounds the (status, release_at) index range read): their ids, venues and versions.
 func (s *Releases) RecentlyReleased(ctx context.Context, since time.Time) ([]Booking, error) {
 	var rows []models.Booking
-	err := s.release.WithContext(ctx).Select("id, venue_id, version").
+	err := s.db.Release.WithContext(ctx).Select("id, venue_id, version").
 		Where("status = ? AND release_at >= ? AND released_at >= ?", string(booking.Released), since.UTC(), since.UTC()).
 		Find(&rows).Error
 	if err != nil {
-		return nil, mapErr("recently released", err)
+		return nil, sqldb.MapErr("recently released", err)
 	}
 	out := make([]Booking, len(rows))
 	for i := range rows {
@@ -802,10 +865,10 @@ func (s *Releases) RecentlyReleased(ctx context.Context, since time.Time) ([]Boo
 // there is none): one probe of the due_at index.
 func (s *Releases) NextDue(ctx context.Context) (time.Time, error) {
 	var at []time.Time
-	err := s.release.WithContext(ctx).Model(&models.Booking{}).Where("due_at IS NOT NULL").
+	err := s.db.Release.WithContext(ctx).Model(&models.Booking{}).Where("due_at IS NOT NULL").
 		Order("due_at").Limit(1).Pluck("due_at", &at).Error
 	if err != nil || len(at) == 0 {
-		return time.Time{}, mapErr("next due", err)
+		return time.Time{}, sqldb.MapErr("next due", err)
 	}
 	return at[0].UTC(), nil
 }
@@ -840,36 +903,36 @@ func (s *Releases) ReleaseDue(ctx context.Context, q DueQuery, decide Decide) ([
 	var out []Booking
 	var chs []booking.Change
 	rulesRead := false
-	if !s.mysql && q.Rules != nil {
+	if !s.db.MySQL && q.Rules != nil {
 		// SQLite's transaction holds the database's write lock, and its pool is a few connections:
 		// whatever Rules reads (a catalog cache miss) must not need a connection while writers wait
 		// for that lock holding the others. Its writers are serialised, so the modes read first
 		// cannot go stale before the batch.
 		var rows []models.Booking
-		if err := s.dueRows(s.release.WithContext(ctx), q).Select("DISTINCT venue_id").Find(&rows).Error; err != nil {
-			return nil, nil, mapErr("release due bookings", err)
+		if err := s.dueRows(s.db.Release.WithContext(ctx), q).Select("DISTINCT venue_id").Find(&rows).Error; err != nil {
+			return nil, nil, sqldb.MapErr("release due bookings", err)
 		}
 		if len(rows) == 0 {
 			return nil, nil, nil
 		}
-		if err := s.releaseModes(s.release.WithContext(ctx), rows, q.Rules); err != nil {
-			return nil, nil, mapErr("release due bookings", err)
+		if err := s.releaseModes(s.db.Release.WithContext(ctx), rows, q.Rules); err != nil {
+			return nil, nil, sqldb.MapErr("release due bookings", err)
 		}
 		rulesRead = true
 	}
-	err := s.txOn(ctx, s.release, "release due bookings", func(tx *gorm.DB) error {
+	err := s.db.TxOn(ctx, s.db.Release, "release due bookings", func(tx *gorm.DB) error {
 		out, chs = out[:0], chs[:0]
 		// One read of the due index, locking as it goes, is the batch's first statement, so that
 		// nothing else waits before the rows are held.
 		db := s.dueRows(tx, q).Order("due_at").Limit(q.Limit)
-		if s.mysql {
+		if s.db.MySQL {
 			db = db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked})
 		}
 		var rows []models.Booking
 		if err := db.Find(&rows).Error; err != nil {
 			return err
 		}
-		if q.Locked != nil && s.mysql {
+		if q.Locked != nil && s.db.MySQL {
 			var earliest time.Time
 			for i := range rows {
 				if earliest.IsZero() || rows[i].ReleaseAt.Before(earliest) {
@@ -903,7 +966,7 @@ func (s *Releases) ReleaseDue(ctx context.Context, q DueQuery, decide Decide) ([
 		if len(cs) == 0 {
 			return nil
 		}
-		if err := s.writeReleases(tx, cs); err != nil {
+		if err := s.bookings.writeReleases(tx, cs); err != nil {
 			return err
 		}
 		if q.Written != nil {
@@ -947,56 +1010,4 @@ func (s *Releases) releaseModes(db *gorm.DB, rows []models.Booking, rules func(m
 		modes[v.ID] = v.ReleaseMode
 	}
 	return rules(modes)
-}
-
-// writeReleases writes changes that set the same columns to the same values (a batch released at
-// one moment) with one UPDATE; anything else goes row by row.
-func (s *Releases) writeReleases(tx *gorm.DB, cs []changed) error {
-	first := cs[0]
-	ids := make([]uint64, 0, len(cs))
-	for _, x := range cs {
-		if x.c.To != booking.Released || !x.c.At.Equal(first.c.At) || x.b.ReleasedAt == nil || !x.b.ReleasedAt.Equal(x.c.At) {
-			return s.writeChanges(tx, cs) // held back by a release mode, or not one moment: row by row
-		}
-		ids = append(ids, x.b.ID)
-	}
-	// The rows are locked by this transaction (or, on SQLite, the whole database is), so the
-	// status guard is the version check.
-	res := tx.Model(&models.Booking{}).Where("id IN ? AND status = ?", ids, string(first.c.From)).Updates(map[string]any{
-		"status": string(first.c.To), "version": gorm.Expr("version + 1"), "updated_at": first.c.At,
-		"released_at": first.c.At, "queue_at": nil, "due_at": nil, "remind_at": nil,
-	})
-	if res.Error != nil {
-		return res.Error
-	}
-	if int(res.RowsAffected) != len(ids) {
-		return errStale
-	}
-	hist := make([]models.BookingHistory, len(cs))
-	var events []Event
-	var l ledgerMoves
-	for i, x := range cs {
-		if err := l.add(x.c, x.b.Quantity, x.from, x.b.Fields); err != nil {
-			return err
-		}
-		x.b.QueueAt, x.b.DueAt, x.b.RemindAt = nil, nil, nil
-		markWrote(tx, x.b.UserID, x.b.ID)
-		hist[i] = historyRow(x.b, x.c)
-		if s.render != nil {
-			if ev, ok := s.render(x.b, x.c); ok {
-				events = append(events, ev)
-			}
-		}
-	}
-	// One UPDATE per resource and number of units gives a batch's units back.
-	if err := s.applyLedger(tx, &l); err != nil {
-		return err
-	}
-	if err := tx.CreateInBatches(hist, 1000).Error; err != nil {
-		return err
-	}
-	if err := insertEvents(tx, events); err != nil {
-		return err
-	}
-	return s.writeRefunds(tx, cs)
 }

@@ -11,39 +11,59 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/internal/sqlstore/sqldb"
 	"github.com/slotwheel/slotwheel/models"
 )
 
 // Catalog is what can be booked: venues, resources with their schedules and slot inventory,
 // services, and the policies that govern bookings (grace, a resource's booking rules, the no-show
 // freeze). Reads made under OnReleasePath use the release path's connections (see catalogDB).
-type Catalog struct{ *shared }
+type Catalog struct {
+	db     *sqldb.DB
+	ledger *Ledger // a schedule change counts its resource's ledger again
+}
+
+type releasePathKey struct{}
+
+// OnReleasePath marks ctx as the release path's: the catalog reads made under it (a release batch's
+// venues and rules, see catalogDB) use the release path's connections too.
+func OnReleasePath(ctx context.Context) context.Context {
+	return context.WithValue(ctx, releasePathKey{}, true)
+}
+
+// catalogDB is the pool a catalog read under ctx uses: the release path's own under OnReleasePath.
+func (s *Catalog) catalogDB(ctx context.Context) *gorm.DB {
+	if on, _ := ctx.Value(releasePathKey{}).(bool); on {
+		return s.db.Release.WithContext(ctx)
+	}
+	return s.db.WithContext(ctx)
+}
 
 // CreateVenue inserts a venue created at at and answers its row.
 func (s *Catalog) CreateVenue(ctx context.Context, name, timezone string, at time.Time) (models.Venue, error) {
 	v := models.Venue{Name: name, Timezone: timezone, CreatedAt: at}
-	return v, mapErr("create venue", s.db.WithContext(ctx).Create(&v).Error)
+	return v, sqldb.MapErr("create venue", s.db.WithContext(ctx).Create(&v).Error)
 }
 
 // UpdateVenue writes the columns of v named by cols.
 func (s *Catalog) UpdateVenue(ctx context.Context, v *models.Venue, cols ...string) error {
 	res := s.db.WithContext(ctx).Model(v).Select(cols).Updates(v)
 	if res.Error == nil && res.RowsAffected == 0 {
-		return errNotFound
+		return sqldb.ErrNotFound
 	}
-	return mapErr("update venue", res.Error)
+	return sqldb.MapErr("update venue", res.Error)
 }
 
 // Venues lists every venue by id.
 func (s *Catalog) Venues(ctx context.Context) ([]models.Venue, error) {
 	var rows []models.Venue
-	return rows, mapErr("list venues", s.db.WithContext(ctx).Order("id").Find(&rows).Error)
+	return rows, sqldb.MapErr("list venues", s.db.WithContext(ctx).Order("id").Find(&rows).Error)
 }
 
 // Venue reads one venue.
 func (s *Catalog) Venue(ctx context.Context, id uint64) (models.Venue, error) {
 	var v models.Venue
-	return v, mapErr("read venue", s.catalogDB(ctx).First(&v, id).Error)
+	return v, sqldb.MapErr("read venue", s.catalogDB(ctx).First(&v, id).Error)
 }
 
 // VenueByName finds a venue by name; false when there is none.
@@ -53,13 +73,13 @@ func (s *Catalog) VenueByName(ctx context.Context, name string) (models.Venue, b
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return v, false, nil
 	}
-	return v, err == nil, mapErr("find venue", err)
+	return v, err == nil, sqldb.MapErr("find venue", err)
 }
 
 // VenueIDs lists every venue id.
 func (s *Catalog) VenueIDs(ctx context.Context) ([]uint64, error) {
 	ids := []uint64{}
-	return ids, mapErr("list venues", s.db.WithContext(ctx).Model(&models.Venue{}).Order("id").Pluck("id", &ids).Error)
+	return ids, sqldb.MapErr("list venues", s.db.WithContext(ctx).Model(&models.Venue{}).Order("id").Pluck("id", &ids).Error)
 }
 
 // NewResource is what a new resource is made of.
@@ -75,16 +95,16 @@ type NewResource struct {
 func (s *Catalog) CreateResource(ctx context.Context, in NewResource, at time.Time) (models.Resource, error) {
 	r := models.Resource{VenueID: in.VenueID, Name: in.Name, Kind: in.Kind, Capacity: in.Capacity,
 		Category: in.Category, PriceCents: in.PriceCents, Status: models.ResourceActive, CreatedAt: at, UpdatedAt: at}
-	return r, mapErr("create resource", s.db.WithContext(ctx).Create(&r).Error)
+	return r, sqldb.MapErr("create resource", s.db.WithContext(ctx).Create(&r).Error)
 }
 
 // UpdateResource writes the columns of r named by cols.
 func (s *Catalog) UpdateResource(ctx context.Context, r *models.Resource, cols ...string) error {
 	res := s.db.WithContext(ctx).Model(r).Select(cols).Updates(r)
 	if res.Error == nil && res.RowsAffected == 0 {
-		return errNotFound
+		return sqldb.ErrNotFound
 	}
-	return mapErr("update resource", res.Error)
+	return sqldb.MapErr("update resource", res.Error)
 }
 
 // Resources lists resources by id, of one venue when venueID != 0.
@@ -94,14 +114,14 @@ func (s *Catalog) Resources(ctx context.Context, venueID uint64) ([]models.Resou
 		q = q.Where("venue_id = ?", venueID)
 	}
 	var rows []models.Resource
-	return rows, mapErr("list resources", q.Find(&rows).Error)
+	return rows, sqldb.MapErr("list resources", q.Find(&rows).Error)
 }
 
 // Resource reads one resource and its schedule (nil when it has none).
 func (s *Catalog) Resource(ctx context.Context, id uint64) (models.Resource, *models.Schedule, error) {
 	var r models.Resource
 	if err := s.db.WithContext(ctx).First(&r, id).Error; err != nil {
-		return r, nil, mapErr("read resource", err)
+		return r, nil, sqldb.MapErr("read resource", err)
 	}
 	var sc models.Schedule
 	err := s.db.WithContext(ctx).First(&sc, "resource_id = ?", id).Error
@@ -109,7 +129,7 @@ func (s *Catalog) Resource(ctx context.Context, id uint64) (models.Resource, *mo
 		return r, nil, nil
 	}
 	if err != nil {
-		return r, nil, mapErr("read schedule", err)
+		return r, nil, sqldb.MapErr("read schedule", err)
 	}
 	return r, &sc, nil
 }
@@ -117,7 +137,7 @@ func (s *Catalog) Resource(ctx context.Context, id uint64) (models.Resource, *mo
 // Schedules lists every schedule.
 func (s *Catalog) Schedules(ctx context.Context) ([]models.Schedule, error) {
 	var rows []models.Schedule
-	return rows, mapErr("list schedules", s.db.WithContext(ctx).Find(&rows).Error)
+	return rows, sqldb.MapErr("list schedules", s.db.WithContext(ctx).Find(&rows).Error)
 }
 
 // ScheduleChange is a new schedule with everything that moves with it, written in one transaction.
@@ -163,7 +183,7 @@ func (s *Catalog) SetSchedule(ctx context.Context, ch ScheduleChange) ([]string,
 	var oldDays []string
 	rid := ch.ResourceID
 	sched := scheduleRow(rid, ch.Schedule, ch.GeneratedUntil, ch.Now)
-	err := s.tx(ctx, "set schedule", func(tx *gorm.DB) error {
+	err := s.db.Tx(ctx, "set schedule", func(tx *gorm.DB) error {
 		if err := tx.Model(&models.SlotInventory{}).Where("resource_id = ? AND day >= ?", rid, ch.FromDay).
 			Distinct().Pluck("day", &oldDays).Error; err != nil {
 			return err
@@ -183,7 +203,7 @@ func (s *Catalog) SetSchedule(ctx context.Context, ch ScheduleChange) ([]string,
 			return err
 		}
 		// The new rows start at zero: the ledger is counted again from the bookings now on them.
-		rep, err := s.checkResource(tx, rid, time.Time{})
+		rep, err := s.ledger.checkResource(tx, rid, time.Time{})
 		if err != nil {
 			return err
 		}
@@ -212,7 +232,7 @@ func insertInventory(tx *gorm.DB, rows []models.SlotInventory) error {
 // ExtendInventory adds a resource's slots, each with capacity units, to its inventory and moves the
 // schedule's generated_until, in one transaction.
 func (s *Catalog) ExtendInventory(ctx context.Context, resourceID uint64, capacity int, slots []booking.Slot, until string) error {
-	return s.tx(ctx, "extend inventory", func(tx *gorm.DB) error {
+	return s.db.Tx(ctx, "extend inventory", func(tx *gorm.DB) error {
 		if err := insertInventory(tx, inventoryRows(resourceID, capacity, slots)); err != nil {
 			return err
 		}
@@ -223,13 +243,13 @@ func (s *Catalog) ExtendInventory(ctx context.Context, resourceID uint64, capaci
 // InsertInventory adds a resource's slots, each with capacity units, to its inventory (existing
 // ones are kept).
 func (s *Catalog) InsertInventory(ctx context.Context, resourceID uint64, capacity int, slots []booking.Slot) error {
-	return mapErr("insert inventory", insertInventory(s.db.WithContext(ctx), inventoryRows(resourceID, capacity, slots)))
+	return sqldb.MapErr("insert inventory", insertInventory(s.db.WithContext(ctx), inventoryRows(resourceID, capacity, slots)))
 }
 
 // Inventory reads one resource-day's slots, by start.
 func (s *Catalog) Inventory(ctx context.Context, resourceID uint64, day string) ([]models.SlotInventory, error) {
 	var rows []models.SlotInventory
-	return rows, mapErr("read inventory", s.db.WithContext(ctx).Where("resource_id = ? AND day = ?", resourceID, day).
+	return rows, sqldb.MapErr("read inventory", s.db.WithContext(ctx).Where("resource_id = ? AND day = ?", resourceID, day).
 		Order("start").Find(&rows).Error)
 }
 
@@ -256,7 +276,7 @@ func (s *Catalog) CreateService(ctx context.Context, in NewService, at time.Time
 	svc := models.Service{VenueID: in.VenueID, Name: in.Name, DurationMinutes: in.DurationMinutes, PrepMinutes: in.PrepMinutes,
 		CleanupMinutes: in.CleanupMinutes, PriceCents: in.PriceCents, CreatedAt: at}
 	var links []models.ServiceResource
-	err := s.tx(ctx, "create service", func(tx *gorm.DB) error {
+	err := s.db.Tx(ctx, "create service", func(tx *gorm.DB) error {
 		svc.ID = 0
 		if err := tx.Create(&svc).Error; err != nil {
 			return err
@@ -278,11 +298,11 @@ func (s *Catalog) Services(ctx context.Context, venueID uint64) ([]models.Servic
 	}
 	var rows []models.Service
 	if err := q.Find(&rows).Error; err != nil {
-		return nil, nil, mapErr("list services", err)
+		return nil, nil, sqldb.MapErr("list services", err)
 	}
 	var links []models.ServiceResource
 	if err := s.db.WithContext(ctx).Order("service_id, position, resource_id").Find(&links).Error; err != nil {
-		return nil, nil, mapErr("list services", err)
+		return nil, nil, sqldb.MapErr("list services", err)
 	}
 	by := map[uint64][]models.ServiceResource{}
 	for _, l := range links {
@@ -295,11 +315,11 @@ func (s *Catalog) Services(ctx context.Context, venueID uint64) ([]models.Servic
 func (s *Catalog) Service(ctx context.Context, id uint64) (models.Service, []models.ServiceResource, error) {
 	var svc models.Service
 	if err := s.db.WithContext(ctx).First(&svc, id).Error; err != nil {
-		return svc, nil, mapErr("read service", err)
+		return svc, nil, sqldb.MapErr("read service", err)
 	}
 	var links []models.ServiceResource
 	err := s.db.WithContext(ctx).Where("service_id = ?", id).Order("position, resource_id").Find(&links).Error
-	return svc, links, mapErr("read service", err)
+	return svc, links, sqldb.MapErr("read service", err)
 }
 
 // SetGrace inserts or replaces a category's grace policy, as of at.
@@ -309,13 +329,13 @@ func (s *Catalog) SetGrace(ctx context.Context, in booking.GraceInput, at time.T
 		peak = []booking.PeakRule{}
 	}
 	g := models.GracePolicy{Category: in.Category, GraceSeconds: in.GraceSeconds, Peak: jsonText(peak), UpdatedAt: at}
-	return mapErr("set grace policy", s.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&g).Error)
+	return sqldb.MapErr("set grace policy", s.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&g).Error)
 }
 
 // Graces lists every grace policy.
 func (s *Catalog) Graces(ctx context.Context) ([]models.GracePolicy, error) {
 	var rows []models.GracePolicy
-	return rows, mapErr("list grace policies", s.db.WithContext(ctx).Find(&rows).Error)
+	return rows, sqldb.MapErr("list grace policies", s.db.WithContext(ctx).Find(&rows).Error)
 }
 
 // Policy reads a resource's booking rules; false when it has none (the defaults apply).
@@ -323,7 +343,7 @@ func (s *Catalog) Policy(ctx context.Context, resourceID uint64) (models.Resourc
 	var rows []models.ResourcePolicy
 	err := s.db.WithContext(ctx).Where("resource_id = ?", resourceID).Limit(1).Find(&rows).Error
 	if err != nil || len(rows) == 0 {
-		return models.ResourcePolicy{}, false, mapErr("read policy", err)
+		return models.ResourcePolicy{}, false, sqldb.MapErr("read policy", err)
 	}
 	return rows[0], true, nil
 }
@@ -331,7 +351,7 @@ func (s *Catalog) Policy(ctx context.Context, resourceID uint64) (models.Resourc
 // Policies reads the booking rules of resources that have some.
 func (s *Catalog) Policies(ctx context.Context, resourceIDs []uint64) ([]models.ResourcePolicy, error) {
 	var rows []models.ResourcePolicy
-	return rows, mapErr("read policies", s.catalogDB(ctx).Where("resource_id IN ?", resourceIDs).Find(&rows).Error)
+	return rows, sqldb.MapErr("read policies", s.catalogDB(ctx).Where("resource_id IN ?", resourceIDs).Find(&rows).Error)
 }
 
 // PolicyOf reads a resource's booking rules from their row.
@@ -370,7 +390,7 @@ func (s *Catalog) UpdatePolicy(ctx context.Context, resourceID uint64, at time.T
 		return p, err
 	}
 	row = policyRow(resourceID, p, at)
-	return p, mapErr("set policy", s.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error)
+	return p, sqldb.MapErr("set policy", s.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error)
 }
 
 // NoshowPolicy reads the no-show freeze rule; false while it is off.
@@ -378,7 +398,7 @@ func (s *Catalog) NoshowPolicy(ctx context.Context) (models.NoshowPolicy, bool, 
 	var rows []models.NoshowPolicy
 	err := s.db.WithContext(ctx).Where("id = 1").Limit(1).Find(&rows).Error
 	if err != nil || len(rows) == 0 {
-		return models.NoshowPolicy{}, false, mapErr("read no-show policy", err)
+		return models.NoshowPolicy{}, false, sqldb.MapErr("read no-show policy", err)
 	}
 	return rows[0], true, nil
 }
@@ -386,7 +406,7 @@ func (s *Catalog) NoshowPolicy(ctx context.Context) (models.NoshowPolicy, bool, 
 // SetNoshowPolicy stores the no-show freeze rule, as of at.
 func (s *Catalog) SetNoshowPolicy(ctx context.Context, in booking.NoshowPolicyInput, at time.Time) error {
 	p := models.NoshowPolicy{ID: 1, MaxNoshows: in.MaxNoshows, WithinDays: in.WithinDays, FreezeDays: in.FreezeDays, UpdatedAt: at}
-	return mapErr("set no-show policy", s.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&p).Error)
+	return sqldb.MapErr("set no-show policy", s.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&p).Error)
 }
 
 // jsonText is v as the JSON a text column holds (only plain structs and slices are stored so).

@@ -9,12 +9,13 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/internal/sqlstore/sqldb"
 	"github.com/slotwheel/slotwheel/models"
 )
 
 // Erasure is a user's erasure (EraseUser): the one operation that writes into the tables of every
 // other capability, in one transaction, so that a user is erased everywhere or nowhere.
-type Erasure struct{ *shared }
+type Erasure struct{ db *sqldb.DB }
 
 // ErasedRows counts, per table, the rows that carry an erased user's pseudonym.
 type ErasedRows struct {
@@ -51,7 +52,7 @@ func (s *Erasure) EraseUser(ctx context.Context, x booking.Erasure, at time.Time
 	waitFrom, waitTo := x.WithdrawnWaiting()
 
 	var out ErasedRows
-	err := s.tx(ctx, "erase user", func(tx *gorm.DB) error {
+	err := s.db.Tx(ctx, "erase user", func(tx *gorm.DB) error {
 		// Each step runs only if the ones before it succeeded: a statement after a deadlock, which
 		// ends the transaction, would otherwise commit on its own.
 		steps := []func() *gorm.DB{
@@ -83,7 +84,7 @@ func (s *Erasure) EraseUser(ctx context.Context, x booking.Erasure, at time.Time
 			// A receiver's error message may quote the payload it refused. Only the user's events can
 			// have carried their id, and those carry the pseudonym by now.
 			func() *gorm.DB {
-				events := s.db.Model(&models.OutboxEvent{}).Select("id").Where("user_id = ?", owner.To)
+				events := s.db.Primary.Model(&models.OutboxEvent{}).Select("id").Where("user_id = ?", owner.To)
 				return tx.Model(&models.Delivery{}).Where("last_error <> '' AND event_id IN (?)", events).
 					UpdateColumn("last_error", replaceAll("last_error", text))
 			},

@@ -8,12 +8,13 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/slotwheel/slotwheel/internal/sqlstore/sqldb"
 	"github.com/slotwheel/slotwheel/models"
 )
 
 // Idempotency is the record of API requests made with an idempotency key: the reservation of a
 // key, the answer stored for its repeats, and the purge of expired records.
-type Idempotency struct{ *shared }
+type Idempotency struct{ db *sqldb.DB }
 
 // IdemRecord is an idempotency record.
 type IdemRecord struct {
@@ -31,7 +32,7 @@ func (s *Idempotency) ReserveIdem(ctx context.Context, scope string, r IdemRecor
 	row := models.IdempotencyKey{Scope: scope, RequestHash: r.RequestHash, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
 	res := s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
 	if res.Error != nil {
-		return false, IdemRecord{}, mapErr("idempotency", res.Error)
+		return false, IdemRecord{}, sqldb.MapErr("idempotency", res.Error)
 	}
 	if res.RowsAffected == 1 {
 		return true, IdemRecord{}, nil
@@ -39,10 +40,10 @@ func (s *Idempotency) ReserveIdem(ctx context.Context, scope string, r IdemRecor
 	var prev models.IdempotencyKey
 	err := s.db.WithContext(ctx).First(&prev, "scope = ?", scope).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return false, IdemRecord{}, errStale // forgotten meanwhile: try again
+		return false, IdemRecord{}, sqldb.ErrStale // forgotten meanwhile: try again
 	}
 	if err != nil {
-		return false, IdemRecord{}, mapErr("idempotency", err)
+		return false, IdemRecord{}, sqldb.MapErr("idempotency", err)
 	}
 	return false, IdemRecord{RequestHash: prev.RequestHash, Done: prev.Done, Status: prev.StatusCode, Body: prev.Body,
 		CreatedAt: prev.CreatedAt.UTC(), ExpiresAt: prev.ExpiresAt.UTC()}, nil
@@ -50,23 +51,23 @@ func (s *Idempotency) ReserveIdem(ctx context.Context, scope string, r IdemRecor
 
 // ForgetIdem deletes scope's record if it is the one created at createdAt.
 func (s *Idempotency) ForgetIdem(ctx context.Context, scope string, createdAt time.Time) error {
-	return mapErr("idempotency", s.db.WithContext(ctx).Where("scope = ? AND created_at = ?", scope, createdAt.UTC()).
+	return sqldb.MapErr("idempotency", s.db.WithContext(ctx).Where("scope = ? AND created_at = ?", scope, createdAt.UTC()).
 		Delete(&models.IdempotencyKey{}).Error)
 }
 
 // FinishIdem stores the answer of a reserved request.
 func (s *Idempotency) FinishIdem(ctx context.Context, scope string, status int, body []byte) error {
-	return mapErr("idempotency", s.db.WithContext(ctx).Model(&models.IdempotencyKey{}).Where("scope = ?", scope).
+	return sqldb.MapErr("idempotency", s.db.WithContext(ctx).Model(&models.IdempotencyKey{}).Where("scope = ?", scope).
 		Updates(map[string]any{"done": true, "status_code": status, "body": body}).Error)
 }
 
 // AbandonIdem forgets a reservation whose request failed on the server's side.
 func (s *Idempotency) AbandonIdem(ctx context.Context, scope string) error {
-	return mapErr("idempotency", s.db.WithContext(ctx).Where("scope = ? AND done = ?", scope, false).
+	return sqldb.MapErr("idempotency", s.db.WithContext(ctx).Where("scope = ? AND done = ?", scope, false).
 		Delete(&models.IdempotencyKey{}).Error)
 }
 
 // PurgeIdem drops expired records.
 func (s *Idempotency) PurgeIdem(ctx context.Context, now time.Time) error {
-	return mapErr("idempotency", s.db.WithContext(ctx).Where("expires_at < ?", now.UTC()).Delete(&models.IdempotencyKey{}).Error)
+	return sqldb.MapErr("idempotency", s.db.WithContext(ctx).Where("expires_at < ?", now.UTC()).Delete(&models.IdempotencyKey{}).Error)
 }

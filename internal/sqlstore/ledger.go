@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/internal/sqlstore/sqldb"
 	"github.com/slotwheel/slotwheel/models"
 )
 
@@ -26,8 +26,9 @@ import (
 // the ledger decides what is sold.
 
 // ErrOverCapacity: the ledger refused a change, because a slot it takes would pass its capacity (or
-// has no inventory row). The transaction was rolled back; a *CapacityError names the slots.
-var ErrOverCapacity = errors.New("the capacity ledger refused the change: a slot would pass its capacity")
+// has no inventory row). The transaction was rolled back; a *CapacityError names the slots. It is
+// sqldb's, whose error mapping lets it through as it is.
+var ErrOverCapacity = sqldb.ErrOverCapacity
 
 // CapacityError is a refusal of the ledger, naming the refused slots by their fields (and, where it
 // is known, the bookings already on them).
@@ -203,10 +204,27 @@ type SlotLedger struct {
 // Over reports whether the slot's bookings take more units than it has: an oversell.
 func (s SlotLedger) Over() bool { return s.Booked > s.Capacity }
 
-// Ledger is the check and repair of the capacity ledger against the bookings (CheckLedger). The
-// ledger's moves themselves are written by the transactions of booking changes (applyLedger), and
-// its inventory rows by the catalog.
-type Ledger struct{ *shared }
+// Ledger is the capacity ledger as the store's other capabilities write it — the moves of booking
+// changes (apply), in their transactions — and its check and repair against the bookings
+// (CheckLedger). Its inventory rows are the catalog's.
+type Ledger struct {
+	db  *sqldb.DB
+	off bool // MeasureWithoutLedger
+}
+
+// apply writes the moves of a transaction's changes onto the capacity ledger (see
+// ledgerMoves.apply); a drift found on the way is reported once the transaction commits.
+func (s *Ledger) apply(tx *gorm.DB, l *ledgerMoves) error {
+	if s.off {
+		return nil
+	}
+	n, err := l.apply(tx)
+	if err != nil || n == 0 {
+		return err
+	}
+	sqldb.MarkDrift(tx, n)
+	return nil
+}
 
 // LedgerReport is what a check of the ledger found.
 type LedgerReport struct {
@@ -228,12 +246,12 @@ func (s *Ledger) CheckLedger(ctx context.Context, resourceIDs []uint64, from tim
 	if resourceIDs == nil {
 		var err error
 		if err = s.db.WithContext(ctx).Model(&models.Resource{}).Order("id").Pluck("id", &resourceIDs).Error; err != nil {
-			return rep, mapErr("check ledger", err)
+			return rep, sqldb.MapErr("check ledger", err)
 		}
 	}
 	for _, rid := range resourceIDs {
 		var one LedgerReport
-		err := s.tx(ctx, "check ledger", func(tx *gorm.DB) error {
+		err := s.db.Tx(ctx, "check ledger", func(tx *gorm.DB) error {
 			var err error
 			one, err = s.checkResource(tx, rid, from)
 			return err
@@ -249,14 +267,14 @@ func (s *Ledger) CheckLedger(ctx context.Context, resourceIDs []uint64, from tim
 	return rep, nil
 }
 
-// checkResource is CheckLedger for one resource, inside tx. It is shared: SetSchedule counts the
-// ledger of the resource's new slots again through it, in the schedule change's transaction.
-func (s *shared) checkResource(tx *gorm.DB, rid uint64, from time.Time) (LedgerReport, error) {
+// checkResource is CheckLedger for one resource, inside tx. SetSchedule counts the ledger of the
+// resource's new slots again through it, in the schedule change's transaction.
+func (s *Ledger) checkResource(tx *gorm.DB, rid uint64, from time.Time) (LedgerReport, error) {
 	var rep LedgerReport
 	// The rows with units on the ledger are locked before the bookings are read, so that a change
 	// committing meanwhile (it locks its rows) is either seen below or waits for this transaction.
 	lock := func(db *gorm.DB) *gorm.DB {
-		if s.mysql {
+		if s.db.MySQL {
 			return db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
 		}
 		return db

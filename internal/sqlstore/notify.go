@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/slotwheel/slotwheel/internal/sqlstore/sqldb"
 	"github.com/slotwheel/slotwheel/models"
 )
 
@@ -16,15 +17,15 @@ import (
 // sink (claims, attempts, and the chain of a subject's deliveries to a sink, delivered in event
 // order), the webhook endpoints and WeChat templates they go out through, and the pruning of what
 // the retention no longer needs.
-type Outbox struct{ *shared }
+type Outbox struct{ db *sqldb.DB }
 
-// insertEvents writes outbox events through tx; in a transaction of the store (see txOn), its commit
-// wakes the relay (markEvents).
+// insertEvents writes outbox events through tx; in a transaction of the store (sqldb.DB.Tx), its
+// commit wakes the relay (sqldb.MarkEvents).
 func insertEvents(tx *gorm.DB, evs []Event) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	markEvents(tx)
+	sqldb.MarkEvents(tx)
 	rows := make([]models.OutboxEvent, len(evs))
 	for i, e := range evs {
 		rows[i] = models.OutboxEvent{Type: e.Type, Subject: e.Subject, VenueID: e.VenueID, UserID: e.UserID,
@@ -37,15 +38,15 @@ func insertEvents(tx *gorm.DB, evs []Event) error {
 func (s *Outbox) InsertEvents(ctx context.Context, evs []Event) error {
 	err := insertEvents(s.db.WithContext(ctx), evs)
 	if err == nil && len(evs) > 0 {
-		s.eventsWritten()
+		s.db.EventsWritten()
 	}
-	return mapErr("insert events", err)
+	return sqldb.MapErr("insert events", err)
 }
 
 // Unpublished lists outbox events not yet handed to their sinks, oldest first.
 func (s *Outbox) Unpublished(ctx context.Context, limit int) ([]models.OutboxEvent, error) {
 	var rows []models.OutboxEvent
-	return rows, mapErr("unpublished events", s.db.WithContext(ctx).Where("published_at IS NULL").Order("id").Limit(limit).Find(&rows).Error)
+	return rows, sqldb.MapErr("unpublished events", s.db.WithContext(ctx).Where("published_at IS NULL").Order("id").Limit(limit).Find(&rows).Error)
 }
 
 // NewDelivery is a delivery of an event to a sink (to a webhook endpoint, EndpointID; 0 for WeChat).
@@ -69,7 +70,7 @@ func (s *Outbox) Publish(ctx context.Context, eventIDs []uint64, nds []NewDelive
 			Status: models.DeliveryPending, NextAttemptAt: at, ClaimedUntil: &until, ClaimToken: token, CreatedAt: at, UpdatedAt: at}
 	}
 	var ours []models.Delivery
-	err := s.tx(ctx, "publish events", func(tx *gorm.DB) error {
+	err := s.db.Tx(ctx, "publish events", func(tx *gorm.DB) error {
 		ours = ours[:0]
 		if len(ds) > 0 {
 			for i := range ds {
@@ -104,7 +105,7 @@ func (s *Outbox) FirstPending(ctx context.Context, subjects []string) (map[Chain
 		err := s.db.WithContext(ctx).Model(&models.Delivery{}).Select("sink, subject, MIN(event_id) AS first").
 			Where("subject IN ? AND status = ?", chunk, models.DeliveryPending).Group("sink, subject").Scan(&rows).Error
 		if err != nil {
-			return nil, mapErr("first pending deliveries", err)
+			return nil, sqldb.MapErr("first pending deliveries", err)
 		}
 		for _, r := range rows {
 			out[Chain{r.Sink, r.Subject}] = r.First
@@ -116,14 +117,14 @@ func (s *Outbox) FirstPending(ctx context.Context, subjects []string) (map[Chain
 // Event reads one outbox event.
 func (s *Outbox) Event(ctx context.Context, id uint64) (models.OutboxEvent, error) {
 	var e models.OutboxEvent
-	return e, mapErr("read event", s.db.WithContext(ctx).First(&e, id).Error)
+	return e, sqldb.MapErr("read event", s.db.WithContext(ctx).First(&e, id).Error)
 }
 
 // EventHeads maps event ids to their types and venues (the rest of each event is left out).
 func (s *Outbox) EventHeads(ctx context.Context, ids []uint64) (map[uint64]models.OutboxEvent, error) {
 	var rows []models.OutboxEvent
 	if err := s.db.WithContext(ctx).Select("id, type, venue_id").Where("id IN ?", ids).Find(&rows).Error; err != nil {
-		return nil, mapErr("read event types", err)
+		return nil, sqldb.MapErr("read event types", err)
 	}
 	out := make(map[uint64]models.OutboxEvent, len(rows))
 	for _, r := range rows {
@@ -135,7 +136,7 @@ func (s *Outbox) EventHeads(ctx context.Context, ids []uint64) (map[uint64]model
 // Delivery reads one delivery.
 func (s *Outbox) Delivery(ctx context.Context, id uint64) (models.Delivery, error) {
 	var d models.Delivery
-	return d, mapErr("read delivery", s.db.WithContext(ctx).First(&d, id).Error)
+	return d, sqldb.MapErr("read delivery", s.db.WithContext(ctx).First(&d, id).Error)
 }
 
 // ClaimDelivery claims delivery id for one attempt, under token, until until. It answers false, and
@@ -144,7 +145,7 @@ func (s *Outbox) Delivery(ctx context.Context, id uint64) (models.Delivery, erro
 // finishing that one starts this one.
 func (s *Outbox) ClaimDelivery(ctx context.Context, id uint64, token string, now, until time.Time) (models.Delivery, bool, error) {
 	d, err := s.Delivery(ctx, id)
-	if errors.Is(err, errNotFound) {
+	if errors.Is(err, sqldb.ErrNotFound) {
 		return d, false, nil
 	}
 	if err != nil || d.Status != models.DeliveryPending || d.NextAttemptAt.After(now) ||
@@ -156,20 +157,20 @@ func (s *Outbox) ClaimDelivery(ctx context.Context, id uint64, token string, now
 		Where("subject = ? AND sink = ? AND status = ? AND event_id < ?", d.Subject, d.Sink, models.DeliveryPending, d.EventID).
 		Limit(1).Count(&n).Error
 	if err != nil || n > 0 {
-		return d, false, mapErr("earlier deliveries", err)
+		return d, false, sqldb.MapErr("earlier deliveries", err)
 	}
 	res := s.db.WithContext(ctx).Model(&models.Delivery{}).
 		Where("id = ? AND status = ? AND (claimed_until IS NULL OR claimed_until < ?)", id, models.DeliveryPending, now.UTC()).
 		Updates(map[string]any{"claimed_until": until.UTC(), "claim_token": token})
 	if res.Error != nil {
-		return d, false, mapErr("claim delivery", res.Error)
+		return d, false, sqldb.MapErr("claim delivery", res.Error)
 	}
 	return d, res.RowsAffected == 1, nil
 }
 
 // Unclaim gives up token's claims on deliveries without recording an attempt.
 func (s *Outbox) Unclaim(ctx context.Context, token string, ids []uint64) error {
-	return mapErr("unclaim deliveries", s.db.WithContext(ctx).Model(&models.Delivery{}).
+	return sqldb.MapErr("unclaim deliveries", s.db.WithContext(ctx).Model(&models.Delivery{}).
 		Where("id IN ? AND claim_token = ?", ids, token).
 		Updates(map[string]any{"claimed_until": nil, "claim_token": ""}).Error)
 }
@@ -184,7 +185,7 @@ type Attempt struct {
 }
 
 // FinishDelivery records an attempt made under token's claim and ends the claim. A claim that ran
-// out and was taken by another worker is not overwritten (errStale).
+// out and was taken by another worker is not overwritten (sqldb.ErrStale).
 func (s *Outbox) FinishDelivery(ctx context.Context, id uint64, token string, a Attempt, at time.Time) error {
 	if len(a.Err) > 500 {
 		a.Err = a.Err[:500]
@@ -198,15 +199,15 @@ func (s *Outbox) FinishDelivery(ctx context.Context, id uint64, token string, a 
 	}
 	res := s.db.WithContext(ctx).Model(&models.Delivery{}).Where("id = ? AND claim_token = ?", id, token).Updates(upd)
 	if res.Error == nil && res.RowsAffected == 0 {
-		return errStale
+		return sqldb.ErrStale
 	}
-	return mapErr("finish delivery", res.Error)
+	return sqldb.MapErr("finish delivery", res.Error)
 }
 
 // FinishSent records the first, successful attempt of deliveries claimed by token, each answered
 // with the HTTP status httpStatus, in one statement.
 func (s *Outbox) FinishSent(ctx context.Context, token string, httpStatus int, ids []uint64, at time.Time) error {
-	return mapErr("finish deliveries", s.db.WithContext(ctx).Model(&models.Delivery{}).
+	return sqldb.MapErr("finish deliveries", s.db.WithContext(ctx).Model(&models.Delivery{}).
 		Where("id IN ? AND claim_token = ?", ids, token).
 		Updates(map[string]any{"status": models.DeliverySucceeded, "attempts": gorm.Expr("attempts + 1"), "last_status": httpStatus,
 			"last_error": "", "updated_at": at, "done_at": at, "claimed_until": nil, "claim_token": ""}).Error)
@@ -218,7 +219,7 @@ func (s *Outbox) NextInChain(ctx context.Context, sink, subject string) (models.
 	err := s.db.WithContext(ctx).Where("subject = ? AND sink = ? AND status = ?", subject, sink, models.DeliveryPending).
 		Order("event_id").Limit(1).Find(&rows).Error
 	if err != nil || len(rows) == 0 {
-		return models.Delivery{}, false, mapErr("next delivery", err)
+		return models.Delivery{}, false, sqldb.MapErr("next delivery", err)
 	}
 	return rows[0], true, nil
 }
@@ -231,7 +232,7 @@ func (s *Outbox) ReopenDelivery(ctx context.Context, id, endpointID uint64, at t
 		return d, err
 	}
 	if d.EndpointID != endpointID {
-		return d, errNotFound
+		return d, sqldb.ErrNotFound
 	}
 	if d.Status == models.DeliverySucceeded {
 		return d, nil
@@ -240,7 +241,7 @@ func (s *Outbox) ReopenDelivery(ctx context.Context, id, endpointID uint64, at t
 		Updates(map[string]any{"status": models.DeliveryPending, "done_at": nil, "updated_at": at, "retries": 0,
 			"next_attempt_at": at.UTC(), "claimed_until": nil, "claim_token": ""}).Error
 	if err != nil {
-		return d, mapErr("reopen delivery", err)
+		return d, sqldb.MapErr("reopen delivery", err)
 	}
 	return s.Delivery(ctx, id)
 }
@@ -252,10 +253,10 @@ type DeliveryQuery struct {
 	Page
 }
 
-// Deliveries lists deliveries matching q: an admin's list, a replica read (see staleRead).
+// Deliveries lists deliveries matching q: an admin's list, a replica read (see sqldb.DB.StaleRead).
 func (s *Outbox) Deliveries(ctx context.Context, q DeliveryQuery) ([]models.Delivery, error) {
 	var rows []models.Delivery
-	err := s.staleRead(ctx, false, func(db *gorm.DB) error {
+	err := s.db.StaleRead(ctx, false, func(db *gorm.DB) error {
 		db = newestFirst(db, "deliveries", q.Page).Where("endpoint_id = ?", q.EndpointID)
 		if q.Status != "" {
 			db = db.Where("status = ?", q.Status)
@@ -263,7 +264,7 @@ func (s *Outbox) Deliveries(ctx context.Context, q DeliveryQuery) ([]models.Deli
 		rows = nil
 		return db.Find(&rows).Error
 	})
-	return rows, mapErr("list deliveries", err)
+	return rows, sqldb.MapErr("list deliveries", err)
 }
 
 // NewEndpoint is what a new webhook endpoint is made of: EventTypes empty for every type, VenueID 0
@@ -281,30 +282,30 @@ func (s *Outbox) CreateEndpoint(ctx context.Context, in NewEndpoint, at time.Tim
 		types = []string{}
 	}
 	e := models.WebhookEndpoint{URL: in.URL, Secret: in.Secret, EventTypes: jsonText(types), VenueID: in.VenueID, CreatedAt: at}
-	return e, mapErr("create webhook", s.db.WithContext(ctx).Create(&e).Error)
+	return e, sqldb.MapErr("create webhook", s.db.WithContext(ctx).Create(&e).Error)
 }
 
 // Endpoints lists the endpoints not deleted.
 func (s *Outbox) Endpoints(ctx context.Context) ([]models.WebhookEndpoint, error) {
 	var rows []models.WebhookEndpoint
-	return rows, mapErr("list webhooks", s.db.WithContext(ctx).Where("deleted_at IS NULL").Order("id").Find(&rows).Error)
+	return rows, sqldb.MapErr("list webhooks", s.db.WithContext(ctx).Where("deleted_at IS NULL").Order("id").Find(&rows).Error)
 }
 
 // Endpoint reads one endpoint, deleted or not.
 func (s *Outbox) Endpoint(ctx context.Context, id uint64) (models.WebhookEndpoint, error) {
 	var e models.WebhookEndpoint
-	return e, mapErr("read webhook", s.db.WithContext(ctx).First(&e, id).Error)
+	return e, sqldb.MapErr("read webhook", s.db.WithContext(ctx).First(&e, id).Error)
 }
 
 // DeleteEndpoint marks an endpoint deleted and skips what still waited for it.
 func (s *Outbox) DeleteEndpoint(ctx context.Context, id uint64, at time.Time) error {
-	return s.tx(ctx, "delete webhook", func(tx *gorm.DB) error {
+	return s.db.Tx(ctx, "delete webhook", func(tx *gorm.DB) error {
 		res := tx.Model(&models.WebhookEndpoint{}).Where("id = ? AND deleted_at IS NULL", id).Update("deleted_at", at)
 		if res.Error != nil {
 			return res.Error
 		}
 		if res.RowsAffected == 0 {
-			return errNotFound
+			return sqldb.ErrNotFound
 		}
 		return tx.Model(&models.Delivery{}).Where("endpoint_id = ? AND status = ?", id, models.DeliveryPending).
 			Updates(map[string]any{"status": models.DeliverySkipped, "done_at": at, "updated_at": at, "last_error": "endpoint deleted"}).Error
@@ -321,14 +322,14 @@ type Template struct {
 // SetTemplate stores the WeChat template of an event type, as of at.
 func (s *Outbox) SetTemplate(ctx context.Context, in Template, at time.Time) error {
 	t := models.WechatTemplate{EventType: in.EventType, TemplateID: in.TemplateID, Page: in.Page, Data: jsonText(in.Data), UpdatedAt: at}
-	return mapErr("set template", s.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&t).Error)
+	return sqldb.MapErr("set template", s.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&t).Error)
 }
 
 // Templates lists the WeChat templates by event type.
 func (s *Outbox) Templates(ctx context.Context) (map[string]models.WechatTemplate, error) {
 	var rows []models.WechatTemplate
 	if err := s.db.WithContext(ctx).Find(&rows).Error; err != nil {
-		return nil, mapErr("list templates", err)
+		return nil, sqldb.MapErr("list templates", err)
 	}
 	out := make(map[string]models.WechatTemplate, len(rows))
 	for _, r := range rows {
@@ -345,17 +346,17 @@ func (s *Outbox) Prune(ctx context.Context, done, failed time.Time) (int64, erro
 		[]string{models.DeliverySucceeded, models.DeliverySkipped}, done.UTC(), models.DeliveryFailed, failed.UTC()).
 		Delete(&models.Delivery{})
 	if res.Error != nil {
-		return 0, mapErr("prune deliveries", res.Error)
+		return 0, sqldb.MapErr("prune deliveries", res.Error)
 	}
 	total += res.RowsAffected
 	res = s.db.WithContext(ctx).Where("published_at < ? AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = outbox_events.id)", done.UTC()).
 		Delete(&models.OutboxEvent{})
 	total += res.RowsAffected
-	return total, mapErr("prune events", res.Error)
+	return total, sqldb.MapErr("prune events", res.Error)
 }
 
 // IsNotFound reports a missing row.
-func IsNotFound(err error) bool { return errors.Is(err, errNotFound) }
+func IsNotFound(err error) bool { return errors.Is(err, sqldb.ErrNotFound) }
 
 // StaleHeads lists pending deliveries that are the head of their subject and sink, due before
 // before and not in flight at now: their task was lost (Redis lost its data, queuing failed, the
@@ -368,5 +369,5 @@ func (s *Outbox) StaleHeads(ctx context.Context, before, now time.Time, limit in
 		Where("NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.subject = deliveries.subject AND e.sink = deliveries.sink AND e.status = ? AND e.event_id < deliveries.event_id)",
 			models.DeliveryPending).
 		Order("next_attempt_at").Limit(limit).Pluck("id", &ids).Error
-	return ids, mapErr("stale deliveries", err)
+	return ids, sqldb.MapErr("stale deliveries", err)
 }

@@ -8,13 +8,17 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/internal/sqlstore/sqldb"
 	"github.com/slotwheel/slotwheel/models"
 )
 
 // Payments is the money of bookings: payment notifications, WeChat Pay orders, and refunds, from
 // their request (written in the transaction that decides them, see refunds.go) to their
 // settlement by the provider.
-type Payments struct{ *shared }
+type Payments struct {
+	db           *sqldb.DB
+	renderRefund RefundRenderer // nil: refunds announce nothing (SetRefundRenderer)
+}
 
 func paymentRow(p *Payment) *models.Payment {
 	r := &models.Payment{PaymentID: p.PaymentID, HoldID: p.HoldID, AmountCents: p.AmountCents, PaidAt: p.PaidAt.UTC(),
@@ -46,7 +50,7 @@ func (s *Payments) PaymentByID(ctx context.Context, paymentID string) (Payment, 
 		return Payment{}, false, nil
 	}
 	if err != nil {
-		return Payment{}, false, mapErr("read payment", err)
+		return Payment{}, false, sqldb.MapErr("read payment", err)
 	}
 	return toPayment(&r), true, nil
 }
@@ -55,19 +59,19 @@ func (s *Payments) PaymentByID(ctx context.Context, paymentID string) (Payment, 
 // amount, in the same transaction — or one for a booking found afterwards; a concurrent duplicate
 // keeps the first row (and its refund), which it answers.
 func (s *Payments) RecordPayment(ctx context.Context, p Payment) (Payment, error) {
-	err := s.tx(ctx, "record payment", func(tx *gorm.DB) error {
+	err := s.db.Tx(ctx, "record payment", func(tx *gorm.DB) error {
 		return s.recordPayment(tx, p)
 	})
 	if err != nil {
-		return Payment{}, mapErr("record payment", err)
+		return Payment{}, sqldb.MapErr("record payment", err)
 	}
 	got, _, err := s.PaymentByID(ctx, p.PaymentID)
 	return got, err
 }
 
-// recordPayment is RecordPayment inside tx. It is shared: CreateBooking records a refused booking's
-// payment (and its refund) through it, in its own transaction.
-func (s *shared) recordPayment(tx *gorm.DB, p Payment) error {
+// recordPayment is RecordPayment inside tx. CreateBooking records a refused booking's payment (and
+// its refund) through it too, in its own transaction.
+func (s *Payments) recordPayment(tx *gorm.DB, p Payment) error {
 	row := paymentRow(&p)
 	res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(row)
 	if res.Error != nil || res.RowsAffected == 0 || p.Booked || p.AmountCents <= 0 {

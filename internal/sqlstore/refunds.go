@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/internal/sqlstore/sqldb"
 	"github.com/slotwheel/slotwheel/models"
 )
 
@@ -20,9 +21,6 @@ import (
 
 // RefundRenderer renders the event of a refund, as the API shows it.
 type RefundRenderer func(r models.Refund, typ string) Event
-
-// SetRefundRenderer sets how refund events are rendered; without one, refunds announce nothing.
-func (s *Store) SetRefundRenderer(r RefundRenderer) { s.renderRefund = r }
 
 // RefundSubject is the subject of a refund's events: its booking's, so that a receiver hears of the
 // refund after the change that caused it, or its own for a payment that booked nothing.
@@ -44,9 +42,10 @@ func paymentRefundNo(paymentID string) string {
 	return "rfp" + hex.EncodeToString(sum[:12])
 }
 
-// writeRefunds records the refunds the changes decided, for bookings that were paid. It is shared:
-// the transactions of booking changes (writeChanges, writeReleases) write their refunds through it.
-func (s *shared) writeRefunds(tx *gorm.DB, cs []changed) error {
+// writeRefunds records the refunds the changes decided, for bookings that were paid: the
+// transactions of booking changes (Bookings.writeChanges, writeReleases) write their refunds
+// through it.
+func (s *Payments) writeRefunds(tx *gorm.DB, cs []changed) error {
 	var ids []string
 	for _, x := range cs {
 		if x.c.Refund != nil && x.b.PaymentID != "" {
@@ -85,16 +84,14 @@ func (s *shared) writeRefunds(tx *gorm.DB, cs []changed) error {
 
 // insertRefunds writes refund rows with their refund.requested events inside tx, and has the commit
 // wake the refund loop (see OnRefunds).
-func (s *shared) insertRefunds(tx *gorm.DB, rows []models.Refund) error {
+func (s *Payments) insertRefunds(tx *gorm.DB, rows []models.Refund) error {
 	if len(rows) == 0 {
 		return nil
 	}
 	if err := tx.CreateInBatches(rows, 500).Error; err != nil {
 		return err
 	}
-	if st, ok := tx.Statement.Context.Value(txStateKey{}).(*txState); ok {
-		st.refunds = true
-	}
+	sqldb.MarkRefunds(tx)
 	if s.renderRefund == nil {
 		return nil
 	}
@@ -128,10 +125,10 @@ type RefundQuery struct {
 	Page
 }
 
-// Refunds lists refunds matching q: an admin's list, a replica read (see staleRead).
+// Refunds lists refunds matching q: an admin's list, a replica read (see sqldb.DB.StaleRead).
 func (s *Payments) Refunds(ctx context.Context, q RefundQuery) ([]models.Refund, error) {
 	var rows []models.Refund
-	err := s.staleRead(ctx, false, func(db *gorm.DB) error {
+	err := s.db.StaleRead(ctx, false, func(db *gorm.DB) error {
 		db = newestFirst(db, "refunds", q.Page)
 		if q.Status != "" {
 			db = db.Where("status = ?", q.Status)
@@ -139,19 +136,19 @@ func (s *Payments) Refunds(ctx context.Context, q RefundQuery) ([]models.Refund,
 		rows = nil
 		return db.Find(&rows).Error
 	})
-	return rows, mapErr("list refunds", err)
+	return rows, sqldb.MapErr("list refunds", err)
 }
 
 // Refund reads one refund.
 func (s *Payments) Refund(ctx context.Context, id uint64) (models.Refund, error) {
 	var r models.Refund
-	return r, mapErr("read refund", s.db.WithContext(ctx).First(&r, id).Error)
+	return r, sqldb.MapErr("read refund", s.db.WithContext(ctx).First(&r, id).Error)
 }
 
 // RefundByOutNo reads the refund of an out_refund_no.
 func (s *Payments) RefundByOutNo(ctx context.Context, outNo string) (models.Refund, error) {
 	var r models.Refund
-	return r, mapErr("read refund", s.db.WithContext(ctx).First(&r, "out_refund_no = ?", outNo).Error)
+	return r, sqldb.MapErr("read refund", s.db.WithContext(ctx).First(&r, "out_refund_no = ?", outNo).Error)
 }
 
 // RequestedRefunds lists refunds of a provider still requested, oldest first: those never sent yet
@@ -164,7 +161,7 @@ func (s *Payments) RequestedRefunds(ctx context.Context, provider string, unsent
 		db = db.Where("updated_at < ?", before.UTC())
 	}
 	var rows []models.Refund
-	return rows, mapErr("requested refunds", db.Order("id").Limit(limit).Find(&rows).Error)
+	return rows, sqldb.MapErr("requested refunds", db.Order("id").Limit(limit).Find(&rows).Error)
 }
 
 // RefundSent records what the provider answered a refund request: its refund id, and the error of a
@@ -177,7 +174,7 @@ func (s *Payments) RefundSent(ctx context.Context, id uint64, providerID, lastEr
 	if providerID != "" {
 		upd["provider_refund_id"] = providerID
 	}
-	return mapErr("record refund request", s.db.WithContext(ctx).Model(&models.Refund{}).Where("id = ?", id).Updates(upd).Error)
+	return sqldb.MapErr("record refund request", s.db.WithContext(ctx).Model(&models.Refund{}).Where("id = ?", id).Updates(upd).Error)
 }
 
 // SettleRefund moves a requested refund to succeeded or failed with its event, once; a refund
@@ -185,7 +182,7 @@ func (s *Payments) RefundSent(ctx context.Context, id uint64, providerID, lastEr
 func (s *Payments) SettleRefund(ctx context.Context, id uint64, status, providerID, lastErr string, at time.Time) (models.Refund, bool, error) {
 	var r models.Refund
 	changed := false
-	err := s.tx(ctx, "settle refund", func(tx *gorm.DB) error {
+	err := s.db.Tx(ctx, "settle refund", func(tx *gorm.DB) error {
 		changed = false
 		upd := map[string]any{"status": status, "updated_at": at, "last_error": lastErr}
 		if providerID != "" {
@@ -208,5 +205,5 @@ func (s *Payments) SettleRefund(ctx context.Context, id uint64, status, provider
 		}
 		return insertEvents(tx, []Event{s.renderRefund(r, typ)})
 	})
-	return r, changed, mapErr("settle refund", err)
+	return r, changed, sqldb.MapErr("settle refund", err)
 }

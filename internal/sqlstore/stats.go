@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/slotwheel/slotwheel/internal/sqlstore/sqldb"
 	"github.com/slotwheel/slotwheel/models"
 )
 
@@ -13,7 +14,7 @@ import (
 func (s *Releases) OverdueStats(ctx context.Context, now time.Time) (int64, time.Time, error) {
 	var n int64
 	if err := s.db.WithContext(ctx).Model(&models.Booking{}).Where("due_at <= ?", now.UTC()).Count(&n).Error; err != nil {
-		return 0, now, mapErr("count overdue", err)
+		return 0, now, sqldb.MapErr("count overdue", err)
 	}
 	if n == 0 {
 		return 0, now, nil

@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/internal/sqlstore/sqldb"
 	"github.com/slotwheel/slotwheel/models"
 )
 
@@ -17,7 +18,7 @@ var ErrAlreadyWaiting = errors.New("already waiting for this window")
 
 // Waitlist is the waitlist: users waiting for a window, each resource's queue of them, and the
 // status moves of an entry (promoted to a hold, withdrawn, expired) with their events.
-type Waitlist struct{ *shared }
+type Waitlist struct{ db *sqldb.DB }
 
 // NewWait is a user's wait for units of a resource's window.
 type NewWait struct {
@@ -39,7 +40,7 @@ func (s *Waitlist) JoinWaitlist(ctx context.Context, in NewWait, at time.Time) (
 	if errors.Is(err, gorm.ErrDuplicatedKey) {
 		return 0, ErrAlreadyWaiting
 	}
-	return w.ID, mapErr("join waitlist", err)
+	return w.ID, sqldb.MapErr("join waitlist", err)
 }
 
 // waitingKey names a user's wait for one window; unique while the entry waits (or was promoted:
@@ -51,27 +52,27 @@ func waitingKey(user string, resource uint64, startMs, endMs int64) string {
 // WaitlistEntry reads one entry.
 func (s *Waitlist) WaitlistEntry(ctx context.Context, id uint64) (models.WaitlistEntry, error) {
 	var w models.WaitlistEntry
-	return w, mapErr("read waitlist", s.db.WithContext(ctx).First(&w, id).Error)
+	return w, sqldb.MapErr("read waitlist", s.db.WithContext(ctx).First(&w, id).Error)
 }
 
 // UserWaitlist lists a user's entries, newest first.
 func (s *Waitlist) UserWaitlist(ctx context.Context, userID string, limit int) ([]models.WaitlistEntry, error) {
 	var rows []models.WaitlistEntry
-	return rows, mapErr("list waitlist", s.db.WithContext(ctx).Where("user_id = ?", userID).
+	return rows, sqldb.MapErr("list waitlist", s.db.WithContext(ctx).Where("user_id = ?", userID).
 		Order("created_at DESC, id DESC").Limit(limit).Find(&rows).Error)
 }
 
 // Waiting lists the WAITING entries of a resource, first come first.
 func (s *Waitlist) Waiting(ctx context.Context, resourceID uint64, limit int) ([]models.WaitlistEntry, error) {
 	var rows []models.WaitlistEntry
-	return rows, mapErr("waiting", s.db.WithContext(ctx).Where("resource_id = ? AND status = ?", resourceID, string(booking.WaitWaiting)).
+	return rows, sqldb.MapErr("waiting", s.db.WithContext(ctx).Where("resource_id = ? AND status = ?", resourceID, string(booking.WaitWaiting)).
 		Order("created_at, id").Limit(limit).Find(&rows).Error)
 }
 
 // ResourcesWithWaiters lists resources that have WAITING entries.
 func (s *Waitlist) ResourcesWithWaiters(ctx context.Context, limit int) ([]uint64, error) {
 	var ids []uint64
-	return ids, mapErr("waiting resources", s.db.WithContext(ctx).Model(&models.WaitlistEntry{}).
+	return ids, sqldb.MapErr("waiting resources", s.db.WithContext(ctx).Model(&models.WaitlistEntry{}).
 		Where("status = ?", string(booking.WaitWaiting)).Distinct().Limit(limit).Pluck("resource_id", &ids).Error)
 }
 
@@ -82,13 +83,13 @@ func (s *Waitlist) PromotedFor(ctx context.Context, holdID string) (models.Waitl
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return w, false, nil
 	}
-	return w, err == nil, mapErr("promoted entry", err)
+	return w, err == nil, sqldb.MapErr("promoted entry", err)
 }
 
 // SetWaitStatus moves an entry from one status to another (only if it is still in from), with its
-// event when one is given; errStale when it was not in from any more.
+// event when one is given; sqldb.ErrStale when it was not in from any more.
 func (s *Waitlist) SetWaitStatus(ctx context.Context, id uint64, from, to booking.WaitStatus, holdID string, at time.Time, ev *Event) error {
-	err := s.tx(ctx, "set waitlist status", func(tx *gorm.DB) error {
+	err := s.db.Tx(ctx, "set waitlist status", func(tx *gorm.DB) error {
 		upd := map[string]any{"status": string(to), "updated_at": at}
 		if to != booking.WaitPromoted {
 			upd["waiting_key"] = nil // a promoted waiter still has their claim on the window
@@ -101,7 +102,7 @@ func (s *Waitlist) SetWaitStatus(ctx context.Context, id uint64, from, to bookin
 			return res.Error
 		}
 		if res.RowsAffected == 0 {
-			return errStale
+			return sqldb.ErrStale
 		}
 		if ev != nil {
 			return insertEvents(tx, []Event{*ev})
@@ -112,4 +113,4 @@ func (s *Waitlist) SetWaitStatus(ctx context.Context, id uint64, from, to bookin
 }
 
 // IsStale reports that a conditional change found the row changed.
-func IsStale(err error) bool { return errors.Is(err, errStale) }
+func IsStale(err error) bool { return errors.Is(err, sqldb.ErrStale) }
