@@ -5,62 +5,71 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/slotwheel/slotwheel/api/internal/auth"
+	"github.com/slotwheel/slotwheel/api/internal/request"
 	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/booking"
 )
+
+// catalogAdminRoutes are the admin's routes that shape the catalog: venues, resources, their
+// schedules, services, grace policies and release modes.
+type catalogAdminRoutes struct {
+	request.Reader
+	catalog *engine.Catalog
+}
 
 type venueRequest struct {
 	Name     *string `json:"name"`
 	Timezone *string `json:"timezone"`
 }
 
-func (s *server) createVenue(c *gin.Context) {
+func (rt *catalogAdminRoutes) createVenue(c *gin.Context) {
 	var req venueRequest
-	if !s.bind(c, &req) {
+	if !rt.Bind(c, &req) {
 		return
 	}
-	if err := firstError(required("name", req.Name != nil), required("timezone", req.Timezone != nil)); err != nil {
-		s.fail(c, err)
+	if err := request.FirstError(request.Required("name", req.Name != nil), request.Required("timezone", req.Timezone != nil)); err != nil {
+		rt.Fail(c, err)
 		return
 	}
-	v, err := s.eng.CreateVenue(c.Request.Context(), actorOf(c), engine.VenueInput{Name: *req.Name, Timezone: *req.Timezone})
+	v, err := rt.catalog.CreateVenue(c.Request.Context(), auth.Actor(c), engine.VenueInput{Name: *req.Name, Timezone: *req.Timezone})
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusCreated, toVenueResponse(v))
 }
 
 type resourceRequest struct {
-	VenueID    *jsonID `json:"venue_id"`
-	Name       *string `json:"name"`
-	Kind       *string `json:"kind"`
-	Capacity   *int    `json:"capacity"`
-	Category   string  `json:"category"`
-	PriceCents *int64  `json:"price_cents"`
+	VenueID    *request.ID `json:"venue_id"`
+	Name       *string     `json:"name"`
+	Kind       *string     `json:"kind"`
+	Capacity   *int        `json:"capacity"`
+	Category   string      `json:"category"`
+	PriceCents *int64      `json:"price_cents"`
 }
 
-func (s *server) createResource(c *gin.Context) {
+func (rt *catalogAdminRoutes) createResource(c *gin.Context) {
 	var req resourceRequest
-	if !s.bind(c, &req) {
+	if !rt.Bind(c, &req) {
 		return
 	}
-	if err := firstError(
-		required("venue_id", req.VenueID != nil),
-		required("name", req.Name != nil),
-		required("kind", req.Kind != nil),
-		required("capacity", req.Capacity != nil),
-		required("price_cents", req.PriceCents != nil),
+	if err := request.FirstError(
+		request.Required("venue_id", req.VenueID != nil),
+		request.Required("name", req.Name != nil),
+		request.Required("kind", req.Kind != nil),
+		request.Required("capacity", req.Capacity != nil),
+		request.Required("price_cents", req.PriceCents != nil),
 	); err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
-	r, err := s.eng.CreateResource(c.Request.Context(), actorOf(c), engine.ResourceInput{
+	r, err := rt.catalog.CreateResource(c.Request.Context(), auth.Actor(c), engine.ResourceInput{
 		VenueID: uint64(*req.VenueID), Name: *req.Name, Kind: *req.Kind, Capacity: *req.Capacity,
 		Category: req.Category, PriceCents: *req.PriceCents,
 	})
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusCreated, toResourceResponse(r))
@@ -74,64 +83,64 @@ type scheduleRequest struct {
 	CancelAffected bool                        `json:"cancel_affected"`
 }
 
-func (s *server) setSchedule(c *gin.Context) {
-	id, ok := s.pathID(c)
+func (rt *catalogAdminRoutes) setSchedule(c *gin.Context) {
+	id, ok := rt.PathID(c)
 	if !ok {
 		return
 	}
 	var req scheduleRequest
-	if !s.bind(c, &req) {
+	if !rt.Bind(c, &req) {
 		return
 	}
-	if err := firstError(required("slot_minutes", req.SlotMinutes != nil), required("weekly", req.Weekly != nil)); err != nil {
-		s.fail(c, err)
+	if err := request.FirstError(request.Required("slot_minutes", req.SlotMinutes != nil), request.Required("weekly", req.Weekly != nil)); err != nil {
+		rt.Fail(c, err)
 		return
 	}
 	horizon := booking.DefaultHorizonDays
 	if req.HorizonDays != nil {
 		horizon = *req.HorizonDays
 	}
-	sched, err := s.eng.ChangeSchedule(c.Request.Context(), actorOf(c), id, engine.ScheduleChange{
+	sched, err := rt.catalog.ChangeSchedule(c.Request.Context(), auth.Actor(c), id, engine.ScheduleChange{
 		ScheduleInput: booking.ScheduleInput{SlotMinutes: *req.SlotMinutes, Weekly: *req.Weekly, Exceptions: req.Exceptions,
 			HorizonDays: horizon},
 		CancelAffected: req.CancelAffected,
 	})
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toScheduleResponse(sched))
 }
 
 type serviceRequest struct {
-	VenueID         *jsonID              `json:"venue_id"`
+	VenueID         *request.ID          `json:"venue_id"`
 	Name            *string              `json:"name"`
 	DurationMinutes *int                 `json:"duration_minutes"`
 	PrepMinutes     int                  `json:"prep_minutes"`
 	CleanupMinutes  int                  `json:"cleanup_minutes"`
-	ResourceIDs     *[]jsonID            `json:"resource_ids"`
+	ResourceIDs     *[]request.ID        `json:"resource_ids"`
 	Roles           []serviceRoleRequest `json:"roles"`
 	PriceCents      *int64               `json:"price_cents"`
 }
 
 type serviceRoleRequest struct {
-	Role        string   `json:"role"`
-	ResourceIDs []jsonID `json:"resource_ids"`
+	Role        string       `json:"role"`
+	ResourceIDs []request.ID `json:"resource_ids"`
 }
 
-func (s *server) createService(c *gin.Context) {
+func (rt *catalogAdminRoutes) createService(c *gin.Context) {
 	var req serviceRequest
-	if !s.bind(c, &req) {
+	if !rt.Bind(c, &req) {
 		return
 	}
-	if err := firstError(
-		required("venue_id", req.VenueID != nil),
-		required("name", req.Name != nil),
-		required("duration_minutes", req.DurationMinutes != nil),
-		required("resource_ids", req.ResourceIDs != nil || req.Roles != nil),
-		required("price_cents", req.PriceCents != nil),
+	if err := request.FirstError(
+		request.Required("venue_id", req.VenueID != nil),
+		request.Required("name", req.Name != nil),
+		request.Required("duration_minutes", req.DurationMinutes != nil),
+		request.Required("resource_ids", req.ResourceIDs != nil || req.Roles != nil),
+		request.Required("price_cents", req.PriceCents != nil),
 	); err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	in := engine.ServiceInput{VenueID: uint64(*req.VenueID), Name: *req.Name, DurationMinutes: *req.DurationMinutes,
@@ -145,15 +154,15 @@ func (s *server) createService(c *gin.Context) {
 	if req.Roles != nil && len(req.Roles) == 0 {
 		in.Roles = []engine.ServiceRole{{}} // an explicit empty list is refused by the engine, not taken for "none"
 	}
-	svc, err := s.eng.CreateService(c.Request.Context(), actorOf(c), in)
+	svc, err := rt.catalog.CreateService(c.Request.Context(), auth.Actor(c), in)
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusCreated, toServiceResponse(svc))
 }
 
-func ids(in []jsonID) []uint64 {
+func ids(in []request.ID) []uint64 {
 	out := make([]uint64, len(in))
 	for i, id := range in {
 		out[i] = uint64(id)
@@ -174,24 +183,24 @@ type gracePolicyRequest struct {
 	Peak         []peakRuleRequest `json:"peak"`
 }
 
-func (s *server) setGracePolicy(c *gin.Context) {
+func (rt *catalogAdminRoutes) setGracePolicy(c *gin.Context) {
 	var req gracePolicyRequest
-	if !s.bind(c, &req) {
+	if !rt.Bind(c, &req) {
 		return
 	}
-	errs := []error{required("category", req.Category != nil), required("grace_seconds", req.GraceSeconds != nil)}
-	in := engine.GracePolicy{Category: deref(req.Category), GraceSeconds: deref(req.GraceSeconds)}
+	errs := []error{request.Required("category", req.Category != nil), request.Required("grace_seconds", req.GraceSeconds != nil)}
+	in := engine.GracePolicy{Category: request.Deref(req.Category), GraceSeconds: request.Deref(req.GraceSeconds)}
 	for _, p := range req.Peak {
-		errs = append(errs, required("peak.grace_seconds", p.GraceSeconds != nil))
-		in.Peak = append(in.Peak, booking.PeakRule{Weekdays: p.Weekdays, From: p.From, To: p.To, GraceSeconds: deref(p.GraceSeconds)})
+		errs = append(errs, request.Required("peak.grace_seconds", p.GraceSeconds != nil))
+		in.Peak = append(in.Peak, booking.PeakRule{Weekdays: p.Weekdays, From: p.From, To: p.To, GraceSeconds: request.Deref(p.GraceSeconds)})
 	}
-	if err := firstError(errs...); err != nil {
-		s.fail(c, err)
+	if err := request.FirstError(errs...); err != nil {
+		rt.Fail(c, err)
 		return
 	}
-	g, err := s.eng.SetGracePolicy(c.Request.Context(), actorOf(c), in)
+	g, err := rt.catalog.SetGracePolicy(c.Request.Context(), auth.Actor(c), in)
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toGracePolicyResponse(g))

@@ -1,7 +1,9 @@
-// Package api owns slotwheel's HTTP contract: the Gin router, authentication, strict JSON decoding,
-// idempotency keys, the one error mapper and the served OpenAPI document. Handlers bind and validate,
-// call one engine method and convert its answer; the rules live in engine/. It imports engine and must
-// never import jobs/ or models/.
+// Package api owns slotwheel's HTTP contract: the Gin router and its routes, idempotency keys and the
+// served OpenAPI document, with its parts in api/internal: authentication (auth), reading requests
+// strictly (request) and the one error mapper with the answers it writes (answer). Each group of
+// routes is a type holding the engine services it calls, declared beside its handlers. Handlers bind
+// and validate, call one engine method and convert its answer; the rules live in engine/. It imports
+// engine and must never import jobs/ or models/.
 package api
 
 import (
@@ -17,13 +19,13 @@ import (
 	"github.com/hibiken/asynqmon"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/slotwheel/slotwheel/api/internal/answer"
+	"github.com/slotwheel/slotwheel/api/internal/auth"
+	"github.com/slotwheel/slotwheel/api/internal/request"
 	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/notify/wechatmsg"
 )
-
-// tokenTTL is how long a token issued by the log-in routes lasts.
-const tokenTTL = 24 * time.Hour
 
 // Options configure the HTTP handler. Engine, JWTSecret and PaymentSecret are required.
 type Options struct {
@@ -61,21 +63,11 @@ type Options struct {
 	Now    func() time.Time // default time.Now; used for tokens and payment signatures
 }
 
-// server holds what the handlers share.
-type server struct {
-	opts   Options
-	eng    *engine.Engine
-	log    *slog.Logger
-	now    func() time.Time
-	wechat *http.Client
-	tokens tokenCache
-	hs256  *hs256
-}
-
 // handler is what New returns: the Gin engine, plus Close for the dashboard's Redis connections.
 type handler struct {
 	*gin.Engine
-	srv     *server
+	in      request.Reader // reads requests and answers failures, for every route
+	tokens  *auth.Tokens
 	closers []func() error
 }
 
@@ -122,14 +114,9 @@ func newHandler(opts Options) (*handler, error) {
 	if opts.WechatAPIBase == "" {
 		opts.WechatAPIBase = wechatmsg.DefaultAPIBase
 	}
-	s := &server{
-		opts:   opts,
-		eng:    opts.Engine,
-		log:    opts.Logger,
-		now:    opts.Now,
-		wechat: &http.Client{Timeout: 10 * time.Second},
-		hs256:  newHS256(opts.JWTSecret),
-	}
+	in := request.Reader{Failer: answer.Failer{Log: opts.Logger}}
+	tokens := auth.NewTokens(opts.JWTSecret, opts.Now, in.Failer)
+	eng := opts.Engine
 
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
@@ -143,99 +130,112 @@ func newHandler(opts Options) (*handler, error) {
 	if err := r.SetTrustedProxies(nil); err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
-	h := &handler{Engine: r, srv: s}
+	h := &handler{Engine: r, in: in, tokens: tokens}
 
-	r.Use(requestID(), s.accessLog(), s.recoverPanics(), observe())
+	r.Use(answer.RequestID(), accessLog(opts.Logger), recoverPanics(in.Failer), observe())
 	if len(opts.CORSOrigins) > 0 {
 		r.Use(cors(opts.CORSOrigins))
 	}
-	r.NoRoute(func(c *gin.Context) { s.fail(c, errNotFound) })
-	r.NoMethod(func(c *gin.Context) { s.fail(c, errMethodNotAllowed) })
+	r.NoRoute(func(c *gin.Context) { in.Fail(c, answer.ErrNotFound) })
+	r.NoMethod(func(c *gin.Context) { in.Fail(c, answer.ErrMethodNotAllowed) })
 
-	r.GET("/healthz", s.healthz)
-	r.GET("/readyz", s.readyz)
+	r.GET("/healthz", healthz)
+	r.GET("/readyz", readyz(eng, in.Failer))
 	if opts.MetricsOnAPI {
 		r.GET("/metrics", gin.WrapH(MetricsHandler()))
 	}
 	r.GET("/openapi.json", serveOpenAPI)
-	r.GET("/app", s.serveApp)
-	r.GET("/app/*path", s.serveApp)
+	app := serveApp(in.Failer)
+	r.GET("/app", app)
+	r.GET("/app/*path", app)
 	if opts.Asynq != nil {
 		mon, err := newDashboard(opts.Asynq)
 		if err != nil {
 			return nil, err
 		}
 		h.closers = append(h.closers, mon.Close)
-		guard := s.dashboardGuard()
+		guard := tokens.Dashboard(opts.DashboardUser, opts.DashboardPassword)
 		r.GET("/monitoring", guard, func(c *gin.Context) {
 			c.Redirect(http.StatusMovedPermanently, "/monitoring/")
 		})
 		r.Any("/monitoring/*any", guard, gin.WrapH(mon))
 	}
 
-	v1 := r.Group("/api/v1", s.strictQuery, s.requestTimeout, s.rateLimit)
+	v1 := r.Group("/api/v1", strictQuery(in.Failer), requestTimeout(opts.RequestTimeout), rateLimit(eng.Holds, in.Failer))
+
+	// Each group of routes gets the engine's services it uses, and nothing else.
+	login := &loginRoutes{Reader: in, tokens: tokens, dev: opts.DevLogin, wechatAppID: opts.WechatAppID,
+		wechatSecret: opts.WechatSecret, wechatAPIBase: opts.WechatAPIBase, wechat: &http.Client{Timeout: 10 * time.Second}}
+	catalogAdmin := &catalogAdminRoutes{Reader: in, catalog: eng.Catalog}
+	notify := &notifyRoutes{Reader: in, notifications: eng.Notifications, catalog: eng.Catalog}
+	rules := &ruleRoutes{Reader: in, catalog: eng.Catalog, bookings: eng.Bookings, payments: eng.Payments}
+	browse := &browseRoutes{Reader: in, catalog: eng.Catalog}
+	holds := &holdRoutes{Reader: in, holds: eng.Holds, payments: eng.Payments, devPayments: opts.DevPayments}
+	payments := &paymentRoutes{Reader: in, payments: eng.Payments, secret: opts.PaymentSecret, now: opts.Now}
+	bookings := &bookingRoutes{Reader: in, bookings: eng.Bookings}
+	waitlist := &waitlistRoutes{Reader: in, holds: eng.Holds}
 
 	// Log-in. These create no state, so they take no Idempotency-Key.
-	v1.POST("/auth/dev-login", s.readBody, s.devLogin)
-	v1.POST("/auth/wechat", s.readBody, s.wechatLogin)
+	v1.POST("/auth/dev-login", in.ReadBody, login.devLogin)
+	v1.POST("/auth/wechat", in.ReadBody, login.wechatLogin)
 
-	idem := s.idempotent(opts.Idempotency)
+	idem := idempotent(opts.Idempotency, in.Failer)
 
-	admin := v1.Group("/admin", s.authenticate(booking.RoleAdmin))
-	admin.POST("/venues", s.readBody, idem, s.createVenue)
-	admin.POST("/resources", s.readBody, idem, s.createResource)
-	admin.PUT("/resources/:id/schedule", s.readBody, s.setSchedule)
-	admin.POST("/services", s.readBody, idem, s.createService)
-	admin.PUT("/policies/grace", s.readBody, s.setGracePolicy)
-	admin.PUT("/venues/:id/release-mode", s.readBody, s.setReleaseMode)
-	admin.POST("/webhooks", s.readBody, idem, s.createWebhook)
-	admin.GET("/webhooks", s.listWebhooks)
-	admin.DELETE("/webhooks/:id", s.deleteWebhook)
-	admin.GET("/webhooks/:id/deliveries", s.listDeliveries)
-	admin.POST("/webhooks/:id/deliveries/:delivery_id/retry", s.readBody, idem, s.retryDelivery)
-	admin.PUT("/notifications/wechat", s.readBody, s.setWechatTemplate)
-	admin.GET("/notifications/wechat", s.listWechatTemplates)
-	admin.PUT("/resources/:id/policy", s.readBody, s.setPolicy)
-	admin.PUT("/policies/noshow", s.readBody, s.setNoshowPolicy)
-	admin.GET("/policies/noshow", s.getNoshowPolicy)
-	admin.GET("/refunds", s.listRefunds)
-	admin.POST("/users/:id/erase", s.readBody, idem, s.eraseUser)
+	admin := v1.Group("/admin", tokens.Require(booking.RoleAdmin))
+	admin.POST("/venues", in.ReadBody, idem, catalogAdmin.createVenue)
+	admin.POST("/resources", in.ReadBody, idem, catalogAdmin.createResource)
+	admin.PUT("/resources/:id/schedule", in.ReadBody, catalogAdmin.setSchedule)
+	admin.POST("/services", in.ReadBody, idem, catalogAdmin.createService)
+	admin.PUT("/policies/grace", in.ReadBody, catalogAdmin.setGracePolicy)
+	admin.PUT("/venues/:id/release-mode", in.ReadBody, notify.setReleaseMode)
+	admin.POST("/webhooks", in.ReadBody, idem, notify.createWebhook)
+	admin.GET("/webhooks", notify.listWebhooks)
+	admin.DELETE("/webhooks/:id", notify.deleteWebhook)
+	admin.GET("/webhooks/:id/deliveries", notify.listDeliveries)
+	admin.POST("/webhooks/:id/deliveries/:delivery_id/retry", in.ReadBody, idem, notify.retryDelivery)
+	admin.PUT("/notifications/wechat", in.ReadBody, notify.setWechatTemplate)
+	admin.GET("/notifications/wechat", notify.listWechatTemplates)
+	admin.PUT("/resources/:id/policy", in.ReadBody, rules.setPolicy)
+	admin.PUT("/policies/noshow", in.ReadBody, rules.setNoshowPolicy)
+	admin.GET("/policies/noshow", rules.getNoshowPolicy)
+	admin.GET("/refunds", rules.listRefunds)
+	admin.POST("/users/:id/erase", in.ReadBody, idem, bookings.eraseUser)
 	// The front desk's list: staff of the venue, or admin.
-	v1.GET("/admin/bookings", s.authenticate(booking.RoleStaff, booking.RoleAdmin), s.venueBookings)
+	v1.GET("/admin/bookings", tokens.Require(booking.RoleStaff, booking.RoleAdmin), bookings.venueBookings)
 
 	// Browsing needs no token: mini-program reviews reject forced log-in before browsing.
-	v1.GET("/venues", s.listVenues)
-	v1.GET("/resources", s.listResources)
-	v1.GET("/services", s.listServices)
-	v1.GET("/availability", s.availability)
-	v1.GET("/resources/:id/policy", s.getPolicy)
+	v1.GET("/venues", browse.listVenues)
+	v1.GET("/resources", browse.listResources)
+	v1.GET("/services", browse.listServices)
+	v1.GET("/availability", browse.availability)
+	v1.GET("/resources/:id/policy", rules.getPolicy)
 
-	anyRole := s.authenticate(booking.RoleUser, booking.RoleStaff, booking.RoleAdmin)
-	v1.POST("/holds", anyRole, s.readBody, s.createHold)
-	v1.GET("/holds", anyRole, s.listHolds)
-	v1.GET("/holds/:id", anyRole, s.getHold)
-	v1.DELETE("/holds/:id", anyRole, s.cancelHold)
-	v1.POST("/holds/:id/confirm", anyRole, s.readBody, idem, s.confirmHold)
-	v1.POST("/holds/:id/wechatpay", anyRole, s.readBody, s.wechatPayParams)
+	anyRole := tokens.Require(booking.RoleUser, booking.RoleStaff, booking.RoleAdmin)
+	v1.POST("/holds", anyRole, in.ReadBody, holds.createHold)
+	v1.GET("/holds", anyRole, holds.listHolds)
+	v1.GET("/holds/:id", anyRole, holds.getHold)
+	v1.DELETE("/holds/:id", anyRole, holds.cancelHold)
+	v1.POST("/holds/:id/confirm", anyRole, in.ReadBody, idem, holds.confirmHold)
+	v1.POST("/holds/:id/wechatpay", anyRole, in.ReadBody, rules.wechatPayParams)
 
 	// The provider authenticates by signature; engine.Pay deduplicates by payment_id.
-	v1.POST("/payments/notify", s.readBody, s.paymentNotify)
+	v1.POST("/payments/notify", in.ReadBody, payments.paymentNotify)
 	// WeChat Pay signs with RSA and encrypts its resource; the engine verifies both.
-	v1.POST("/payments/wechatpay/notify", s.wechatPayNotify)
+	v1.POST("/payments/wechatpay/notify", rules.wechatPayNotify)
 
-	v1.GET("/bookings", anyRole, s.listBookings)
-	v1.GET("/bookings/:id", anyRole, s.getBooking)
-	v1.GET("/bookings/:id/history", anyRole, s.bookingHistory)
-	v1.GET("/bookings/:id/checkin.png", anyRole, s.checkinQR)
-	v1.POST("/bookings/:id/cancel", anyRole, s.readBody, idem, s.cancelBooking)
-	v1.POST("/bookings/:id/restore", anyRole, s.readBody, idem, s.restoreBooking)
-	v1.POST("/bookings/:id/reschedule", anyRole, s.readBody, idem, s.rescheduleBooking)
+	v1.GET("/bookings", anyRole, bookings.listBookings)
+	v1.GET("/bookings/:id", anyRole, bookings.getBooking)
+	v1.GET("/bookings/:id/history", anyRole, bookings.bookingHistory)
+	v1.GET("/bookings/:id/checkin.png", anyRole, bookings.checkinQR)
+	v1.POST("/bookings/:id/cancel", anyRole, in.ReadBody, idem, bookings.cancelBooking)
+	v1.POST("/bookings/:id/restore", anyRole, in.ReadBody, idem, bookings.restoreBooking)
+	v1.POST("/bookings/:id/reschedule", anyRole, in.ReadBody, idem, rules.rescheduleBooking)
 
-	v1.POST("/checkins", s.authenticate(booking.RoleStaff, booking.RoleAdmin), s.readBody, idem, s.checkIn)
+	v1.POST("/checkins", tokens.Require(booking.RoleStaff, booking.RoleAdmin), in.ReadBody, idem, bookings.checkIn)
 
-	v1.POST("/waitlist", anyRole, s.readBody, idem, s.joinWaitlist)
-	v1.GET("/waitlist", anyRole, s.listWaitlist)
-	v1.DELETE("/waitlist/:id", anyRole, s.leaveWaitlist)
+	v1.POST("/waitlist", anyRole, in.ReadBody, idem, waitlist.joinWaitlist)
+	v1.GET("/waitlist", anyRole, waitlist.listWaitlist)
+	v1.DELETE("/waitlist/:id", anyRole, waitlist.leaveWaitlist)
 
 	return h, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/slotwheel/slotwheel/api/internal/answer"
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/release"
 )
@@ -143,7 +144,7 @@ func TestRolesAndTokens(t *testing.T) {
 	require.Equal(t, "forbidden", r.errorCode())
 	r = hs.do(http.MethodPost, "/api/v1/checkins", staff, set{"checkin_code": booked.CheckinCode}).expect(t, http.StatusConflict)
 	require.Equal(t, "too_early", r.errorCode())
-	var early errorBody
+	var early answer.Body
 	r.decode(t, &early)
 	opens, _ := early.Error.Details["opens_at"].(string)
 	require.Equal(t, booked.Start[len(booked.Start)-6:], opens[len(opens)-6:], "opens_at is in the venue's offset, as the start: %s", opens)
@@ -479,9 +480,9 @@ func TestConfirmRules(t *testing.T) {
 	require.Equal(t, "hold_expired", r.errorCode())
 	r = hs.do(http.MethodPost, "/api/v1/holds", alice, set{"resource_id": single, "start": start, "end": end},
 		header{"Accept-Language", "zh-CN"}).expect(t, http.StatusConflict)
-	var e errorBody
+	var e answer.Body
 	r.decode(t, &e)
 	require.Equal(t, "slot_full", e.Error.Code)
-	require.Equal(t, catalog[langZH]["slot_full"], e.Error.Message)
-	require.Equal(t, langZH, r.Header.Get("Content-Language"))
+	require.Equal(t, answer.Catalog[answer.LangZH]["slot_full"], e.Error.Message)
+	require.Equal(t, answer.LangZH, r.Header.Get("Content-Language"))
 }

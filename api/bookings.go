@@ -5,109 +5,118 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/slotwheel/slotwheel/api/internal/auth"
+	"github.com/slotwheel/slotwheel/api/internal/request"
 	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
-func (s *server) listBookings(c *gin.Context) {
-	limit, ok := s.queryLimit(c)
+// bookingRoutes are the routes of bookings once made: lists, reads, cancels and restores, check-in
+// (and its QR code, qr.go) and erasing a user's bookings (erase.go).
+type bookingRoutes struct {
+	request.Reader
+	bookings *engine.Bookings
+}
+
+func (rt *bookingRoutes) listBookings(c *gin.Context) {
+	limit, ok := rt.QueryLimit(c)
 	if !ok {
 		return
 	}
-	bs, next, err := s.eng.ListBookings(c.Request.Context(), actorOf(c), c.Query("cursor"), limit)
+	bs, next, err := rt.bookings.ListBookings(c.Request.Context(), auth.Actor(c), c.Query("cursor"), limit)
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toList(bs, next, toBookingResponse))
 }
 
 // venueBookings is the front desk's list of a venue's bookings.
-func (s *server) venueBookings(c *gin.Context) {
-	venueID, ok := s.queryID(c, "venue_id")
+func (rt *bookingRoutes) venueBookings(c *gin.Context) {
+	venueID, ok := rt.QueryID(c, "venue_id")
 	if !ok {
 		return
 	}
-	resourceID, ok := s.queryID(c, "resource_id")
+	resourceID, ok := rt.QueryID(c, "resource_id")
 	if !ok {
 		return
 	}
-	date, ok := s.queryDate(c, "date", false)
+	date, ok := rt.QueryDate(c, "date", false)
 	if !ok {
 		return
 	}
-	limit, ok := s.queryLimit(c)
+	limit, ok := rt.QueryLimit(c)
 	if !ok {
 		return
 	}
-	a := actorOf(c)
+	a := auth.Actor(c)
 	if venueID == 0 && a.Role == booking.RoleStaff {
 		venueID = a.VenueID // a desk lists its own venue by default
 	}
-	bs, next, err := s.eng.VenueBookings(c.Request.Context(), a, engine.BookingQuery{VenueID: venueID, Date: date,
+	bs, next, err := rt.bookings.VenueBookings(c.Request.Context(), a, engine.BookingQuery{VenueID: venueID, Date: date,
 		Status: c.Query("status"), ResourceID: resourceID, Cursor: c.Query("cursor"), Limit: limit})
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toList(bs, next, toBookingResponse))
 }
 
-func (s *server) getBooking(c *gin.Context) {
-	if b, ok := s.pathBooking(c); ok {
+func (rt *bookingRoutes) getBooking(c *gin.Context) {
+	if b, ok := rt.pathBooking(c); ok {
 		c.JSON(http.StatusOK, toBookingResponse(b))
 	}
 }
 
 // pathBooking reads the booking the path names, as the caller may see it (the engine's read rule:
 // owner, the venue's staff, admin); false when it answered an error instead.
-func (s *server) pathBooking(c *gin.Context) (booking.Booking, bool) {
-	id, ok := s.pathID(c)
+func (rt *bookingRoutes) pathBooking(c *gin.Context) (booking.Booking, bool) {
+	id, ok := rt.PathID(c)
 	if !ok {
 		return booking.Booking{}, false
 	}
-	b, err := s.eng.GetBooking(c.Request.Context(), actorOf(c), id)
+	b, err := rt.bookings.GetBooking(c.Request.Context(), auth.Actor(c), id)
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return booking.Booking{}, false
 	}
 	return b, true
 }
 
-func (s *server) bookingHistory(c *gin.Context) {
-	id, ok := s.pathID(c)
+func (rt *bookingRoutes) bookingHistory(c *gin.Context) {
+	id, ok := rt.PathID(c)
 	if !ok {
 		return
 	}
-	hs, err := s.eng.History(c.Request.Context(), actorOf(c), id)
+	hs, err := rt.bookings.History(c.Request.Context(), auth.Actor(c), id)
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toList(hs, "", toHistoryResponse))
 }
 
-func (s *server) cancelBooking(c *gin.Context) {
-	id, ok := s.pathID(c)
-	if !ok || !s.bindEmpty(c) {
+func (rt *bookingRoutes) cancelBooking(c *gin.Context) {
+	id, ok := rt.PathID(c)
+	if !ok || !rt.BindEmpty(c) {
 		return
 	}
-	b, err := s.eng.CancelBooking(c.Request.Context(), actorOf(c), id)
+	b, err := rt.bookings.CancelBooking(c.Request.Context(), auth.Actor(c), id)
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toBookingResponse(b))
 }
 
-func (s *server) restoreBooking(c *gin.Context) {
-	id, ok := s.pathID(c)
-	if !ok || !s.bindEmpty(c) {
+func (rt *bookingRoutes) restoreBooking(c *gin.Context) {
+	id, ok := rt.PathID(c)
+	if !ok || !rt.BindEmpty(c) {
 		return
 	}
-	b, err := s.eng.Restore(c.Request.Context(), actorOf(c), id)
+	b, err := rt.bookings.Restore(c.Request.Context(), auth.Actor(c), id)
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toBookingResponse(b))
@@ -117,18 +126,18 @@ type checkinRequest struct {
 	CheckinCode *string `json:"checkin_code"`
 }
 
-func (s *server) checkIn(c *gin.Context) {
+func (rt *bookingRoutes) checkIn(c *gin.Context) {
 	var req checkinRequest
-	if !s.bind(c, &req) {
+	if !rt.Bind(c, &req) {
 		return
 	}
-	if err := required("checkin_code", req.CheckinCode != nil); err != nil {
-		s.fail(c, err)
+	if err := request.Required("checkin_code", req.CheckinCode != nil); err != nil {
+		rt.Fail(c, err)
 		return
 	}
-	b, err := s.eng.CheckIn(c.Request.Context(), actorOf(c), *req.CheckinCode)
+	b, err := rt.bookings.CheckIn(c.Request.Context(), auth.Actor(c), *req.CheckinCode)
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toBookingResponse(b))

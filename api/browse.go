@@ -8,22 +8,31 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/slotwheel/slotwheel/api/internal/answer"
+	"github.com/slotwheel/slotwheel/api/internal/request"
 	"github.com/slotwheel/slotwheel/engine"
 )
 
-func (s *server) healthz(c *gin.Context) {
+func healthz(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": "ok"})
 }
 
-func (s *server) readyz(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
-	defer cancel()
-	if err := s.eng.Ready(ctx); err != nil {
-		s.log.WarnContext(ctx, "not ready", "request_id", requestIDOf(c), "err", err)
-		s.fail(c, err)
-		return
+// readier is what /readyz asks of the engine.
+type readier interface {
+	Ready(ctx context.Context) error
+}
+
+func readyz(eng readier, out answer.Failer) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
+		defer cancel()
+		if err := eng.Ready(ctx); err != nil {
+			out.Log.WarnContext(ctx, "not ready", "request_id", answer.RequestIDOf(c), "err", err)
+			out.Fail(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, gin.H{"status": "ok"})
 	}
-	c.JSON(http.StatusOK, gin.H{"status": "ok"})
 }
 
 //go:embed openapi.json
@@ -34,61 +43,67 @@ func serveOpenAPI(c *gin.Context) {
 	c.Data(http.StatusOK, "application/json; charset=utf-8", openAPIDoc)
 }
 
-func (s *server) listVenues(c *gin.Context) {
-	vs, err := s.eng.ListVenues(c.Request.Context())
+// browseRoutes are the catalog as anyone may browse it, without a token.
+type browseRoutes struct {
+	request.Reader
+	catalog *engine.Catalog
+}
+
+func (rt *browseRoutes) listVenues(c *gin.Context) {
+	vs, err := rt.catalog.ListVenues(c.Request.Context())
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toList(vs, "", toVenueResponse))
 }
 
-func (s *server) listResources(c *gin.Context) {
-	venueID, ok := s.queryID(c, "venue_id")
+func (rt *browseRoutes) listResources(c *gin.Context) {
+	venueID, ok := rt.QueryID(c, "venue_id")
 	if !ok {
 		return
 	}
-	rs, err := s.eng.ListResources(c.Request.Context(), venueID)
+	rs, err := rt.catalog.ListResources(c.Request.Context(), venueID)
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toList(rs, "", toResourceResponse))
 }
 
-func (s *server) listServices(c *gin.Context) {
-	venueID, ok := s.queryID(c, "venue_id")
+func (rt *browseRoutes) listServices(c *gin.Context) {
+	venueID, ok := rt.QueryID(c, "venue_id")
 	if !ok {
 		return
 	}
-	ss, err := s.eng.ListServices(c.Request.Context(), venueID)
+	ss, err := rt.catalog.ListServices(c.Request.Context(), venueID)
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toList(ss, "", toServiceResponse))
 }
 
-func (s *server) availability(c *gin.Context) {
-	resourceID, ok := s.queryID(c, "resource_id")
+func (rt *browseRoutes) availability(c *gin.Context) {
+	resourceID, ok := rt.QueryID(c, "resource_id")
 	if !ok {
 		return
 	}
-	serviceID, ok := s.queryID(c, "service_id")
+	serviceID, ok := rt.QueryID(c, "service_id")
 	if !ok {
 		return
 	}
 	if resourceID == 0 && serviceID == 0 {
-		s.fail(c, badRequest("missing_parameter", "resource_id or service_id is required").withField("resource_id"))
+		rt.Fail(c, answer.BadRequest("missing_parameter", "resource_id or service_id is required").WithField("resource_id"))
 		return
 	}
-	date, ok := s.queryDate(c, "date", true)
+	date, ok := rt.QueryDate(c, "date", true)
 	if !ok {
 		return
 	}
-	slots, err := s.eng.Availability(c.Request.Context(), engine.AvailabilityQuery{ResourceID: resourceID, ServiceID: serviceID, Date: date})
+	slots, err := rt.catalog.Availability(c.Request.Context(), engine.AvailabilityQuery{ResourceID: resourceID, ServiceID: serviceID, Date: date})
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toAvailabilityResponse(slots))

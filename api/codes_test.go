@@ -15,10 +15,12 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/slotwheel/slotwheel/api/internal/answer"
 )
 
 // TestCatalogListsEveryCode keeps the error codes in one home. It reads the module's Go sources for
-// every code the server can answer with, and requires that the message catalog (messages.go) has
+// every code the server can answer with, and requires that the message catalog (answer.Catalog) has
 // each of them in every language, has nothing else, and that openapi.json's Error.code enum is
 // exactly the catalog's codes. A new code, in the engine or here, therefore fails this test until it
 // has its messages and is in the contract.
@@ -30,16 +32,16 @@ func TestCatalogListsEveryCode(t *testing.T) {
 
 	var missing []string
 	for _, code := range sortedKeys(found) {
-		for _, lang := range []string{langEN, langZH} {
-			if catalog[lang][code] == "" {
+		for _, lang := range []string{answer.LangEN, answer.LangZH} {
+			if answer.Catalog[lang][code] == "" {
 				missing = append(missing, fmt.Sprintf("%s has no %s message (made at %s)", code, lang, found[code][0]))
 			}
 		}
 	}
-	require.Empty(t, missing, "add the messages to catalog in messages.go")
+	require.Empty(t, missing, "add the messages to Catalog in api/internal/answer/messages.go")
 
-	require.Equal(t, sortedKeys(catalog[langEN]), sortedKeys(catalog[langZH]), "the languages cover different codes")
-	for code := range catalog[langEN] {
+	require.Equal(t, sortedKeys(answer.Catalog[answer.LangEN]), sortedKeys(answer.Catalog[answer.LangZH]), "the languages cover different codes")
+	for code := range answer.Catalog[answer.LangEN] {
 		require.Contains(t, found, code, "catalog has %s, which no source makes any more; remove it (and from openapi.json)", code)
 	}
 
@@ -61,7 +63,7 @@ func TestCatalogListsEveryCode(t *testing.T) {
 		} `json:"components"`
 	}
 	require.NoError(t, json.Unmarshal(openAPIDoc, &raw))
-	require.Equal(t, sortedKeys(catalog[langEN]), raw.Components.Schemas.Error.Properties.Error.Properties.Code.Enum,
+	require.Equal(t, sortedKeys(answer.Catalog[answer.LangEN]), raw.Components.Schemas.Error.Properties.Error.Properties.Code.Enum,
 		"openapi.json's components.schemas.Error.properties.error.properties.code.enum must list the catalog's codes, sorted")
 }
 
@@ -79,18 +81,18 @@ func TestCodeScannerSeesEveryShape(t *testing.T) {
 		"invalid_category":       "\"invalid_\"+field through CheckOptionalText",
 		"invalid_capacity":       "the limits table, read through l.code",
 		"invalid_number":         "a function whose result is the code (booking.CodeFor)",
-		"not_found":              "api's newError(status, \"...\", ...)",
-		"invalid_id":             "api's badRequest(\"...\", ...)",
-		"invalid_role":           "api's unprocessable(\"...\", ...)",
-		"missing_field":          "api's missing(field), through badRequest",
+		"not_found":              "answer.NewError(status, \"...\", ...)",
+		"invalid_id":             "answer.BadRequest(\"...\", ...)",
+		"invalid_role":           "answer.Unprocessable(\"...\", ...)",
+		"missing_field":          "request.Missing(field), through answer.BadRequest",
 	} {
 		require.Contains(t, found, code, "the scanner misses %s", shape)
 	}
-	// This package's sentinels, declared at package level.
-	for _, e := range []*apiError{errNotFound, errMethodNotAllowed, errUnauthorized, errForbidden, errBodyTooLarge,
+	// The API's sentinels, declared at package level (in package answer and beside their routes).
+	for _, e := range []*answer.Error{answer.ErrNotFound, answer.ErrMethodNotAllowed, answer.ErrUnauthorized, answer.ErrForbidden, answer.ErrBodyTooLarge,
 		errWechatNotConfigured, errWechatLoginFailed, errWechatUnavailable, errBadSignature, errStaleSignature,
-		errInvalidHoldID, errInvalidIdempotency, errInternal, errBackendUnavailable} {
-		require.Contains(t, found, e.Code, "the scanner misses api's %s", e.Code)
+		errInvalidHoldID, answer.ErrInvalidIdempotency, answer.ErrInternal, answer.ErrBackendUnavailable} {
+		require.Contains(t, found, e.Code, "the scanner misses the API's %s", e.Code)
 	}
 }
 
@@ -121,10 +123,10 @@ func sortedKeys[V any](m map[string]V) []string {
 // The shapes that carry an error code to a client:
 //
 //   - a composite literal of an error type with a Code field: booking.Error (also spelled Error inside
-//     engine/booking and engine.Error outside it) and this package's apiError;
+//     engine/booking and engine.Error outside it) and the API's answer.Error;
 //   - a call of a constructor: a function that puts one of its parameters, as is or after a literal
 //     prefix ("invalid_"+field), into such a literal or into another constructor's code argument.
-//     Constructors are found, not listed: booking.Invalid, newError, badRequest, unprocessable, the
+//     Constructors are found, not listed: booking.Invalid, answer.NewError, answer.BadRequest, the
 //     engine's unknown, booking.CheckName, ...
 //
 // A code expression is resolved when it is a string literal, a constructor's parameter, a field
@@ -137,7 +139,7 @@ func sortedKeys[V any](m map[string]V) []string {
 var errorTypes = map[string]bool{
 	"booking.Error": true, "engine.Error": true,
 	"booking:Error": true, // Error written inside package booking
-	"api:apiError":  true,
+	"answer:Error":  true,
 }
 
 // ctor says which argument of a constructor is the code, and the literal prefix put before it.
@@ -397,7 +399,7 @@ func stringLit(e ast.Expr) (string, bool) {
 	return v, err == nil
 }
 
-// typeName names the type of a composite literal as errorTypes does ("booking.Error", "api:apiError").
+// typeName names the type of a composite literal as errorTypes does ("booking.Error", "answer:Error").
 func typeName(pkg string, e ast.Expr) string {
 	switch t := e.(type) {
 	case *ast.Ident:
@@ -410,7 +412,7 @@ func typeName(pkg string, e ast.Expr) string {
 	return ""
 }
 
-// calleeName is the name of a called function or method: Invalid for booking.Invalid, fail for s.fail.
+// calleeName is the name of a called function or method: Invalid for booking.Invalid, Fail for rt.Fail.
 func calleeName(e ast.Expr) string {
 	switch f := e.(type) {
 	case *ast.Ident:

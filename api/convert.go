@@ -10,6 +10,13 @@ import (
 // offset, money in integer cents. Engine types cross into them only through the to*Response
 // converters below, so that a change inside the engine does not ripple into the API.
 
+// formatID writes an id as the API shows it.
+var formatID = wire.ID
+
+// formatTime writes a time as the API shows it: RFC 3339 in the time's own zone, which for booking
+// times is the venue's.
+var formatTime = wire.Time
+
 type listResponse[T any] struct {
 	Items      []T    `json:"items"`
 	NextCursor string `json:"next_cursor"`

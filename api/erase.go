@@ -5,6 +5,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/slotwheel/slotwheel/api/internal/answer"
+	"github.com/slotwheel/slotwheel/api/internal/auth"
 	"github.com/slotwheel/slotwheel/engine"
 )
 
@@ -35,18 +37,18 @@ func toErasedResponse(e engine.Erased) erasedResponse {
 
 // eraseUser anonymises a user (PIPL). The path names the user by their id; a segment that cannot be
 // a user id — a pseudonym included — names nobody (404), as a path id that is not an id does elsewhere.
-func (s *server) eraseUser(c *gin.Context) {
+func (rt *bookingRoutes) eraseUser(c *gin.Context) {
 	id := c.Param("id")
-	if !validUserID(id) {
-		s.fail(c, errNotFound)
+	if !auth.ValidUserID(id) {
+		rt.Fail(c, answer.ErrNotFound)
 		return
 	}
-	if !s.bindEmpty(c) {
+	if !rt.BindEmpty(c) {
 		return
 	}
-	out, err := s.eng.EraseUser(c.Request.Context(), actorOf(c), id)
+	out, err := rt.bookings.EraseUser(c.Request.Context(), auth.Actor(c), id)
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toErasedResponse(out))

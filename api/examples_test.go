@@ -8,6 +8,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/stretchr/testify/require"
+
+	"github.com/slotwheel/slotwheel/api/internal/answer"
 )
 
 // TestOpenAPIExamples requires openapi.json to show every operation in use, and its examples to be
@@ -131,10 +133,10 @@ func errorExampleMismatch(v any) string {
 	code, _ := e["code"].(string)
 	field, _ := e["field"].(string)
 	got, _ := e["message"].(string)
-	if catalog[langEN][code] == "" {
+	if answer.Catalog[answer.LangEN][code] == "" {
 		return fmt.Sprintf("code %q has no message in the catalog", code)
 	}
-	if want := message(langEN, code, "", field); got != want {
+	if want := answer.Message(answer.LangEN, code, "", field); got != want {
 		return fmt.Sprintf("message %q is not the server's %q", got, want)
 	}
 	return ""

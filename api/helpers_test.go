@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
+	"github.com/slotwheel/slotwheel/api/internal/answer"
 	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/clock"
@@ -233,7 +234,7 @@ func (r reply) decode(t testing.TB, v any) reply {
 
 // errorCode is the error body's code, "" when the body is not an error body.
 func (r reply) errorCode() string {
-	var e errorBody
+	var e answer.Body
 	if json.Unmarshal(r.Body, &e) != nil {
 		return ""
 	}
@@ -306,17 +307,17 @@ func loadDoc(t testing.TB) (*openapi3.T, routers.Router) {
 // must also carry X-Request-Id, and every non-2xx answer the error body (documented or not).
 func validateResponse(t testing.TB, req *http.Request, r reply) {
 	t.Helper()
-	if r.Header.Get(headerRequestID) == "" {
+	if r.Header.Get(answer.HeaderRequestID) == "" {
 		t.Errorf("%s %s: answer %d has no X-Request-Id", req.Method, req.URL.Path, r.Status)
 	}
 	isDashboard := strings.HasPrefix(req.URL.Path, "/monitoring")
 	if r.Status >= 400 {
-		var e errorBody
+		var e answer.Body
 		if err := json.Unmarshal(r.Body, &e); err != nil || e.Error.Code == "" || e.Error.Message == "" || e.Error.RequestID == "" {
 			t.Errorf("%s %s: answer %d has no error body: %s", req.Method, req.URL.Path, r.Status, r.Body)
-		} else if e.Error.RequestID != r.Header.Get(headerRequestID) && r.Header.Get(headerReplayed) == "" {
+		} else if e.Error.RequestID != r.Header.Get(answer.HeaderRequestID) && r.Header.Get(headerReplayed) == "" {
 			// (A replayed answer is the first answer, byte for byte, request_id included.)
-			t.Errorf("%s %s: error body's request_id %q is not the header's %q", req.Method, req.URL.Path, e.Error.RequestID, r.Header.Get(headerRequestID))
+			t.Errorf("%s %s: error body's request_id %q is not the header's %q", req.Method, req.URL.Path, e.Error.RequestID, r.Header.Get(answer.HeaderRequestID))
 		}
 	}
 	if isDashboard && r.Status < 300 {

@@ -4,9 +4,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/slotwheel/slotwheel/api/internal/request"
 )
 
-// holdBodies are hold bodies that holdFields reads, and ones it must leave to decodeStrict.
+// holdBodies are hold bodies that holdFields reads, and ones it must leave to request.Decode.
 var holdBodies = []string{
 	`{"resource_id":"12","start":"2026-03-01T08:00:00+08:00","end":"2026-03-01T09:00:00+08:00"}`,
 	" \r\n\t{ \"service_id\" : \"3\" , \"start\":\"2026-03-01T08:00:00.5Z\",\"quantity\":2 }\n ",
@@ -32,7 +34,7 @@ func TestHoldFieldsIsDecodeStrict(t *testing.T) {
 	require.Equal(t, 7, read, "the bodies holdFields reads by hand")
 }
 
-// FuzzHoldFields holds decodeHoldRequest to decodeStrict: the same request, or the same error.
+// FuzzHoldFields holds decodeHoldRequest to request.Decode: the same request, or the same error.
 func FuzzHoldFields(f *testing.F) {
 	for _, body := range holdBodies {
 		f.Add([]byte(body))
@@ -40,19 +42,19 @@ func FuzzHoldFields(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) { checkHoldFields(t, body) })
 }
 
-// checkHoldFields fails unless decodeHoldRequest reads body as decodeStrict does, and answers
+// checkHoldFields fails unless decodeHoldRequest reads body as request.Decode does, and answers
 // whether holdFields read it by hand.
 func checkHoldFields(t *testing.T, body []byte) bool {
 	t.Helper()
 	var want, got, fast holdRequest
-	werr := decodeStrict(body, &want)
+	werr := request.Decode(body, &want)
 	gerr := decodeHoldRequest(body, &got)
 	require.Equal(t, werr, gerr, "%q", body)
 	require.Equal(t, want, got, "%q", body)
 	if !holdFields(body, &fast) {
 		return false
 	}
-	require.NoError(t, werr, "%q is read by hand but refused by decodeStrict", body)
+	require.NoError(t, werr, "%q is read by hand but refused by request.Decode", body)
 	require.Equal(t, want, fast, "%q", body)
 	return true
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,6 +9,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/slotwheel/slotwheel/api/internal/answer"
+	"github.com/slotwheel/slotwheel/api/internal/auth"
+	"github.com/slotwheel/slotwheel/api/internal/request"
 	"github.com/slotwheel/slotwheel/engine/idem"
 )
 
@@ -28,39 +32,40 @@ const (
 )
 
 // idempotencyKeyOf reads the request's Idempotency-Key: keyed is false without one, and a key sent
-// twice or with other than 1..255 visible ASCII characters is errInvalidIdempotency.
+// twice or with other than 1..255 visible ASCII characters is answer.ErrInvalidIdempotency.
 func idempotencyKeyOf(c *gin.Context) (key string, keyed bool, err error) {
 	values := c.Request.Header.Values(headerIdempotencyKey)
 	switch {
 	case len(values) == 0:
 		return "", false, nil
 	case len(values) > 1 || !validIdempotencyKey(values[0]):
-		return "", false, errInvalidIdempotency
+		return "", false, answer.ErrInvalidIdempotency
 	}
 	return values[0], true, nil
 }
 
 // idempotent makes a POST with an Idempotency-Key answer the same way every time: the first request
 // runs and its 2xx or 4xx answer is stored; a repeat with the same body gets the stored answer; a 5xx
-// is forgotten so that a retry runs again. Without a store the header is ignored.
-func (s *server) idempotent(store IdempotencyStore) gin.HandlerFunc {
+// is forgotten so that a retry runs again. Without a store the header is ignored. out answers the
+// failures, and its log takes a record that could not be settled.
+func idempotent(store IdempotencyStore, out answer.Failer) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		key, keyed, err := idempotencyKeyOf(c)
 		if err != nil {
-			s.fail(c, err)
+			out.Fail(c, err)
 			return
 		}
 		if !keyed || store == nil {
 			c.Next()
 			return
 		}
-		scope := idempotencyScope(callerOf(c), c.Request.Method, c.Request.URL.Path, key)
-		sum := sha256.Sum256(bodyOf(c))
+		scope := idempotencyScope(auth.Caller(c), c.Request.Method, c.Request.URL.Path, key)
+		sum := sha256.Sum256(request.Body(c))
 		ctx := c.Request.Context()
 
 		stored, err := store.Begin(ctx, scope, hex.EncodeToString(sum[:]))
 		if err != nil {
-			s.fail(c, err)
+			out.Fail(c, err)
 			return
 		}
 		if stored != nil {
@@ -87,8 +92,8 @@ func (s *server) idempotent(store IdempotencyStore) gin.HandlerFunc {
 				err = store.Finish(sctx, scope, idem.Response{Status: status, Body: w.buf.Bytes()})
 			}
 			if err != nil {
-				s.log.ErrorContext(ctx, "idempotency record not settled",
-					"request_id", requestIDOf(c), "path", c.Request.URL.Path, "status", status, "err", err)
+				out.Log.ErrorContext(ctx, "idempotency record not settled",
+					"request_id", answer.RequestIDOf(c), "path", c.Request.URL.Path, "status", status, "err", err)
 			}
 		}()
 		c.Next()
@@ -118,4 +123,20 @@ func validIdempotencyKey(k string) bool {
 		}
 	}
 	return true
+}
+
+// capturingWriter copies the body written through it.
+type capturingWriter struct {
+	gin.ResponseWriter
+	buf bytes.Buffer
+}
+
+func (w *capturingWriter) Write(b []byte) (int, error) {
+	w.buf.Write(b)
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *capturingWriter) WriteString(s string) (int, error) {
+	w.buf.WriteString(s)
+	return w.ResponseWriter.WriteString(s)
 }

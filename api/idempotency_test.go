@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/require"
 
+	"github.com/slotwheel/slotwheel/api/internal/answer"
 	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
@@ -147,12 +148,12 @@ func TestIdempotencyConcurrent(t *testing.T) {
 func TestIdempotencyForgetsServerFailures(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t)
-	s := hs.h.srv
+	in := hs.h.in
 	var calls atomic.Int32
-	hs.h.Engine.POST("/test-flaky", s.authenticate(booking.RoleUser), s.readBody, s.idempotent(hs.opts.Idempotency), func(c *gin.Context) {
+	hs.h.Engine.POST("/test-flaky", hs.h.tokens.Require(booking.RoleUser), in.ReadBody, idempotent(hs.opts.Idempotency, in.Failer), func(c *gin.Context) {
 		switch calls.Add(1) {
 		case 1:
-			s.fail(c, errBackendUnavailable)
+			in.Fail(c, answer.ErrBackendUnavailable)
 		case 2:
 			panic("boom")
 		default:

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/slotwheel/slotwheel/api/internal/answer"
+	"github.com/slotwheel/slotwheel/api/internal/request"
 	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
@@ -366,7 +368,7 @@ func TestDecodeTime(t *testing.T) {
 		"2000-01-01T00:00:00+08:00":     true, // 1999 in UTC, but 2000 as written
 		"9999-12-31T23:59:59Z":          true,
 	} {
-		_, got := parseTime(s)
+		_, got := request.ParseTime(s)
 		require.Equal(t, ok, got, s)
 	}
 }
@@ -390,7 +392,7 @@ func TestRefusedInputNamesTheField(t *testing.T) {
 		{"/api/v1/holds", set{"resource_id": hs.res, "start": start, "end": 5}, "end"},
 		{"/api/v1/waitlist", set{"resource_id": hs.res, "start": "0001-01-01T08:00:00+08:00", "end": end}, "start"},
 	} {
-		var en, zh errorBody
+		var en, zh answer.Body
 		hs.do(http.MethodPost, tc.path, alice, tc.body).expect(t, http.StatusBadRequest).decode(t, &en)
 		require.Equal(t, "invalid_time", en.Error.Code, "%s %v", tc.path, tc.body)
 		require.Contains(t, en.Error.Message, "(field: "+tc.field+")", "%s %v", tc.path, tc.body)
@@ -404,7 +406,7 @@ func TestRefusedInputNamesTheField(t *testing.T) {
 	now := hs.clock.Now()
 	for _, holdID := range []string{"", "a b", strings.Repeat("h", 65)} {
 		body := paymentBody(t, holdID, "pay-x", 100, now)
-		var en, zh errorBody
+		var en, zh answer.Body
 		hs.notify(body, testPaymentSecret, now).expect(t, http.StatusUnprocessableEntity).decode(t, &en)
 		require.Equal(t, "invalid_hold_id", en.Error.Code, "%q", holdID)
 		require.Contains(t, en.Error.Message, "hold id")

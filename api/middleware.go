@@ -1,83 +1,30 @@
 package api
 
 import (
-	"bytes"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
+	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/slotwheel/slotwheel/api/internal/answer"
 )
-
-// maxBody is the largest request body read; larger ones are refused with 413 body_too_large.
-const maxBody = 1 << 20
-
-// Context keys.
-const (
-	ctxRequestID = "slotwheel.request_id"
-	ctxBody      = "slotwheel.body"
-	ctxActor     = "slotwheel.actor"
-)
-
-// headerRequestID is echoed on every answer.
-const headerRequestID = "X-Request-Id"
-
-// requestID takes the client's X-Request-Id when it is sane, else makes one, and puts it on the
-// answer before anything else can write.
-func requestID() gin.HandlerFunc {
-	return func(c *gin.Context) {
-		id := c.GetHeader(headerRequestID)
-		if !saneToken(id, 128) {
-			id = newRequestID()
-		}
-		c.Set(ctxRequestID, id)
-		c.Header(headerRequestID, id)
-		c.Next()
-	}
-}
-
-func newRequestID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// saneToken reports whether s is 1..max characters of letters, digits and "-_.:".
-func saneToken(s string, max int) bool {
-	if s == "" || len(s) > max {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		ch := s[i]
-		switch {
-		case ch >= 'a' && ch <= 'z', ch >= 'A' && ch <= 'Z', ch >= '0' && ch <= '9':
-		case ch == '-' || ch == '_' || ch == '.' || ch == ':':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-func requestIDOf(c *gin.Context) string { return c.GetString(ctxRequestID) }
 
 // AccessLogMessage is the message of the access log's line per request: the one line a process
 // writes at the rate of its requests, which its log may batch (main's bufferedLog).
 const AccessLogMessage = "http request"
 
-// accessLog writes one line per request.
-func (s *server) accessLog() gin.HandlerFunc {
+// accessLog writes one line per request to log.
+func accessLog(log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
@@ -86,8 +33,8 @@ func (s *server) accessLog() gin.HandlerFunc {
 		if status >= 500 {
 			level = slog.LevelError
 		}
-		s.log.LogAttrs(c.Request.Context(), level, AccessLogMessage,
-			slog.String("request_id", requestIDOf(c)),
+		log.LogAttrs(c.Request.Context(), level, AccessLogMessage,
+			slog.String("request_id", answer.RequestIDOf(c)),
 			slog.String("method", c.Request.Method),
 			slog.String("path", c.Request.URL.Path),
 			slog.String("route", c.FullPath()),
@@ -100,7 +47,7 @@ func (s *server) accessLog() gin.HandlerFunc {
 
 // recoverPanics turns a panic into a 500 with the error body; the panic and its stack go to the log
 // only.
-func (s *server) recoverPanics() gin.HandlerFunc {
+func recoverPanics(out answer.Failer) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		defer func() {
 			p := recover()
@@ -110,14 +57,14 @@ func (s *server) recoverPanics() gin.HandlerFunc {
 			if p == http.ErrAbortHandler { // net/http aborts a response this way; let it through
 				panic(p)
 			}
-			s.log.ErrorContext(c.Request.Context(), "panic in handler",
-				"request_id", requestIDOf(c), "method", c.Request.Method, "path", c.Request.URL.Path,
+			out.Log.ErrorContext(c.Request.Context(), "panic in handler",
+				"request_id", answer.RequestIDOf(c), "method", c.Request.Method, "path", c.Request.URL.Path,
 				"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			if c.Writer.Written() {
 				c.Abort()
 				return
 			}
-			s.fail(c, errInternal)
+			out.Fail(c, answer.ErrInternal)
 		}()
 		c.Next()
 	}
@@ -147,46 +94,6 @@ func observe() gin.HandlerFunc {
 		httpRequests.WithLabelValues(route, c.Request.Method, strconv.Itoa(c.Writer.Status())).Inc()
 		httpDuration.WithLabelValues(route, c.Request.Method).Observe(time.Since(start).Seconds())
 	}
-}
-
-// readBody reads the whole body (at most maxBody bytes) once, for hashing, signature checks and
-// strict decoding.
-func (s *server) readBody(c *gin.Context) {
-	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxBody))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			s.fail(c, errBodyTooLarge)
-			return
-		}
-		s.fail(c, badRequest("invalid_json", "the body could not be read"))
-		return
-	}
-	c.Set(ctxBody, raw)
-	c.Request.Body = io.NopCloser(bytes.NewReader(raw))
-	c.Next()
-}
-
-func bodyOf(c *gin.Context) []byte {
-	b, _ := c.Get(ctxBody)
-	raw, _ := b.([]byte)
-	return raw
-}
-
-// capturingWriter copies the body written through it.
-type capturingWriter struct {
-	gin.ResponseWriter
-	buf bytes.Buffer
-}
-
-func (w *capturingWriter) Write(b []byte) (int, error) {
-	w.buf.Write(b)
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *capturingWriter) WriteString(s string) (int, error) {
-	w.buf.WriteString(s)
-	return w.ResponseWriter.WriteString(s)
 }
 
 // cors lets the browser pages of the listed origins (H5 pages, a web admin) call the API. Tokens
@@ -219,12 +126,34 @@ func cors(origins []string) gin.HandlerFunc {
 // strictQuery answers 400 invalid_query to a query string that cannot be parsed (a stray %, a
 // broken escape, a semicolon). Go's parser drops such a pair and reads the rest, so
 // "?cursor=%zz" would otherwise be answered as the first page, as if no cursor had been sent.
-func (s *server) strictQuery(c *gin.Context) {
-	if raw := c.Request.URL.RawQuery; raw != "" {
-		if _, err := url.ParseQuery(raw); err != nil {
-			s.fail(c, badRequest("invalid_query", "the query string cannot be parsed"))
+func strictQuery(out answer.Failer) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if raw := c.Request.URL.RawQuery; raw != "" {
+			if _, err := url.ParseQuery(raw); err != nil {
+				out.Fail(c, answer.BadRequest("invalid_query", "the query string cannot be parsed"))
+				return
+			}
+		}
+		c.Next()
+	}
+}
+
+// rateLimit answers 429 rate_limited to a client address over SLOTWHEEL_RATE_LIMIT_PER_IP, counted in
+// Redis so that every instance applies the same number.
+// Payment providers' notifications are exempt: a provider is one address sending for every payer,
+// and refusing it would only make it retry.
+func rateLimit(limiter rateLimiter, out answer.Failer) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if strings.HasPrefix(c.Request.URL.Path, "/api/v1/payments/") {
 			return
 		}
+		if err := limiter.AllowRequest(c.Request.Context(), c.ClientIP()); err != nil {
+			out.Fail(c, err)
+		}
 	}
-	c.Next()
+}
+
+// rateLimiter is what rateLimit asks of the engine (engine.Holds).
+type rateLimiter interface {
+	AllowRequest(ctx context.Context, addr string) error
 }

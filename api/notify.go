@@ -5,16 +5,27 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/slotwheel/slotwheel/api/internal/answer"
+	"github.com/slotwheel/slotwheel/api/internal/auth"
+	"github.com/slotwheel/slotwheel/api/internal/request"
 	"github.com/slotwheel/slotwheel/engine"
 )
 
 // Webhook endpoints, their deliveries, WeChat subscribe-message templates and the venues' release
 // modes: the admin side of "Events and webhooks" and "Venue operations" in docs/API.md.
 
+// notifyRoutes are the admin's webhook endpoints, their deliveries and the WeChat templates; a
+// venue's release mode is set here too, on the catalog.
+type notifyRoutes struct {
+	request.Reader
+	notifications *engine.Notifications
+	catalog       *engine.Catalog
+}
+
 type webhookRequest struct {
-	URL        *string    `json:"url"`
-	EventTypes []string   `json:"event_types"`
-	VenueID    optionalID `json:"venue_id"`
+	URL        *string            `json:"url"`
+	EventTypes []string           `json:"event_types"`
+	VenueID    request.OptionalID `json:"venue_id"`
 }
 
 type webhookResponse struct {
@@ -40,41 +51,41 @@ func toWebhookResponse(w engine.Webhook) webhookResponse {
 	return out
 }
 
-func (s *server) createWebhook(c *gin.Context) {
+func (rt *notifyRoutes) createWebhook(c *gin.Context) {
 	var req webhookRequest
-	if !s.bind(c, &req) {
+	if !rt.Bind(c, &req) {
 		return
 	}
-	if err := required("url", req.URL != nil); err != nil {
-		s.fail(c, err)
+	if err := request.Required("url", req.URL != nil); err != nil {
+		rt.Fail(c, err)
 		return
 	}
-	w, err := s.eng.CreateWebhook(c.Request.Context(), actorOf(c), engine.WebhookInput{URL: *req.URL,
+	w, err := rt.notifications.CreateWebhook(c.Request.Context(), auth.Actor(c), engine.WebhookInput{URL: *req.URL,
 		EventTypes: req.EventTypes, VenueID: uint64(req.VenueID)})
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusCreated, toWebhookResponse(w))
 }
 
-func (s *server) listWebhooks(c *gin.Context) {
-	ws, err := s.eng.ListWebhooks(c.Request.Context(), actorOf(c))
+func (rt *notifyRoutes) listWebhooks(c *gin.Context) {
+	ws, err := rt.notifications.ListWebhooks(c.Request.Context(), auth.Actor(c))
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toList(ws, "", toWebhookResponse))
 }
 
-func (s *server) deleteWebhook(c *gin.Context) {
-	id, ok := s.pathID(c)
+func (rt *notifyRoutes) deleteWebhook(c *gin.Context) {
+	id, ok := rt.PathID(c)
 	if !ok {
 		return
 	}
-	w, err := s.eng.DeleteWebhook(c.Request.Context(), actorOf(c), id)
+	w, err := rt.notifications.DeleteWebhook(c.Request.Context(), auth.Actor(c), id)
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toWebhookResponse(w))
@@ -112,36 +123,36 @@ func toDeliveryResponse(webhookID uint64) func(engine.Delivery) deliveryResponse
 	}
 }
 
-func (s *server) listDeliveries(c *gin.Context) {
-	id, ok := s.pathID(c)
+func (rt *notifyRoutes) listDeliveries(c *gin.Context) {
+	id, ok := rt.PathID(c)
 	if !ok {
 		return
 	}
-	limit, ok := s.queryLimit(c)
+	limit, ok := rt.QueryLimit(c)
 	if !ok {
 		return
 	}
-	ds, next, err := s.eng.ListDeliveries(c.Request.Context(), actorOf(c), id, c.Query("status"), c.Query("cursor"), limit)
+	ds, next, err := rt.notifications.ListDeliveries(c.Request.Context(), auth.Actor(c), id, c.Query("status"), c.Query("cursor"), limit)
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toList(ds, next, toDeliveryResponse(id)))
 }
 
-func (s *server) retryDelivery(c *gin.Context) {
-	id, ok := s.pathID(c)
-	if !ok || !s.bindEmpty(c) {
+func (rt *notifyRoutes) retryDelivery(c *gin.Context) {
+	id, ok := rt.PathID(c)
+	if !ok || !rt.BindEmpty(c) {
 		return
 	}
-	deliveryID, ok := parseID(c.Param("delivery_id"))
+	deliveryID, ok := request.ParseID(c.Param("delivery_id"))
 	if !ok {
-		s.fail(c, errNotFound)
+		rt.Fail(c, answer.ErrNotFound)
 		return
 	}
-	d, err := s.eng.RetryDelivery(c.Request.Context(), actorOf(c), id, deliveryID)
+	d, err := rt.notifications.RetryDelivery(c.Request.Context(), auth.Actor(c), id, deliveryID)
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toDeliveryResponse(id)(d))
@@ -165,29 +176,29 @@ func toWechatTemplateResponse(t engine.WechatTemplate) wechatTemplateResponse {
 	return wechatTemplateResponse{EventType: t.EventType, TemplateID: t.TemplateID, Page: t.Page, Data: t.Data}
 }
 
-func (s *server) setWechatTemplate(c *gin.Context) {
+func (rt *notifyRoutes) setWechatTemplate(c *gin.Context) {
 	var req wechatTemplateJSON
-	if !s.bind(c, &req) {
+	if !rt.Bind(c, &req) {
 		return
 	}
-	if err := firstError(required("event_type", req.EventType != nil), required("template_id", req.TemplateID != nil),
-		required("data", req.Data != nil)); err != nil {
-		s.fail(c, err)
+	if err := request.FirstError(request.Required("event_type", req.EventType != nil), request.Required("template_id", req.TemplateID != nil),
+		request.Required("data", req.Data != nil)); err != nil {
+		rt.Fail(c, err)
 		return
 	}
-	t, err := s.eng.SetWechatTemplate(c.Request.Context(), actorOf(c), engine.WechatTemplate{EventType: *req.EventType,
+	t, err := rt.notifications.SetWechatTemplate(c.Request.Context(), auth.Actor(c), engine.WechatTemplate{EventType: *req.EventType,
 		TemplateID: *req.TemplateID, Page: req.Page, Data: *req.Data})
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toWechatTemplateResponse(t))
 }
 
-func (s *server) listWechatTemplates(c *gin.Context) {
-	ts, err := s.eng.WechatTemplates(c.Request.Context(), actorOf(c))
+func (rt *notifyRoutes) listWechatTemplates(c *gin.Context) {
+	ts, err := rt.notifications.WechatTemplates(c.Request.Context(), auth.Actor(c))
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toList(ts, "", toWechatTemplateResponse))
@@ -197,22 +208,22 @@ type releaseModeRequest struct {
 	Mode *string `json:"mode"`
 }
 
-func (s *server) setReleaseMode(c *gin.Context) {
-	id, ok := s.pathID(c)
+func (rt *notifyRoutes) setReleaseMode(c *gin.Context) {
+	id, ok := rt.PathID(c)
 	if !ok {
 		return
 	}
 	var req releaseModeRequest
-	if !s.bind(c, &req) {
+	if !rt.Bind(c, &req) {
 		return
 	}
-	if err := required("mode", req.Mode != nil); err != nil {
-		s.fail(c, err)
+	if err := request.Required("mode", req.Mode != nil); err != nil {
+		rt.Fail(c, err)
 		return
 	}
-	v, err := s.eng.SetReleaseMode(c.Request.Context(), actorOf(c), id, *req.Mode)
+	v, err := rt.catalog.SetReleaseMode(c.Request.Context(), auth.Actor(c), id, *req.Mode)
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toVenueResponse(v))

@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/require"
 
+	"github.com/slotwheel/slotwheel/api/internal/answer"
 	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
@@ -143,14 +144,14 @@ func TestRequestIDAndLanguage(t *testing.T) {
 	hs := newHarness(t)
 
 	r := hs.do(http.MethodGet, "/api/v1/nope", "", nil, header{"X-Request-Id", "client-abc.1"}).expect(t, http.StatusNotFound)
-	require.Equal(t, "client-abc.1", r.Header.Get(headerRequestID))
+	require.Equal(t, "client-abc.1", r.Header.Get(answer.HeaderRequestID))
 	require.Equal(t, "not_found", r.errorCode())
 
 	r = hs.do(http.MethodGet, "/healthz", "", nil, header{"X-Request-Id", "bad id with spaces\n"})
-	require.NotEqual(t, "bad id with spaces\n", r.Header.Get(headerRequestID))
-	require.Regexp(t, `^[0-9a-f]{32}$`, r.Header.Get(headerRequestID))
+	require.NotEqual(t, "bad id with spaces\n", r.Header.Get(answer.HeaderRequestID))
+	require.Regexp(t, `^[0-9a-f]{32}$`, r.Header.Get(answer.HeaderRequestID))
 
-	var en, zh errorBody
+	var en, zh answer.Body
 	hs.do(http.MethodGet, "/api/v1/holds", "", nil, header{"Accept-Language", "en-US,en;q=0.9"}).
 		expect(t, http.StatusUnauthorized).decode(t, &en)
 	hs.do(http.MethodGet, "/api/v1/holds", "", nil, header{"Accept-Language", "zh-CN,zh;q=0.9,en;q=0.8"}).
@@ -192,34 +193,34 @@ func TestNoImplicitRedirects(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, r.Status, "%s: %s", name, r.Body)
 		require.Empty(t, r.Header.Get("Location"), name)
 		require.Contains(t, r.Header.Get("Content-Type"), "application/json", name)
-		require.Equal(t, "trail-1", r.Header.Get(headerRequestID), name)
+		require.Equal(t, "trail-1", r.Header.Get(answer.HeaderRequestID), name)
 		require.Equal(t, "not_found", r.errorCode(), name)
-		var e errorBody
+		var e answer.Body
 		r.decode(t, &e)
 		require.Equal(t, "trail-1", e.Error.RequestID, name)
 	}
 
 	// A generated id when the client sends none; 405 goes through the middleware as well.
 	r := hs.do(http.MethodGet, "/api/v1/holds/", alice, nil).expect(t, http.StatusNotFound)
-	require.Regexp(t, `^[0-9a-f]{32}$`, r.Header.Get(headerRequestID))
+	require.Regexp(t, `^[0-9a-f]{32}$`, r.Header.Get(answer.HeaderRequestID))
 	r = hs.do(http.MethodPut, "/api/v1/venues", "", nil, header{"X-Request-Id", "nomethod-1"}).
 		expect(t, http.StatusMethodNotAllowed)
-	require.Equal(t, "nomethod-1", r.Header.Get(headerRequestID))
+	require.Equal(t, "nomethod-1", r.Header.Get(answer.HeaderRequestID))
 	require.Equal(t, "method_not_allowed", r.errorCode())
 }
 
 func TestLanguageChoice(t *testing.T) {
 	t.Parallel()
 	for header, want := range map[string]string{
-		"":                          langEN,
-		"fr-FR":                     langEN,
-		"zh":                        langZH,
-		"zh-Hans-CN":                langZH,
-		"en;q=0.5, zh-CN;q=0.9":     langZH,
-		"zh-CN;q=0, en":             langEN,
-		"de, zh-TW;q=0.3, en;q=0.2": langZH,
+		"":                          answer.LangEN,
+		"fr-FR":                     answer.LangEN,
+		"zh":                        answer.LangZH,
+		"zh-Hans-CN":                answer.LangZH,
+		"en;q=0.5, zh-CN;q=0.9":     answer.LangZH,
+		"zh-CN;q=0, en":             answer.LangEN,
+		"de, zh-TW;q=0.3, en;q=0.2": answer.LangZH,
 	} {
-		require.Equal(t, want, language(header), "Accept-Language %q", header)
+		require.Equal(t, want, answer.Language(header), "Accept-Language %q", header)
 	}
 }
 
@@ -245,7 +246,7 @@ func TestPanicIsA500WithTheErrorBody(t *testing.T) {
 	r := hs.do(http.MethodGet, "/test-panic", "", nil).expect(t, http.StatusInternalServerError)
 	require.Equal(t, "internal", r.errorCode())
 	require.NotContains(t, string(r.Body), "secret internals")
-	var e errorBody
+	var e answer.Body
 	require.NoError(t, json.Unmarshal(r.Body, &e))
 	require.NotEmpty(t, e.Error.RequestID)
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/slotwheel/slotwheel/api/internal/answer"
+	"github.com/slotwheel/slotwheel/api/internal/request"
 	"github.com/slotwheel/slotwheel/engine"
 )
 
@@ -18,6 +20,13 @@ import (
 // "t=<unix seconds>,v1=<hex HMAC-SHA256(secret, t + "." + body)>". Several v1 entries may be sent
 // while the provider rotates secrets; one must match.
 const headerSignature = "X-Slotwheel-Signature"
+
+// The failures of a payment notification.
+var (
+	errBadSignature   = answer.NewError(http.StatusUnauthorized, "bad_signature", "the payment notification's signature is wrong")
+	errStaleSignature = answer.NewError(http.StatusUnauthorized, "stale_signature", "the payment notification's timestamp is over 5 minutes off")
+	errInvalidHoldID  = answer.Unprocessable("invalid_hold_id", "hold_id is not a hold id").WithField("hold_id")
+)
 
 // signatureTolerance is how far a notification's timestamp may be from now.
 const signatureTolerance = 5 * time.Minute
@@ -77,49 +86,57 @@ func verifySignature(secret []byte, header string, body []byte, now time.Time) e
 	return nil
 }
 
+// paymentRoutes take the signed notifications of the payment provider.
+type paymentRoutes struct {
+	request.Reader
+	payments *engine.Payments
+	secret   []byte           // HMAC secret of the notifications
+	now      func() time.Time // checks the notification's timestamp
+}
+
 type paymentRequest struct {
-	HoldID      *string   `json:"hold_id"`
-	PaymentID   *string   `json:"payment_id"`
-	AmountCents *int64    `json:"amount_cents"`
-	PaidAt      *jsonTime `json:"paid_at"`
+	HoldID      *string       `json:"hold_id"`
+	PaymentID   *string       `json:"payment_id"`
+	AmountCents *int64        `json:"amount_cents"`
+	PaidAt      *request.Time `json:"paid_at"`
 }
 
 // paymentNotify records a signed payment notification. A repeated payment_id is answered as the first
 // time by the engine; the provider gets a 2xx for a refund outcome too, since it retries anything
 // else.
-func (s *server) paymentNotify(c *gin.Context) {
-	raw := bodyOf(c)
-	if err := verifySignature(s.opts.PaymentSecret, c.GetHeader(headerSignature), raw, s.now()); err != nil {
-		s.fail(c, err)
+func (rt *paymentRoutes) paymentNotify(c *gin.Context) {
+	raw := request.Body(c)
+	if err := verifySignature(rt.secret, c.GetHeader(headerSignature), raw, rt.now()); err != nil {
+		rt.Fail(c, err)
 		return
 	}
 	var req paymentRequest
-	if !s.bind(c, &req) {
+	if !rt.Bind(c, &req) {
 		return
 	}
-	errs := []error{required("payment_id", req.PaymentID != nil), required("amount_cents", req.AmountCents != nil)}
+	errs := []error{request.Required("payment_id", req.PaymentID != nil), request.Required("amount_cents", req.AmountCents != nil)}
 	if req.HoldID == nil {
-		errs = append(errs, missing("hold_id"))
-	} else if !saneToken(*req.HoldID, 64) {
+		errs = append(errs, request.Missing("hold_id"))
+	} else if !answer.SaneToken(*req.HoldID, 64) {
 		// Only the characters are checked: a well-formed id the engine does not know is still
 		// recorded (for refund), since the money was taken.
 		errs = append(errs, errInvalidHoldID)
 	}
 	if req.PaidAt == nil {
-		errs = append(errs, missing("paid_at"))
+		errs = append(errs, request.Missing("paid_at"))
 	}
-	if err := firstError(errs...); err != nil {
-		s.fail(c, err)
+	if err := request.FirstError(errs...); err != nil {
+		rt.Fail(c, err)
 		return
 	}
-	res, err := s.eng.Pay(c.Request.Context(), engine.PaymentNotice{
+	res, err := rt.payments.Pay(c.Request.Context(), engine.PaymentNotice{
 		HoldID:      *req.HoldID,
 		PaymentID:   *req.PaymentID,
 		AmountCents: *req.AmountCents,
 		PaidAt:      req.PaidAt.Time,
 	})
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toPaymentResponse(res))

@@ -15,19 +15,19 @@ const qrModulePixels = 8
 
 // checkinQR renders a booking's check-in QR code as a PNG for the owner or the venue's staff (the
 // engine's read rule), for clients that do not draw QR codes themselves.
-func (s *server) checkinQR(c *gin.Context) {
-	b, ok := s.pathBooking(c)
+func (rt *bookingRoutes) checkinQR(c *gin.Context) {
+	b, ok := rt.pathBooking(c)
 	if !ok {
 		return
 	}
 	q, err := qrcode.New(booking.CheckinQRPayload(b.CheckinCode), qrcode.Medium)
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	png, err := q.PNG(-qrModulePixels)
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	// The code is the booking's entry ticket: nothing between the server and the guest keeps it.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/slotwheel/slotwheel/api/internal/request"
 	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
@@ -82,14 +83,14 @@ func FuzzHoldRequest(f *testing.F) {
 		var got holdResponse
 		r.decode(t, &got)
 		var req holdRequest
-		require.NoError(t, decodeStrict([]byte(raw), &req), "%s made a hold but does not decode", raw)
+		require.NoError(t, request.Decode([]byte(raw), &req), "%s made a hold but does not decode", raw)
 		start, err := time.Parse(time.RFC3339, got.Start)
 		require.NoError(t, err)
 		require.True(t, start.Equal(req.Start.Time), "asked %v, held %s", req.Start.Time, got.Start)
 		if req.End != nil {
 			require.True(t, req.End.Equal(mustTime(t, got.End)), "asked to end at %v, held until %s", req.End.Time, got.End)
 		}
-		require.Equal(t, max(deref(req.Quantity), 1), got.Quantity)
+		require.Equal(t, max(request.Deref(req.Quantity), 1), got.Quantity)
 		if req.ServiceID != nil {
 			require.Equal(t, formatID(uint64(*req.ServiceID)), got.ServiceID)
 		}

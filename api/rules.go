@@ -4,16 +4,26 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/slotwheel/slotwheel/api/internal/answer"
+	"github.com/slotwheel/slotwheel/api/internal/auth"
+	"github.com/slotwheel/slotwheel/api/internal/request"
 	"github.com/slotwheel/slotwheel/engine"
 	"github.com/slotwheel/slotwheel/engine/booking"
 )
 
 // Booking rules and money (docs/API.md "Booking rules" and "Payments with WeChat Pay"): resource
 // policies, the no-show freeze, reschedules, refunds and the WeChat Pay routes.
+
+// ruleRoutes are the routes of docs/API.md's "Booking rules" and "Payments with WeChat Pay".
+type ruleRoutes struct {
+	request.Reader
+	catalog  *engine.Catalog  // resource and no-show policies
+	bookings *engine.Bookings // reschedules
+	payments *engine.Payments // refunds and WeChat Pay
+}
 
 type policyJSON struct {
 	MinNoticeMinutes        *int `json:"min_notice_minutes"`
@@ -45,31 +55,31 @@ func toPolicyResponse(p engine.Policy) policyResponse {
 		NoshowRefundPercent: p.NoshowRefund, RescheduleCutoffMinutes: mins(p.RescheduleCutoff), MaxReschedules: p.MaxReschedules}
 }
 
-func (s *server) setPolicy(c *gin.Context) {
-	id, ok := s.pathID(c)
+func (rt *ruleRoutes) setPolicy(c *gin.Context) {
+	id, ok := rt.PathID(c)
 	if !ok {
 		return
 	}
 	var req policyJSON
-	if !s.bind(c, &req) {
+	if !rt.Bind(c, &req) {
 		return
 	}
-	p, err := s.eng.SetResourcePolicy(c.Request.Context(), actorOf(c), id, booking.PolicyInput(req))
+	p, err := rt.catalog.SetResourcePolicy(c.Request.Context(), auth.Actor(c), id, booking.PolicyInput(req))
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toPolicyResponse(p))
 }
 
-func (s *server) getPolicy(c *gin.Context) {
-	id, ok := s.pathID(c)
+func (rt *ruleRoutes) getPolicy(c *gin.Context) {
+	id, ok := rt.PathID(c)
 	if !ok {
 		return
 	}
-	p, err := s.eng.ResourcePolicy(c.Request.Context(), id)
+	p, err := rt.catalog.ResourcePolicy(c.Request.Context(), id)
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toPolicyResponse(p))
@@ -88,73 +98,73 @@ type noshowPolicyResponse struct {
 	FreezeDays int  `json:"freeze_days"`
 }
 
-func (s *server) setNoshowPolicy(c *gin.Context) {
+func (rt *ruleRoutes) setNoshowPolicy(c *gin.Context) {
 	var req noshowPolicyJSON
-	if !s.bind(c, &req) {
+	if !rt.Bind(c, &req) {
 		return
 	}
-	if err := firstError(required("max_noshows", req.MaxNoshows != nil), required("within_days", req.WithinDays != nil),
-		required("freeze_days", req.FreezeDays != nil)); err != nil {
-		s.fail(c, err)
+	if err := request.FirstError(request.Required("max_noshows", req.MaxNoshows != nil), request.Required("within_days", req.WithinDays != nil),
+		request.Required("freeze_days", req.FreezeDays != nil)); err != nil {
+		rt.Fail(c, err)
 		return
 	}
-	p, err := s.eng.SetNoshowPolicy(c.Request.Context(), actorOf(c), booking.NoshowPolicyInput{MaxNoshows: *req.MaxNoshows,
+	p, err := rt.catalog.SetNoshowPolicy(c.Request.Context(), auth.Actor(c), booking.NoshowPolicyInput{MaxNoshows: *req.MaxNoshows,
 		WithinDays: *req.WithinDays, FreezeDays: *req.FreezeDays})
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, noshowPolicyResponse(p))
 }
 
-func (s *server) getNoshowPolicy(c *gin.Context) {
-	p, err := s.eng.NoshowPolicyView(c.Request.Context(), actorOf(c))
+func (rt *ruleRoutes) getNoshowPolicy(c *gin.Context) {
+	p, err := rt.catalog.NoshowPolicyView(c.Request.Context(), auth.Actor(c))
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, noshowPolicyResponse(p))
 }
 
 type rescheduleRequest struct {
-	Start      *jsonTime  `json:"start"`
-	End        *jsonTime  `json:"end"`
-	ResourceID optionalID `json:"resource_id"`
+	Start      *request.Time      `json:"start"`
+	End        *request.Time      `json:"end"`
+	ResourceID request.OptionalID `json:"resource_id"`
 }
 
-func (s *server) rescheduleBooking(c *gin.Context) {
-	id, ok := s.pathID(c)
+func (rt *ruleRoutes) rescheduleBooking(c *gin.Context) {
+	id, ok := rt.PathID(c)
 	if !ok {
 		return
 	}
 	var req rescheduleRequest
-	if !s.bind(c, &req) {
+	if !rt.Bind(c, &req) {
 		return
 	}
-	if err := required("start", req.Start != nil); err != nil {
-		s.fail(c, err)
+	if err := request.Required("start", req.Start != nil); err != nil {
+		rt.Fail(c, err)
 		return
 	}
 	r := engine.RescheduleRequest{BookingID: id, Start: req.Start.Time, ResourceID: uint64(req.ResourceID)}
 	if req.End != nil {
 		r.End = req.End.Time
 	}
-	b, err := s.eng.Reschedule(c.Request.Context(), actorOf(c), r)
+	b, err := rt.bookings.Reschedule(c.Request.Context(), auth.Actor(c), r)
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toBookingResponse(b))
 }
 
-func (s *server) listRefunds(c *gin.Context) {
-	limit, ok := s.queryLimit(c)
+func (rt *ruleRoutes) listRefunds(c *gin.Context) {
+	limit, ok := rt.QueryLimit(c)
 	if !ok {
 		return
 	}
-	rs, next, err := s.eng.ListRefunds(c.Request.Context(), actorOf(c), c.Query("status"), c.Query("cursor"), limit)
+	rs, next, err := rt.payments.ListRefunds(c.Request.Context(), auth.Actor(c), c.Query("status"), c.Query("cursor"), limit)
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, listResponse[refundResponse]{Items: nonNil(rs), NextCursor: next})
@@ -168,14 +178,14 @@ func nonNil[T any](in []T) []T {
 }
 
 // wechatPayParams answers what wx.requestPayment takes, in WeChat's own camelCase.
-func (s *server) wechatPayParams(c *gin.Context) {
-	id, ok := s.pathHoldID(c)
-	if !ok || !s.bindEmpty(c) {
+func (rt *ruleRoutes) wechatPayParams(c *gin.Context) {
+	id, ok := rt.PathHoldID(c)
+	if !ok || !rt.BindEmpty(c) {
 		return
 	}
-	p, err := s.eng.WechatPayParams(c.Request.Context(), actorOf(c), id)
+	p, err := rt.payments.WechatPayParams(c.Request.Context(), auth.Actor(c), id)
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, p)
@@ -190,39 +200,26 @@ type wechatPayFail struct {
 // wechatPayNotify takes every WeChat Pay notification (payments and refunds). It answers 204 once the
 // notification is durably handled; WeChat's body {"code": "FAIL"} otherwise: 4xx for one that cannot
 // be verified or decrypted (it changes nothing), 5xx when a backend is away (WeChat retries).
-func (s *server) wechatPayNotify(c *gin.Context) {
-	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxBody))
+func (rt *ruleRoutes) wechatPayNotify(c *gin.Context) {
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, request.MaxBody))
 	if err != nil {
 		c.AbortWithStatusJSON(http.StatusRequestEntityTooLarge, wechatPayFail{Code: "FAIL", Message: "body too large"})
 		return
 	}
-	err = s.eng.WechatPayNotify(c.Request.Context(), c.Request.Header, body)
+	err = rt.payments.WechatPayNotify(c.Request.Context(), c.Request.Header, body)
 	if err == nil {
 		c.Status(http.StatusNoContent)
 		return
 	}
-	status, code, fallback, _, _ := classify(err)
+	status, code, fallback, _, _ := answer.Classify(err)
 	if errors.Is(err, booking.ErrNotificationRefused) {
 		status = http.StatusUnauthorized
 	}
 	if status >= 500 {
-		s.log.ErrorContext(c.Request.Context(), "wechat pay notification failed", "request_id", requestIDOf(c), "err", err)
+		rt.Log.ErrorContext(c.Request.Context(), "wechat pay notification failed", "request_id", answer.RequestIDOf(c), "err", err)
 		c.Header("Retry-After", "5")
 	} else {
-		s.log.WarnContext(c.Request.Context(), "wechat pay notification refused", "request_id", requestIDOf(c), "code", code, "err", err)
+		rt.Log.WarnContext(c.Request.Context(), "wechat pay notification refused", "request_id", answer.RequestIDOf(c), "code", code, "err", err)
 	}
 	c.AbortWithStatusJSON(status, wechatPayFail{Code: "FAIL", Message: code + ": " + fallback})
-}
-
-// rateLimit answers 429 rate_limited to a client address over SLOTWHEEL_RATE_LIMIT_PER_IP, counted in
-// Redis so that every instance applies the same number.
-// Payment providers' notifications are exempt: a provider is one address sending for every payer,
-// and refusing it would only make it retry.
-func (s *server) rateLimit(c *gin.Context) {
-	if strings.HasPrefix(c.Request.URL.Path, "/api/v1/payments/") {
-		return
-	}
-	if err := s.eng.AllowRequest(c.Request.Context(), c.ClientIP()); err != nil {
-		s.fail(c, err)
-	}
 }

@@ -5,56 +5,64 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/slotwheel/slotwheel/api/internal/auth"
+	"github.com/slotwheel/slotwheel/api/internal/request"
 	"github.com/slotwheel/slotwheel/engine"
 )
 
-type waitlistRequest struct {
-	ResourceID *jsonID   `json:"resource_id"`
-	Start      *jsonTime `json:"start"`
-	End        *jsonTime `json:"end"`
-	Quantity   *int      `json:"quantity"`
+// waitlistRoutes are a user's places on waitlists.
+type waitlistRoutes struct {
+	request.Reader
+	holds *engine.Holds
 }
 
-func (s *server) joinWaitlist(c *gin.Context) {
+type waitlistRequest struct {
+	ResourceID *request.ID   `json:"resource_id"`
+	Start      *request.Time `json:"start"`
+	End        *request.Time `json:"end"`
+	Quantity   *int          `json:"quantity"`
+}
+
+func (rt *waitlistRoutes) joinWaitlist(c *gin.Context) {
 	var req waitlistRequest
-	if !s.bind(c, &req) {
+	if !rt.Bind(c, &req) {
 		return
 	}
-	if err := firstError(required("resource_id", req.ResourceID != nil), required("start", req.Start != nil),
-		required("end", req.End != nil)); err != nil {
-		s.fail(c, err)
+	if err := request.FirstError(request.Required("resource_id", req.ResourceID != nil), request.Required("start", req.Start != nil),
+		request.Required("end", req.End != nil)); err != nil {
+		rt.Fail(c, err)
 		return
 	}
-	q := deref(req.Quantity)
+	q := request.Deref(req.Quantity)
 	if req.Quantity != nil && q == 0 {
 		q = -1 // an explicit 0 is out of range, not "the default"
 	}
-	w, err := s.eng.JoinWaitlist(c.Request.Context(), engine.WaitlistRequest{UserID: actorOf(c).UserID,
+	w, err := rt.holds.JoinWaitlist(c.Request.Context(), engine.WaitlistRequest{UserID: auth.Actor(c).UserID,
 		ResourceID: uint64(*req.ResourceID), Start: req.Start.Time, End: req.End.Time, Quantity: q})
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusCreated, toWaitlistResponse(w))
 }
 
-func (s *server) listWaitlist(c *gin.Context) {
-	ws, err := s.eng.ListWaitlist(c.Request.Context(), actorOf(c))
+func (rt *waitlistRoutes) listWaitlist(c *gin.Context) {
+	ws, err := rt.holds.ListWaitlist(c.Request.Context(), auth.Actor(c))
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toList(ws, "", toWaitlistResponse))
 }
 
-func (s *server) leaveWaitlist(c *gin.Context) {
-	id, ok := s.pathID(c)
+func (rt *waitlistRoutes) leaveWaitlist(c *gin.Context) {
+	id, ok := rt.PathID(c)
 	if !ok {
 		return
 	}
-	w, err := s.eng.LeaveWaitlist(c.Request.Context(), actorOf(c), id)
+	w, err := rt.holds.LeaveWaitlist(c.Request.Context(), auth.Actor(c), id)
 	if err != nil {
-		s.fail(c, err)
+		rt.Fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, toWaitlistResponse(w))

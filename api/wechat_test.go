@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/slotwheel/slotwheel/api/internal/answer"
 )
 
 // fakeWechat plays code2Session: code "good" is user o-good, "bad" is refused with an errcode,
@@ -53,7 +55,7 @@ func TestWechatLogin(t *testing.T) {
 
 	var tok tokenResponse
 	hs.do(http.MethodPost, "/api/v1/auth/wechat", "", set{"code": "good"}).expect(t, http.StatusOK).decode(t, &tok)
-	a, err := hs.h.srv.parseToken(tok.Token)
+	a, err := hs.h.tokens.Parse(tok.Token)
 	require.NoError(t, err)
 	require.Equal(t, "wx:o-good", a.UserID)
 	require.Equal(t, "user", a.Role)
@@ -82,7 +84,7 @@ func TestWechatLogin(t *testing.T) {
 	}))
 	r := down.do(http.MethodPost, "/api/v1/auth/wechat", "", set{"code": "good"}).expect(t, http.StatusUnauthorized)
 	require.Equal(t, "wechat_unavailable", r.errorCode())
-	var zh errorBody
+	var zh answer.Body
 	down.do(http.MethodPost, "/api/v1/auth/wechat", "", set{"code": "good"}, header{"Accept-Language", "zh-CN"}).
 		expect(t, http.StatusUnauthorized).decode(t, &zh)
 	require.Equal(t, "wechat_unavailable", zh.Error.Code)

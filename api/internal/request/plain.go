@@ -1,14 +1,14 @@
-package api
+package request
 
 // A reader of the plain JSON objects that the hot paths receive most — a hold's body, our own
 // tokens' claims — at a fraction of encoding/json's cost. It reads only what it is sure of and says
 // false otherwise: the caller then hands the input to encoding/json, which decides, so that what is
 // accepted and how a refusal reads never depend on which of the two read it.
 
-// plainObject walks raw when it is one JSON object whose keys are plain strings, calling field with
+// PlainObject walks raw when it is one JSON object whose keys are plain strings, calling field with
 // each key and the offset of its value; field answers where the value ends, or false when it does
 // not read it. False when raw is anything else.
-func plainObject(raw []byte, field func(key string, i int) (end int, ok bool)) bool {
+func PlainObject(raw []byte, field func(key string, i int) (end int, ok bool)) bool {
 	i := skipSpace(raw, 0)
 	if i == len(raw) || raw[i] != '{' {
 		return false
@@ -18,7 +18,7 @@ func plainObject(raw []byte, field func(key string, i int) (end int, ok bool)) b
 		return skipSpace(raw, i+1) == len(raw)
 	}
 	for {
-		key, j, ok := plainString(raw, i)
+		key, j, ok := PlainString(raw, i)
 		if !ok {
 			return false
 		}
@@ -44,10 +44,10 @@ func plainObject(raw []byte, field func(key string, i int) (end int, ok bool)) b
 	}
 }
 
-// plainOnce reads the plain string at i with parse into *v and points *dst at it, the first time
+// PlainOnce reads the plain string at i with parse into *v and points *dst at it, the first time
 // only (a repeated field is encoding/json's to decide), and answers where the string ends.
-func plainOnce[T any](raw []byte, i int, dst **T, v *T, parse func(string) (T, bool)) (int, bool) {
-	s, j, ok := plainString(raw, i)
+func PlainOnce[T any](raw []byte, i int, dst **T, v *T, parse func(string) (T, bool)) (int, bool) {
+	s, j, ok := PlainString(raw, i)
 	if !ok || *dst != nil {
 		return 0, false
 	}
@@ -58,10 +58,10 @@ func plainOnce[T any](raw []byte, i int, dst **T, v *T, parse func(string) (T, b
 	return j, true
 }
 
-// plainUint reads the JSON number at i when it is a whole number of 1 to maxDigits digits without a
+// PlainUint reads the JSON number at i when it is a whole number of 1 to maxDigits digits without a
 // leading zero, fraction or exponent, and answers where it ends. (n overflows past 19 digits; a
 // caller that allows more reads the digits itself.)
-func plainUint(raw []byte, i, maxDigits int) (n uint64, end int, ok bool) {
+func PlainUint(raw []byte, i, maxDigits int) (n uint64, end int, ok bool) {
 	j := i
 	for j < len(raw) && j-i <= maxDigits && raw[j] >= '0' && raw[j] <= '9' {
 		n = n*10 + uint64(raw[j]-'0')
@@ -81,9 +81,9 @@ func skipSpace(raw []byte, i int) int {
 	return i
 }
 
-// plainString reads the JSON string at i when it is printable ASCII without escapes, and answers
+// PlainString reads the JSON string at i when it is printable ASCII without escapes, and answers
 // where it ends.
-func plainString(raw []byte, i int) (string, int, bool) {
+func PlainString(raw []byte, i int) (string, int, bool) {
 	if i == len(raw) || raw[i] != '"' {
 		return "", 0, false
 	}

@@ -1,4 +1,4 @@
-package api
+package answer
 
 import (
 	"encoding/json"
@@ -12,8 +12,8 @@ import (
 // byte for byte what encoding/json writes (encode_test holds them to it); whatever they do not
 // write by hand — a map, a string that needs escaping — goes through encoding/json.
 
-// holdJSON is json.Marshal(h).
-func holdJSON(h wire.Hold) []byte {
+// HoldJSON is json.Marshal(h).
+func HoldJSON(h wire.Hold) []byte {
 	if len(h.Resources) > 0 {
 		return mustMarshal(h)
 	}
@@ -40,7 +40,7 @@ func holdJSON(h wire.Hold) []byte {
 }
 
 // errorJSON is json.Marshal(e).
-func errorJSON(e errorBody) []byte {
+func errorJSON(e Body) []byte {
 	d := e.Error
 	if len(d.Details) > 0 {
 		return mustMarshal(e)

@@ -1,4 +1,4 @@
-package api
+package auth
 
 import (
 	"crypto/hmac"
@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/slotwheel/slotwheel/api/internal/request"
 )
 
 // hs256 verifies the compact HS256 tokens that a mini-program sends with every request. It accepts
 // exactly what jwt.ParseWithClaims accepted with HS256 as the only method, exp required and no
-// leeway (auth_test's differential test holds it to that), at a fraction of the cost: in the
+// leeway (hs256_test's differential test holds it to that), at a fraction of the cost: in the
 // booking-opening rush every client comes with a token of its own, so the verified-token cache
 // never hits, and the library's verification — the header decoded into a map, the claims through
 // a json.Decoder, a new HMAC keyed for every token — was a ninth of a hold's CPU.
@@ -116,11 +118,11 @@ func decodeClaims(seg string, c *claims) error {
 // written). What it reads is what json.Unmarshal reads (hs256_test holds it to that).
 func plainClaims(b []byte, c *claims) bool {
 	var seen [8]bool
-	return plainObject(b, func(key string, i int) (int, bool) {
+	return request.PlainObject(b, func(key string, i int) (int, bool) {
 		var k, j int
 		switch key {
 		case "role", "sub", "iss", "jti":
-			s, end, ok := plainString(b, i)
+			s, end, ok := request.PlainString(b, i)
 			if !ok {
 				return 0, false
 			}
@@ -136,7 +138,7 @@ func plainClaims(b []byte, c *claims) bool {
 			}
 			j = end
 		case "exp", "nbf", "iat":
-			n, end, ok := plainUint(b, i, 15)
+			n, end, ok := request.PlainUint(b, i, 15)
 			if !ok {
 				return 0, false
 			}
@@ -152,9 +154,9 @@ func plainClaims(b []byte, c *claims) bool {
 			}
 			j = end
 		case "venue_id":
-			if s, end, ok := plainString(b, i); ok && len(s) <= 20 {
+			if s, end, ok := request.PlainString(b, i); ok && len(s) <= 20 {
 				j = end
-			} else if _, end, ok := plainUint(b, i, 20); ok {
+			} else if _, end, ok := request.PlainUint(b, i, 20); ok {
 				j = end
 			} else {
 				return 0, false

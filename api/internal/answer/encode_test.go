@@ -1,4 +1,4 @@
-package api
+package answer
 
 import (
 	"bytes"
@@ -21,17 +21,17 @@ func TestHoldJSONIsEncodingJSON(t *testing.T) {
 			{HoldID: "h", ServiceID: "7", BookingID: "9", Resources: map[string]string{"coach": "3", s: s}},
 			{},
 		} {
-			checkEncoding(t, holdJSON(h), h)
+			checkEncoding(t, HoldJSON(h), h)
 		}
 	}
 }
 
 func TestErrorJSONIsEncodingJSON(t *testing.T) {
 	for _, s := range encodeStrings {
-		for _, e := range []errorBody{
-			{Error: errorDetail{Code: "slot_full", Message: s, RequestID: s}},
-			{Error: errorDetail{Code: s, Message: "m", RequestID: "r", Field: s}},
-			{Error: errorDetail{Code: "c", Message: s, Details: map[string]any{"until": s, "n": 3}}},
+		for _, e := range []Body{
+			{Error: Detail{Code: "slot_full", Message: s, RequestID: s}},
+			{Error: Detail{Code: s, Message: "m", RequestID: "r", Field: s}},
+			{Error: Detail{Code: "c", Message: s, Details: map[string]any{"until": s, "n": 3}}},
 			{},
 		} {
 			checkEncoding(t, errorJSON(e), e)
@@ -46,8 +46,8 @@ func FuzzHoldJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b string, q int, cents int64) {
 		h := wire.Hold{HoldID: a, Status: b, UserID: a, VenueID: b, ResourceID: a, ServiceID: b, Quantity: q, Start: a,
 			End: b, ExpiresAt: a, AmountCents: cents, BookingID: b}
-		checkEncoding(t, holdJSON(h), h)
-		e := errorBody{Error: errorDetail{Code: a, Message: b, RequestID: a, Field: b}}
+		checkEncoding(t, HoldJSON(h), h)
+		e := Body{Error: Detail{Code: a, Message: b, RequestID: a, Field: b}}
 		checkEncoding(t, errorJSON(e), e)
 	})
 }

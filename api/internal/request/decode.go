@@ -1,4 +1,10 @@
-package api
+// Package request owns how the API reads a request: the body, read once and at most 1 MiB; strict
+// JSON decoding into the contract's types (ids as decimal strings, RFC 3339 times with an offset,
+// no unknown or repeated fields); path and query parameters; and required fields. It checks only the
+// shape of input and leaves every limit and rule to the engine, whose errors name the field. It
+// answers failures through package answer and must never import the api package or the engine's
+// services.
+package request
 
 import (
 	"bytes"
@@ -11,52 +17,50 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gin-gonic/gin"
-
+	"github.com/slotwheel/slotwheel/api/internal/answer"
 	"github.com/slotwheel/slotwheel/engine/booking"
-	"github.com/slotwheel/slotwheel/engine/wire"
 )
 
-// jsonID is an id in a request body: a JSON string of decimal digits naming a positive 64-bit number.
+// ID is an id in a request body: a JSON string of decimal digits naming a positive 64-bit number.
 // JavaScript clients cannot hold 64-bit numbers, so JSON numbers are refused.
-type jsonID uint64
+type ID uint64
 
 // UnmarshalJSON implements json.Unmarshaler.
-func (id *jsonID) UnmarshalJSON(b []byte) error {
+func (id *ID) UnmarshalJSON(b []byte) error {
 	if len(b) == 0 || b[0] != '"' {
-		return badRequest("invalid_id", "an id must be a JSON string of decimal digits")
+		return answer.BadRequest("invalid_id", "an id must be a JSON string of decimal digits")
 	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return badRequest("invalid_id", "an id must be a JSON string of decimal digits")
+		return answer.BadRequest("invalid_id", "an id must be a JSON string of decimal digits")
 	}
-	v, ok := parseID(s)
+	v, ok := ParseID(s)
 	if !ok {
-		return badRequest("invalid_id", "an id must be a JSON string of decimal digits")
+		return answer.BadRequest("invalid_id", "an id must be a JSON string of decimal digits")
 	}
-	*id = jsonID(v)
+	*id = ID(v)
 	return nil
 }
 
-// optionalID is an id that may be left out, null or "" in a request body (0: none).
-type optionalID uint64
+// OptionalID is an id that may be left out, null or "" in a request body (0: none).
+type OptionalID uint64
 
 // UnmarshalJSON implements json.Unmarshaler.
-func (id *optionalID) UnmarshalJSON(b []byte) error {
+func (id *OptionalID) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" || string(b) == `""` {
 		*id = 0
 		return nil
 	}
-	var v jsonID
+	var v ID
 	if err := v.UnmarshalJSON(b); err != nil {
 		return err
 	}
-	*id = optionalID(v)
+	*id = OptionalID(v)
 	return nil
 }
 
-// parseID reads a positive decimal id of at most 20 digits.
-func parseID(s string) (uint64, bool) {
+// ParseID reads a positive decimal id of at most 20 digits.
+func ParseID(s string) (uint64, bool) {
 	if s == "" || len(s) > 20 {
 		return 0, false
 	}
@@ -69,32 +73,29 @@ func parseID(s string) (uint64, bool) {
 	return v, err == nil && v > 0
 }
 
-// idOf and timeOf are what jsonID and jsonTime make of a string (for plainOnce).
-func idOf(s string) (jsonID, bool) { id, ok := parseID(s); return jsonID(id), ok }
+// IDOf and TimeOf are what ID and Time make of a string (for PlainOnce).
+func IDOf(s string) (ID, bool) { id, ok := ParseID(s); return ID(id), ok }
 
-func timeOf(s string) (jsonTime, bool) { t, ok := parseTime(s); return jsonTime{t}, ok }
+func TimeOf(s string) (Time, bool) { t, ok := ParseTime(s); return Time{t}, ok }
 
-// formatID writes an id as the API shows it.
-var formatID = wire.ID
+// Time is a time in a request body: a JSON string in RFC 3339 with an offset, in the years
+// MinYear to MaxYear.
+type Time struct{ time.Time }
 
-// jsonTime is a time in a request body: a JSON string in RFC 3339 with an offset, in the years
-// minYear to maxYear.
-type jsonTime struct{ time.Time }
+// timeType is how decodeError recognises a refused time.
+var timeType = reflect.TypeFor[Time]()
 
-// jsonTimeType is how decodeError recognises a refused time.
-var jsonTimeType = reflect.TypeFor[jsonTime]()
-
-// UnmarshalJSON implements json.Unmarshaler. A refusal is a *json.UnmarshalTypeError of jsonTimeType,
+// UnmarshalJSON implements json.Unmarshaler. A refusal is a *json.UnmarshalTypeError of timeType,
 // because encoding/json adds the field's path only to that type of error; decodeError turns it into
 // 400 invalid_time naming the field.
-func (t *jsonTime) UnmarshalJSON(b []byte) error {
+func (t *Time) UnmarshalJSON(b []byte) error {
 	var s string
 	if len(b) == 0 || b[0] != '"' || json.Unmarshal(b, &s) != nil {
-		return &json.UnmarshalTypeError{Value: "non-string", Type: jsonTimeType}
+		return &json.UnmarshalTypeError{Value: "non-string", Type: timeType}
 	}
-	v, ok := parseTime(s)
+	v, ok := ParseTime(s)
 	if !ok {
-		return &json.UnmarshalTypeError{Value: "string", Type: jsonTimeType}
+		return &json.UnmarshalTypeError{Value: "string", Type: timeType}
 	}
 	t.Time = v
 	return nil
@@ -103,8 +104,8 @@ func (t *jsonTime) UnmarshalJSON(b []byte) error {
 // The years a request time may fall in (as written, in its own offset). Year 1 is Go's zero time,
 // which the engine reads as "no time given"; nothing slotwheel books is that far off either way.
 const (
-	minYear = 2000
-	maxYear = 9999
+	MinYear = 2000
+	MaxYear = 9999
 )
 
 // rfc3339Shaped checks the shape time.Parse is lenient about: a 'T', seconds, and an offset of hours
@@ -158,36 +159,25 @@ func rfc3339Shaped(s string) bool {
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
-// parseTime reads an RFC 3339 time with an offset in the years minYear to maxYear.
-func parseTime(s string) (time.Time, bool) {
+// ParseTime reads an RFC 3339 time with an offset in the years MinYear to MaxYear.
+func ParseTime(s string) (time.Time, bool) {
 	if !rfc3339Shaped(s) {
 		return time.Time{}, false
 	}
 	v, err := time.Parse(time.RFC3339Nano, strings.ToUpper(s))
-	if err != nil || v.Year() < minYear || v.Year() > maxYear {
+	if err != nil || v.Year() < MinYear || v.Year() > MaxYear {
 		return time.Time{}, false
 	}
 	return v, true
 }
 
-// formatTime writes a time as the API shows it: RFC 3339 in the time's own zone, which for booking
-// times is the venue's.
-var formatTime = wire.Time
-
-// bind decodes the body read by readBody into dst strictly: one JSON object, no unknown fields, no
-// trailing data, the contract's types. On failure it answers 400 (or 413) and returns false.
-func (s *server) bind(c *gin.Context, dst any) bool {
-	if err := decodeStrict(bodyOf(c), dst); err != nil {
-		s.fail(c, err)
-		return false
-	}
-	return true
-}
-
-func decodeStrict(raw []byte, dst any) error {
+// Decode decodes raw into dst strictly: one JSON object, no unknown or repeated fields, no trailing
+// data, the contract's types. Its error is the answer: 400 (or 413, or 422 for a number that does
+// not fit its field).
+func Decode(raw []byte, dst any) error {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return badRequest("invalid_json", "the body must be a JSON object")
+		return answer.BadRequest("invalid_json", "the body must be a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -195,50 +185,50 @@ func decodeStrict(raw []byte, dst any) error {
 		return decodeError(err)
 	}
 	if name, ok := duplicateName(raw); ok {
-		return badRequest("invalid_json", "the body names a field twice").withField(name)
+		return answer.BadRequest("invalid_json", "the body names a field twice").WithField(name)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return badRequest("invalid_json", "the body has data after the JSON object")
+		return answer.BadRequest("invalid_json", "the body has data after the JSON object")
 	}
 	return nil
 }
 
 // decodeError turns encoding/json's errors into the contract's codes.
 func decodeError(err error) error {
-	var ae *apiError
+	var ae *answer.Error
 	if errors.As(err, &ae) {
 		return ae
 	}
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return errBodyTooLarge
+		return answer.ErrBodyTooLarge
 	}
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
 		field := typeErr.Field
-		if typeErr.Type == jsonTimeType {
-			return badRequest("invalid_time", "a time must be an RFC 3339 string with an offset, in the years 2000 to 9999").withField(field)
+		if typeErr.Type == timeType {
+			return answer.BadRequest("invalid_time", "a time must be an RFC 3339 string with an offset, in the years 2000 to 9999").WithField(field)
 		}
 		if strings.HasPrefix(typeErr.Value, "number") && isNumberKind(typeErr.Type.Kind().String()) {
 			// A number that does not fit: fractional, negative for unsigned, or too large.
-			return unprocessable(booking.CodeFor(field), "the number does not fit the field").withField(field)
+			return answer.Unprocessable(booking.CodeFor(field), "the number does not fit the field").WithField(field)
 		}
-		return badRequest("invalid_type", "the field has the wrong JSON type").withField(field)
+		return answer.BadRequest("invalid_type", "the field has the wrong JSON type").WithField(field)
 	}
 	msg := err.Error()
 	if rest, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return badRequest("unknown_field", msg).withField(strings.Trim(rest, `"`))
+		return answer.BadRequest("unknown_field", msg).WithField(strings.Trim(rest, `"`))
 	}
-	return badRequest("invalid_json", "the body is not valid JSON")
+	return answer.BadRequest("invalid_json", "the body is not valid JSON")
 }
 
 func isNumberKind(kind string) bool {
 	return strings.HasPrefix(kind, "int") || strings.HasPrefix(kind, "uint") || strings.HasPrefix(kind, "float")
 }
 
-// missing is the error of a required field left out.
-func missing(field string) *apiError {
-	return badRequest("missing_field", "a required field is missing").withField(field)
+// Missing is the error of a required field left out.
+func Missing(field string) *answer.Error {
+	return answer.BadRequest("missing_field", "a required field is missing").WithField(field)
 }
 
 // duplicateName finds a name given twice in one object of raw's first JSON value, at any depth.

@@ -1,4 +1,4 @@
-package api
+package answer
 
 import (
 	"sort"
@@ -8,17 +8,17 @@ import (
 
 // Languages of error messages.
 const (
-	langEN = "en"
-	langZH = "zh-CN"
+	LangEN = "en"
+	LangZH = "zh-CN"
 )
 
-// catalog holds the client-facing message of every error code the engine and this package use, in
+// Catalog holds the client-facing message of every error code the engine and the API use, in
 // each language. A code missing in a language falls back to English, then to the error's own text.
-// It is the one list of codes: TestCatalogListsEveryCode (codes_test.go) finds every code the sources
+// It is the one list of codes: TestCatalogListsEveryCode (api/codes_test.go) finds every code the sources
 // can answer with and requires it here in each language, and requires openapi.json's Error.code enum
 // to be exactly these keys.
-var catalog = map[string]map[string]string{
-	langEN: {
+var Catalog = map[string]map[string]string{
+	LangEN: {
 		// Input.
 		"payment_id_conflict":     "This payment id was already used for another hold.",
 		"already_waiting":         "You are already waiting for this time.",
@@ -127,7 +127,7 @@ var catalog = map[string]map[string]string{
 		"wechat_login_required":    "Log in through WeChat to pay with WeChat Pay.",
 		"bad_notification":         "The payment notification could not be verified or decrypted.",
 	},
-	langZH: {
+	LangZH: {
 		"payment_id_conflict":     "该支付单号已用于另一笔预留。",
 		"already_waiting":         "您已在该时段的候补队列中。",
 		"too_many_holds":          "您在本场馆的未支付预留过多，请先支付或取消一个。",
@@ -235,29 +235,29 @@ var catalog = map[string]map[string]string{
 	},
 }
 
-// message is the client-facing message of code in lang, naming field when one is to blame.
-func message(lang, code, fallback, field string) string {
-	msg, ok := catalog[lang][code]
+// Message is the client-facing message of code in lang, naming field when one is to blame.
+func Message(lang, code, fallback, field string) string {
+	msg, ok := Catalog[lang][code]
 	if !ok {
-		lang = langEN
-		if msg, ok = catalog[langEN][code]; !ok {
+		lang = LangEN
+		if msg, ok = Catalog[LangEN][code]; !ok {
 			msg = fallback
 		}
 	}
 	if field == "" {
 		return msg
 	}
-	if lang == langZH {
+	if lang == LangZH {
 		return msg + "（字段：" + field + "）"
 	}
 	return msg + " (field: " + field + ")"
 }
 
-// language picks the best supported language of an Accept-Language header (RFC 9110 §12.5.4),
+// Language picks the best supported language of an Accept-Language header (RFC 9110 §12.5.4),
 // English when nothing matches.
-func language(header string) string {
+func Language(header string) string {
 	if header == "" {
-		return langEN // what the loop below makes of it, without its allocations
+		return LangEN // what the loop below makes of it, without its allocations
 	}
 	type choice struct {
 		lang string
@@ -280,13 +280,13 @@ func language(header string) string {
 		}
 		switch {
 		case tag == "zh" || strings.HasPrefix(tag, "zh-"):
-			choices = append(choices, choice{langZH, q})
+			choices = append(choices, choice{LangZH, q})
 		case tag == "en" || strings.HasPrefix(tag, "en-"):
-			choices = append(choices, choice{langEN, q})
+			choices = append(choices, choice{LangEN, q})
 		}
 	}
 	if len(choices) == 0 {
-		return langEN
+		return LangEN
 	}
 	sort.SliceStable(choices, func(a, b int) bool { return choices[a].q > choices[b].q })
 	return choices[0].lang
