@@ -5,13 +5,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/slotwheel/slotwheel/api/internal/answer"
 	"github.com/slotwheel/slotwheel/api/internal/auth"
 	"github.com/slotwheel/slotwheel/api/internal/request"
+	"github.com/slotwheel/slotwheel/engine/detach"
 	"github.com/slotwheel/slotwheel/engine/idem"
 )
 
@@ -82,7 +82,7 @@ func idempotent(store IdempotencyStore, out answer.Failer) gin.HandlerFunc {
 			c.Writer = w.ResponseWriter
 			// The record must be settled even when the client has gone away. A panicking handler
 			// (finished is false) answers 500, so its reservation is given up like any 5xx.
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			sctx, cancel := detach.Later(ctx)
 			defer cancel()
 			status := w.Status()
 			var err error

@@ -1,6 +1,6 @@
 // Package engine assembles slotwheel's capability services on its stores (internal/redisstore,
-// internal/sqlstore): catalog, holds, bookings, payments, notifications and upkeep (services.go), and
-// releases (engine/release); the rules they apply live in engine/booking and are not restated here,
+// internal/sqlstore): catalog, holds, bookings, payments, notifications and upkeep (each a type beside
+// its methods, assembled in engine.go), and releases (engine/release); the rules they apply live in engine/booking and are not restated here,
 // this package decides the order of I/O around them. It never calls time.Now (a clock.Clock is injected)
 // and must not import api/ or jobs/: the release queue reaches it through release.Scheduler.
 package engine
