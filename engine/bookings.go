@@ -21,15 +21,15 @@ import (
 // Bookings owns a booking after its confirm: reads, cancel, check-in, restore, reschedule, erasure,
 // and the timers and units a booking change moves (bookings.go, reschedule.go, erase.go).
 type Bookings struct {
-	clock  clock.Clock
-	log    *slog.Logger
 	ss     *sqlstore.Store
 	rs     *redisstore.Store
 	cat    *catalog.Cache
+	sched  release.Scheduler
 	events *events
 	freed  *freedBus // a cancel's or a move's units are announced
-	sched  release.Scheduler
 	hooks  *testHooks
+	clock  clock.Clock
+	log    *slog.Logger
 
 	rules             booking.Rules
 	releaseHorizon    time.Duration // Options.ReleaseHorizon

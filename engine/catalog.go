@@ -17,11 +17,11 @@ import (
 // Catalog owns venues (their release mode too), resources, services, schedules and policies, and
 // loading a day's inventory into Redis (catalog.go, schedule.go, availability.go, policy.go).
 type Catalog struct {
+	ss    *sqlstore.Store
+	cat   *catalog.Cache
+	rs    *redisstore.Store
 	clock clock.Clock
 	log   *slog.Logger
-	ss    *sqlstore.Store
-	rs    *redisstore.Store
-	cat   *catalog.Cache
 
 	defaultGrace time.Duration       // Options.DefaultGrace
 	defaultMode  booking.ReleaseMode // Options.ReleaseMode: of venues that set none

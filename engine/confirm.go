@@ -22,14 +22,14 @@ import (
 // Payments owns confirming a hold into a booking, WeChat Pay, refunds and the capacity ledger
 // (confirm.go, wechatpay.go, refunds.go, ledger.go).
 type Payments struct {
-	clock  clock.Clock
-	log    *slog.Logger
 	ss     *sqlstore.Store
 	rs     *redisstore.Store
 	cat    *catalog.Cache
 	events *events
 	sched  release.Scheduler
 	hooks  *testHooks
+	clock  clock.Clock
+	log    *slog.Logger
 
 	confirmStaleAfter time.Duration     // Options.ConfirmStaleAfter
 	refunds           RefundProvider    // Options.Refunds

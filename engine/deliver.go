@@ -33,11 +33,11 @@ import (
 // Notifications owns what the engine tells people: the outbox relay, webhooks, WeChat messages and
 // reminders (deliver.go, notify.go, the reminders of loops.go).
 type Notifications struct {
-	clock  clock.Clock
-	log    *slog.Logger
 	ss     *sqlstore.Store
 	cat    *catalog.Cache
 	events *events
+	clock  clock.Clock
+	log    *slog.Logger
 	sched  release.Scheduler
 	hooks  *testHooks
 

@@ -23,13 +23,13 @@ import (
 // and the waitlist, whose promotion is a hold (holds.go, holdonce.go, waitlist.go, policy.go, the
 // wheel in loops.go).
 type Holds struct {
-	clock  clock.Clock
-	log    *slog.Logger
-	ss     *sqlstore.Store
 	rs     *redisstore.Store
 	cat    *catalog.Cache
+	ss     *sqlstore.Store
 	events *events
 	freed  *freedBus // an expired hold's units are announced
+	clock  clock.Clock
+	log    *slog.Logger
 
 	holdTTL           time.Duration // Options.HoldTTL
 	maxActiveHolds    int           // Options.MaxActiveHolds

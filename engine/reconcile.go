@@ -21,12 +21,12 @@ import (
 // Upkeep owns reconciliation of Redis against SQL, repairs after a Redis failover or data loss, and
 // the statistics collector (reconcile.go, failover.go, stats.go).
 type Upkeep struct {
-	clock clock.Clock
-	log   *slog.Logger
-	ss    *sqlstore.Store
 	rs    *redisstore.Store
+	ss    *sqlstore.Store
 	cat   *catalog.Cache
 	sched release.Scheduler
+	clock clock.Clock
+	log   *slog.Logger
 	token string // this instance's lease token
 
 	confirmStaleAfter time.Duration     // Options.ConfirmStaleAfter
