@@ -27,7 +27,7 @@ type Holds struct {
 	cat    *catalog.Cache
 	ss     *sqlstore.Store
 	events *events
-	freed  *freedBus // an expired hold's units are announced
+	freed  *freedBus // the units of a cancelled hold and of a lapsed promotion are announced
 	clock  clock.Clock
 	log    *slog.Logger
 
