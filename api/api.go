@@ -12,6 +12,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -82,6 +84,18 @@ func (h *handler) Close() error {
 
 var _ io.Closer = (*handler)(nil)
 
+// ServeHTTP answers a HEAD request as the GET of the same path would be answered, without the body
+// (net/http drops it, since the request it answers is still the HEAD): HTTP requires HEAD wherever
+// GET is served, and uptime checks and caches send it. Routes are registered for GET only.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodHead {
+		get := r.Clone(r.Context())
+		get.Method = http.MethodGet
+		r = get
+	}
+	h.Engine.ServeHTTP(w, r)
+}
+
 // New builds the API's HTTP handler. The handler also implements io.Closer, which releases the
 // dashboard's Redis connections.
 func New(opts Options) (http.Handler, error) {
@@ -137,7 +151,13 @@ func newHandler(opts Options) (*handler, error) {
 		r.Use(cors(opts.CORSOrigins))
 	}
 	r.NoRoute(func(c *gin.Context) { in.Fail(c, answer.ErrNotFound) })
-	r.NoMethod(func(c *gin.Context) { in.Fail(c, answer.ErrMethodNotAllowed) })
+	r.NoMethod(func(c *gin.Context) {
+		// Gin's Allow lists the methods routed; HEAD goes wherever GET does (ServeHTTP).
+		if allow := c.Writer.Header().Get("Allow"); slices.Contains(strings.Split(allow, ", "), http.MethodGet) {
+			c.Header("Allow", allow+", "+http.MethodHead)
+		}
+		in.Fail(c, answer.ErrMethodNotAllowed)
+	})
 
 	r.GET("/healthz", healthz)
 	r.GET("/readyz", readyz(eng, in.Failer))

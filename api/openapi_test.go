@@ -3,7 +3,9 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"strings"
@@ -249,4 +251,42 @@ func TestPanicIsA500WithTheErrorBody(t *testing.T) {
 	var e answer.Body
 	require.NoError(t, json.Unmarshal(r.Body, &e))
 	require.NotEmpty(t, e.Error.RequestID)
+}
+
+// TestHeadIsGetWithoutTheBody: HEAD is answered wherever GET is, with GET's status and headers and
+// no body, through a real server (net/http drops the body of a HEAD's answer); a path without GET
+// answers HEAD 405, and Allow names HEAD wherever it names GET.
+func TestHeadIsGetWithoutTheBody(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t)
+	srv := httptest.NewServer(hs.h)
+	t.Cleanup(srv.Close)
+	send := func(method, path string) (*http.Response, []byte) {
+		t.Helper()
+		req, err := http.NewRequest(method, srv.URL+path, nil)
+		require.NoError(t, err)
+		res, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res, body
+	}
+	for _, path := range []string{"/healthz", "/api/v1/venues", "/openapi.json"} {
+		get, getBody := send(http.MethodGet, path)
+		head, headBody := send(http.MethodHead, path)
+		require.Equal(t, http.StatusOK, get.StatusCode, path)
+		require.NotEmpty(t, getBody, path)
+		require.Equal(t, get.StatusCode, head.StatusCode, path)
+		require.Empty(t, headBody, path)
+		require.Equal(t, get.Header.Get("Content-Type"), head.Header.Get("Content-Type"), path)
+		require.NotEmpty(t, head.Header.Get(answer.HeaderRequestID), path)
+	}
+	res, _ := send(http.MethodHead, "/api/v1/auth/dev-login")
+	require.Equal(t, http.StatusMethodNotAllowed, res.StatusCode)
+	require.Equal(t, "POST", res.Header.Get("Allow"))
+	res, _ = send(http.MethodPatch, "/api/v1/venues")
+	require.Equal(t, http.StatusMethodNotAllowed, res.StatusCode)
+	require.Contains(t, strings.Split(res.Header.Get("Allow"), ", "), http.MethodHead)
+	require.Contains(t, strings.Split(res.Header.Get("Allow"), ", "), http.MethodGet)
 }
