@@ -249,6 +249,7 @@ test("a guest books and pays, the desk scans the QR code, another guest finds th
   const booking = await call("POST", `/api/v1/holds/${hold.hold_id}/confirm`, carol);
   const running = await openSlots(bob, current);
   assert.match(await running.innerText(), /约满/);
+  await bob.screenshot({ path: join(shots, "07a-slot-taken-by-no-show.png") });
   const deadline = Date.parse(booking.release_at) + 30_000;
   for (;;) {
     const s = await openSlots(bob, current);
@@ -257,7 +258,7 @@ test("a guest books and pays, the desk scans the QR code, another guest finds th
     await bob.waitForTimeout(500); // the release runs on the server; nothing in the page to wait on
   }
   assert.ok(Date.now() >= Date.parse(booking.release_at), "never released early");
-  await bob.screenshot({ path: join(shots, "07-slot-free-after-release.png") });
+  await bob.screenshot({ path: join(shots, "07b-slot-free-after-release.png") });
 
   // Carol's booking page says what happened and offers the restore window.
   const carolPage = await phone();
