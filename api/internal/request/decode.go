@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"reflect"
@@ -182,7 +183,7 @@ func Decode(raw []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return decodeError(err)
+		return decodeError(err, raw)
 	}
 	if name, ok := duplicateName(raw); ok {
 		return answer.BadRequest("invalid_json", "the body names a field twice").WithField(name)
@@ -193,8 +194,8 @@ func Decode(raw []byte, dst any) error {
 	return nil
 }
 
-// decodeError turns encoding/json's errors into the contract's codes.
-func decodeError(err error) error {
+// decodeError turns encoding/json's errors into the contract's codes; raw is the body they are of.
+func decodeError(err error, raw []byte) error {
 	var ae *answer.Error
 	if errors.As(err, &ae) {
 		return ae
@@ -205,13 +206,13 @@ func decodeError(err error) error {
 	}
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
-		field := typeErr.Field
+		field := indexedPath(raw, typeErr)
 		if typeErr.Type == timeType {
 			return answer.BadRequest("invalid_time", "a time must be an RFC 3339 string with an offset, in the years 2000 to 9999").WithField(field)
 		}
 		if strings.HasPrefix(typeErr.Value, "number") && isNumberKind(typeErr.Type.Kind().String()) {
 			// A number that does not fit: fractional, negative for unsigned, or too large.
-			return answer.Unprocessable(booking.CodeFor(field), "the number does not fit the field").WithField(field)
+			return answer.Unprocessable(booking.CodeFor(typeErr.Field), "the number does not fit the field").WithField(field)
 		}
 		return answer.BadRequest("invalid_type", "the field has the wrong JSON type").WithField(field)
 	}
@@ -220,6 +221,92 @@ func decodeError(err error) error {
 		return answer.BadRequest("unknown_field", msg).WithField(strings.Trim(rest, `"`))
 	}
 	return answer.BadRequest("invalid_json", "the body is not valid JSON")
+}
+
+// indexedPath is the path of the value encoding/json refused — its Field names it without array
+// indices ("weekly.weekdays") — with the indices it has in raw ("weekly[1].weekdays[0]"), as the
+// engine's own errors name fields. The value is the last one with those names that starts before
+// the refusal's Offset; a refusal by an Unmarshaler (a Time) has no Offset, and then it is the
+// first such value that the refused type does not take. It answers Field itself when raw does not
+// say more.
+func indexedPath(raw []byte, typeErr *json.UnmarshalTypeError) string {
+	type level struct {
+		key     string // in an object: the name of the value being read
+		index   int    // in an array: the index of the value being read
+		array   bool
+		wantKey bool
+	}
+	var stack []*level
+	path := func(indices bool) string {
+		var b strings.Builder
+		for _, l := range stack {
+			switch {
+			case l.array && indices:
+				fmt.Fprintf(&b, "[%d]", l.index)
+			case !l.array:
+				if b.Len() > 0 {
+					b.WriteByte('.')
+				}
+				b.WriteString(l.key)
+			}
+		}
+		return b.String()
+	}
+	// valueDone moves the innermost container past the value just read.
+	valueDone := func() {
+		if n := len(stack); n > 0 {
+			if top := stack[n-1]; top.array {
+				top.index++
+			} else {
+				top.wantKey = true
+			}
+		}
+	}
+	// refused reports whether the scalar literal is one the refused type does not take.
+	refused := func(literal []byte) bool {
+		literal = bytes.TrimLeft(literal, " \t\r\n,:")
+		return json.Unmarshal(literal, reflect.New(typeErr.Type).Interface()) != nil
+	}
+	found := typeErr.Field
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	for typeErr.Offset == 0 || dec.InputOffset() < typeErr.Offset {
+		start := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		d, isDelim := tok.(json.Delim)
+		if n := len(stack); n > 0 && stack[n-1].wantKey {
+			if isDelim { // '}': the object ends
+				stack = stack[:n-1]
+				valueDone()
+				continue
+			}
+			stack[n-1].key, stack[n-1].wantKey = tok.(string), false
+			continue
+		}
+		if isDelim && d == ']' {
+			stack = stack[:len(stack)-1]
+			valueDone()
+			continue
+		}
+		if len(stack) > 0 && path(false) == typeErr.Field {
+			if typeErr.Offset != 0 {
+				found = path(true)
+			} else if !isDelim && refused(raw[start:dec.InputOffset()]) {
+				return path(true)
+			}
+		}
+		switch {
+		case isDelim && d == '{':
+			stack = append(stack, &level{wantKey: true})
+		case isDelim && d == '[':
+			stack = append(stack, &level{array: true})
+		default:
+			valueDone()
+		}
+	}
+	return found
 }
 
 func isNumberKind(kind string) bool {
