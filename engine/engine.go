@@ -152,7 +152,9 @@ func New(opts Options) (*Engine, error) {
 		hooks: &testHooks{},
 		token: newClaimToken(),
 	}
-	ev := events{log: opts.Logger}
+	// The store renders events with ev, and the catalog's cache ev reads from is built on the store:
+	// ev gets the cache once both exist, before anything is rendered.
+	ev := &events{log: opts.Logger}
 	e.ss = sqlstore.New(opts.DB, ev.renderChange)
 	if opts.ReleaseDB != nil {
 		e.ss.UseForReleases(opts.ReleaseDB)
@@ -167,7 +169,7 @@ func New(opts Options) (*Engine, error) {
 	})
 	e.cat = catalog.New(e.ss, clk)
 	ev.cat = e.cat
-	e.assemble(&ev, idem.NewRedis(opts.Redis, opts.Prefix, clk))
+	e.assemble(ev, idem.NewRedis(opts.Redis, opts.Prefix, clk))
 	e.SetScheduler(opts.Scheduler)
 	return e, nil
 }
@@ -188,7 +190,7 @@ func (e *Engine) assemble(ev *events, holdIdem *idem.Redis) {
 		confirmStaleAfter: o.ConfirmStaleAfter, refunds: o.Refunds, wechatPay: o.WechatPay}
 	e.Notifications = &Notifications{clock: e.clock, log: e.log, ss: e.ss, cat: e.cat, events: ev, hooks: e.hooks,
 		notify: o.Notify}
-	e.Upkeep = &Upkeep{clock: e.clock, log: e.log, ss: e.ss, rs: e.rs, cat: e.cat, token: e.token,
+	e.Upkeep = &Upkeep{clock: e.clock, log: e.log, ss: e.ss, rs: e.rs, cat: e.cat, lease: e.Lease,
 		confirmStaleAfter: o.ConfirmStaleAfter, releaseHorizon: o.ReleaseHorizon, wechatPay: o.WechatPay}
 	e.Catalog.bookings, e.Catalog.holds = e.Bookings, e.Holds
 	e.Holds.bookings, e.Holds.catalog, e.Holds.payments, e.Holds.upkeep = e.Bookings, e.Catalog, e.Payments, e.Upkeep
@@ -205,11 +207,10 @@ func (e *Engine) assemble(ev *events, holdIdem *idem.Redis) {
 // before the loops start.
 func (e *Engine) SetScheduler(s release.Scheduler) {
 	e.Bookings.sched, e.Payments.sched, e.Notifications.sched, e.Upkeep.sched = s, s, s, s
-	e.Upkeep.queueTags = e.opts.QueueTags
 	if q, ok := s.(interface{ Queues() []string }); ok {
 		e.opts.QueueTags = q.Queues()
-		e.Upkeep.queueTags = e.opts.QueueTags
 	}
+	e.Upkeep.queueTags = e.opts.QueueTags
 }
 
 // Clock returns the engine's clock.

@@ -52,7 +52,7 @@ func (u *Upkeep) repairAfterFailover(ctx context.Context, prev, now string) erro
 		return fmt.Errorf("rebuild after redis failover: %w", err)
 	}
 	u.log.Info("rebuilt Redis from MySQL after a failover", "took", u.clock.Now().Sub(began), "report", fmt.Sprintf("%+v", rep))
-	lease := u.rs.Lease("failover_reconcile", u.token)
+	lease := u.lease("failover_reconcile")
 	held, err := lease.Hold(rctx, failoverRepairTimeout)
 	if err != nil || !held {
 		return err // another instance requeues; the counters here are repaired

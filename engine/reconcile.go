@@ -27,7 +27,7 @@ type Upkeep struct {
 	sched release.Scheduler
 	clock clock.Clock
 	log   *slog.Logger
-	token string // this instance's lease token
+	lease func(name string) loop.Lease // Engine.Lease: one instance at a time runs name
 
 	confirmStaleAfter time.Duration     // Options.ConfirmStaleAfter
 	releaseHorizon    time.Duration     // Options.ReleaseHorizon
@@ -122,7 +122,7 @@ func (u *Upkeep) ReconcileAtStart(ctx context.Context, startedAt time.Time) (Sta
 	if err := u.cat.Warm(ctx); err != nil {
 		u.log.Warn("start: the catalog's shared entries did not load; the first holds load them", "err", err)
 	}
-	lease := u.rs.Lease("startup_reconcile", u.token)
+	lease := u.lease("startup_reconcile")
 	// covered: a repair that began after this process started already saw all it would repair.
 	covered := func() (bool, error) {
 		since, alive, err := u.rs.AliveSince(ctx, u.queueTags)
