@@ -26,14 +26,16 @@ type ruleRoutes struct {
 }
 
 type policyJSON struct {
-	MinNoticeMinutes        *int `json:"min_notice_minutes"`
-	MaxDaysAhead            *int `json:"max_days_ahead"`
-	CancelCutoffMinutes     *int `json:"cancel_cutoff_minutes"`
-	CancelRefundPercent     *int `json:"cancel_refund_percent"`
-	LateCancelRefundPercent *int `json:"late_cancel_refund_percent"`
-	NoshowRefundPercent     *int `json:"noshow_refund_percent"`
-	RescheduleCutoffMinutes *int `json:"reschedule_cutoff_minutes"`
-	MaxReschedules          *int `json:"max_reschedules"`
+	MinNoticeMinutes        *int  `json:"min_notice_minutes"`
+	MaxDaysAhead            *int  `json:"max_days_ahead"`
+	CancelCutoffMinutes     *int  `json:"cancel_cutoff_minutes"`
+	CancelRefundPercent     *int  `json:"cancel_refund_percent"`
+	LateCancelRefundPercent *int  `json:"late_cancel_refund_percent"`
+	NoshowRefundPercent     *int  `json:"noshow_refund_percent"`
+	RescheduleCutoffMinutes *int  `json:"reschedule_cutoff_minutes"`
+	MaxReschedules          *int  `json:"max_reschedules"`
+	RequiresApproval        *bool `json:"requires_approval"`
+	ApprovalWindowMinutes   *int  `json:"approval_window_minutes"`
 }
 
 type policyResponse struct {
@@ -46,13 +48,16 @@ type policyResponse struct {
 	NoshowRefundPercent     int    `json:"noshow_refund_percent"`
 	RescheduleCutoffMinutes int    `json:"reschedule_cutoff_minutes"`
 	MaxReschedules          int    `json:"max_reschedules"`
+	RequiresApproval        bool   `json:"requires_approval"`
+	ApprovalWindowMinutes   int    `json:"approval_window_minutes"` // the window in force
 }
 
 func toPolicyResponse(p engine.Policy) policyResponse {
 	mins := func(d interface{ Minutes() float64 }) int { return int(d.Minutes()) }
 	return policyResponse{ResourceID: formatID(p.ResourceID), MinNoticeMinutes: mins(p.MinNotice), MaxDaysAhead: p.MaxDaysAhead,
 		CancelCutoffMinutes: mins(p.CancelCutoff), CancelRefundPercent: p.CancelRefund, LateCancelRefundPercent: p.LateCancelRefund,
-		NoshowRefundPercent: p.NoshowRefund, RescheduleCutoffMinutes: mins(p.RescheduleCutoff), MaxReschedules: p.MaxReschedules}
+		NoshowRefundPercent: p.NoshowRefund, RescheduleCutoffMinutes: mins(p.RescheduleCutoff), MaxReschedules: p.MaxReschedules,
+		RequiresApproval: p.RequiresApproval, ApprovalWindowMinutes: mins(p.EffectiveApprovalWindow())}
 }
 
 func (rt *ruleRoutes) setPolicy(c *gin.Context) {

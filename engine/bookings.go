@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/catalog"
 	"github.com/slotwheel/slotwheel/engine/clock"
@@ -128,7 +126,7 @@ func (bs *Bookings) apply(ctx context.Context, id uint64, decide func(b *sqlstor
 	if c.None() {
 		return b, c, nil
 	}
-	metricTransitions.WithLabelValues(string(c.From), string(c.To)).Inc()
+	countTransition(booking.Transition{From: c.From, To: c.To})
 	if c.FreesUnits() {
 		bs.giveBack(ctx, &b)
 		bs.freed.announce(ctx, freedUnits{resources: []uint64{b.ResourceID}})
@@ -350,15 +348,19 @@ func (bs *Bookings) NoShows(ctx context.Context, userID string) (int, error) {
 
 // setTimers sets what a booking still needs to be timed after a change: a CONFIRMED booking needs a
 // release task (queued by the loader once within the horizon) and, unless it is too late for one,
-// a reminder, and its release is to be decided; any other status, or a booking whose release was
-// held back, needs none of them.
+// a reminder, and its release is to be decided; a PENDING_APPROVAL booking needs the same task at
+// its approval deadline (release_at), which declines it unless staff decided first, and no
+// reminder; any other status, or a booking whose release was held back, needs none of them.
 func (bs *Bookings) setTimers(b *sqlstore.Booking, now time.Time) {
 	b.QueueAt, b.DueAt, b.RemindAt = nil, nil, nil
-	if b.Status != booking.Confirmed || b.ReleaseHeldAt != nil {
+	if (b.Status != booking.Confirmed && b.Status != booking.PendingApproval) || b.ReleaseHeldAt != nil {
 		return
 	}
 	at := b.ReleaseAt
 	b.QueueAt, b.DueAt = &at, &at
+	if b.Status != booking.Confirmed {
+		return
+	}
 	if r, ok := booking.ReminderAt(b.ReleaseAt, bs.reminderLead, now); ok {
 		b.RemindAt = &r
 	}
@@ -476,23 +478,4 @@ func (bs *Bookings) freeIfNotOccupying(ctx context.Context, id uint64) {
 	if !b.Status.Occupies() {
 		bs.giveBack(lctx, &b)
 	}
-}
-
-// The metrics of this file (engine.go says why they are package-level).
-var (
-	metricTransitions = promauto.NewCounterVec(prometheus.CounterOpts{
-		Name: "slotwheel_booking_transitions_total", Help: "Booking status transitions, by from and to status (HELD → CONFIRMED: a booking created).",
-	}, []string{"from", "to"})
-)
-
-// Every label value is registered up front (engine.go says why).
-func init() {
-	for _, tr := range append(booking.Transitions(), booking.Created) {
-		metricTransitions.WithLabelValues(string(tr.From), string(tr.To))
-	}
-}
-
-// countTransition counts one booking status change.
-func countTransition(tr booking.Transition) {
-	metricTransitions.WithLabelValues(string(tr.From), string(tr.To)).Inc()
 }

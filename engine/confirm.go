@@ -363,13 +363,15 @@ func (ps *Payments) commitBooking(ctx context.Context, r *redisstore.HoldRecord,
 		return booking.Booking{}, err
 	}
 	now := ps.clock.Now()
+	status, releaseAt := booking.Open(ri.Policy, r.Start, r.End, now, grace)
 	b := &sqlstore.Booking{Booking: booking.Booking{HoldID: r.ID, UserID: r.UserID, VenueID: r.VenueID,
-		ResourceID: r.ResourceID, ServiceID: r.ServiceID, Quantity: r.Quantity, Status: booking.Confirmed, Version: 1,
+		ResourceID: r.ResourceID, ServiceID: r.ServiceID, Quantity: r.Quantity, Status: status, Version: 1,
 		Start: r.Start, End: r.End, OccupyStart: r.OccupyStart, OccupyEnd: r.OccupyEnd,
-		ReleaseAt: booking.ReleaseAt(r.Start, now, grace), ConfirmedAt: now, AmountCents: r.AmountCents, Roles: r.Roles},
+		ReleaseAt: releaseAt, ConfirmedAt: now, AmountCents: r.AmountCents, Roles: r.Roles},
 		Fields: r.Fields}
+	created := booking.Transition{From: booking.Status(booking.HoldHeld), To: status}
 	nb := sqlstore.NewBooking{Booking: b, Code: newCheckinCode,
-		Change:  booking.Change{From: booking.Status(booking.HoldHeld), To: booking.Confirmed, At: now},
+		Change:  booking.Change{From: created.From, To: created.To, At: now},
 		Refusal: ps.refusal(ctx, r, pay, now)}
 	if pay != nil {
 		b.PaymentID = pay.PaymentID
@@ -412,7 +414,7 @@ func (ps *Payments) commitBooking(ctx context.Context, r *redisstore.HoldRecord,
 		return booking.Booking{}, err
 	}
 	metricConfirms.WithLabelValues("booked").Inc()
-	countTransition(booking.Created)
+	countTransition(created)
 	ps.settle(ctx, r, b)
 	ps.bookings.scheduleIfDue(ctx, b)
 	return ps.bookings.view(ctx, &b.Booking)

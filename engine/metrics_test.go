@@ -169,10 +169,10 @@ func TestReleaseMetricsAnOperatorWatches(t *testing.T) {
 // HELD → CONFIRMED; a reschedule, which keeps the booking CONFIRMED, counts as a reschedule only.
 func TestTransitionsCarryTheDomainsLabels(t *testing.T) {
 	want := map[[2]string]bool{}
-	for _, tr := range append(booking.Transitions(), booking.Created) {
+	for _, tr := range append(booking.Transitions(), booking.Creations()...) {
 		want[[2]string{string(tr.From), string(tr.To)}] = true
 	}
-	require.Len(t, want, len(booking.Transitions())+1)
+	require.Len(t, want, len(booking.Transitions())+len(booking.Creations()))
 	pairs := func() map[[2]string]bool {
 		mfs, err := prometheus.DefaultGatherer.Gather()
 		require.NoError(t, err)

@@ -195,16 +195,20 @@ type Payment struct {
 // ResourcePolicy is a resource's booking rules (engine/booking.Policy); a resource without a row has
 // the defaults. MaxDaysAhead 0 means the schedule's horizon.
 type ResourcePolicy struct {
-	ResourceID              uint64    `gorm:"primaryKey;autoIncrement:false"`
-	MinNoticeMinutes        int       `gorm:"not null"`
-	MaxDaysAhead            int       `gorm:"not null"`
-	CancelCutoffMinutes     int       `gorm:"not null"`
-	CancelRefundPercent     int       `gorm:"not null"`
-	LateCancelRefundPercent int       `gorm:"not null"`
-	NoshowRefundPercent     int       `gorm:"not null"`
-	RescheduleCutoffMinutes int       `gorm:"not null"`
-	MaxReschedules          int       `gorm:"not null"`
-	UpdatedAt               time.Time `gorm:"precision:3"`
+	ResourceID              uint64 `gorm:"primaryKey;autoIncrement:false"`
+	MinNoticeMinutes        int    `gorm:"not null"`
+	MaxDaysAhead            int    `gorm:"not null"`
+	CancelCutoffMinutes     int    `gorm:"not null"`
+	CancelRefundPercent     int    `gorm:"not null"`
+	LateCancelRefundPercent int    `gorm:"not null"`
+	NoshowRefundPercent     int    `gorm:"not null"`
+	RescheduleCutoffMinutes int    `gorm:"not null"`
+	MaxReschedules          int    `gorm:"not null"`
+	// RequiresApproval: paid bookings wait for staff for up to ApprovalWindowMinutes (0: the
+	// default window).
+	RequiresApproval      bool      `gorm:"not null;default:false"`
+	ApprovalWindowMinutes int       `gorm:"not null;default:0"`
+	UpdatedAt             time.Time `gorm:"precision:3"`
 }
 
 // NoshowPolicy is the deployment's no-show freeze rule: one row (ID 1), absent while it is off.

@@ -63,6 +63,11 @@ func (a Actor) RequireAdmin() error {
 	return nil
 }
 
+// MayDecide reports whether the actor may take the venue's decisions on a booking of venueID —
+// approve or decline it, cancel it for the venue, restore it on the guest's appeal: staff of that
+// venue (its front desk and managers) or an admin.
+func (a Actor) MayDecide(venueID uint64) bool { return a.MayCheckIn(venueID) }
+
 // MayListVenue reports whether the actor may list a venue's bookings (the front desk's list).
 func (a Actor) MayListVenue(venueID uint64) bool { return a.MayCheckIn(venueID) }
 

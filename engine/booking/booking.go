@@ -133,6 +133,10 @@ func (c Change) Event() string {
 		return EventRescheduled
 	}
 	switch c.To {
+	case PendingApproval:
+		return EventPendingApproval
+	case Declined:
+		return EventDeclined
 	case Arrived:
 		return EventCheckedIn
 	case Released:
@@ -141,7 +145,7 @@ func (c Change) Event() string {
 		if c.From == Released {
 			return EventRestored
 		}
-		return EventConfirmed
+		return EventConfirmed // created paid, or approved (previous_status PENDING_APPROVAL)
 	case CancelledByUser, CancelledByAdmin:
 		return EventCancelled
 	case Completed:
@@ -152,16 +156,20 @@ func (c Change) Event() string {
 
 // The event types of docs/API.md "Events and webhooks".
 const (
-	EventConfirmed      = "booking.confirmed"
-	EventReminder       = "booking.reminder"
-	EventCheckedIn      = "booking.checked_in"
-	EventReleased       = "booking.released"
-	EventRestored       = "booking.restored"
-	EventCancelled      = "booking.cancelled"
-	EventRescheduled    = "booking.rescheduled"
-	EventCompleted      = "booking.completed"
-	EventReleaseSkipped = "booking.release_skipped"
-	EventHoldExpired    = "hold.expired"
+	EventConfirmed = "booking.confirmed"
+	// EventPendingApproval: a paid booking waits for staff; EventDeclined: staff or the approval
+	// deadline declined it (its payment is refunded in full).
+	EventPendingApproval = "booking.pending_approval"
+	EventDeclined        = "booking.declined"
+	EventReminder        = "booking.reminder"
+	EventCheckedIn       = "booking.checked_in"
+	EventReleased        = "booking.released"
+	EventRestored        = "booking.restored"
+	EventCancelled       = "booking.cancelled"
+	EventRescheduled     = "booking.rescheduled"
+	EventCompleted       = "booking.completed"
+	EventReleaseSkipped  = "booking.release_skipped"
+	EventHoldExpired     = "hold.expired"
 	// EventHoldRefused: a hold ended because its units were sold to bookings (the capacity ledger
 	// refused its confirm, or a repair after Redis lost writes found its slot over capacity); a
 	// payment for it is refunded.
@@ -175,7 +183,7 @@ const (
 
 // EventTypes lists every event type, for validating webhook subscriptions.
 func EventTypes() []string {
-	return []string{EventConfirmed, EventReminder, EventCheckedIn, EventReleased, EventRestored, EventCancelled,
+	return []string{EventConfirmed, EventPendingApproval, EventDeclined, EventReminder, EventCheckedIn, EventReleased, EventRestored, EventCancelled,
 		EventRescheduled, EventCompleted, EventReleaseSkipped, EventHoldExpired, EventHoldRefused, EventPromoted, EventLapsed,
 		EventRefundReq, EventRefundOK, EventRefundFailed}
 }
@@ -220,6 +228,8 @@ func (b *Booking) CheckIn(received time.Time, actor string, r Rules) (Change, er
 	switch b.Status {
 	case Arrived, InProgress:
 		return Change{}, nil // scanned twice
+	case PendingApproval:
+		return Change{}, ErrAwaitingApproval
 	case Confirmed:
 		if opens := b.CheckinOpensAt(r); received.Before(opens) {
 			return Change{}, ErrTooEarly.WithDetail("opens_at", opens)
@@ -277,6 +287,9 @@ func (b *Booking) Release(now time.Time, p Policy) (Change, error) {
 // hold the release back, once — the booking stays CONFIRMED with its units and is not released
 // later. It is never early.
 func (b *Booking) Decide(now time.Time, mode ReleaseMode, p Policy) (Change, error) {
+	if b.Status == PendingApproval {
+		return b.lapse(now)
+	}
 	if mode == ReleaseOn || mode == "" {
 		return b.Release(now, p)
 	}
@@ -324,6 +337,10 @@ func (b *Booking) Cancel(a Actor, now time.Time, p Policy) (Change, error) {
 		return Change{}, ErrInvalidTransition
 	}
 	refund, err := p.cancelRefund(a, b.Start, now)
+	if b.Status == PendingApproval && a.Role != RoleAdmin {
+		// Never accepted by the venue: the guest who withdraws gets everything back.
+		refund, err = Refund{Percent: 100, Reason: RefundUserCancel}, nil
+	}
 	if err != nil {
 		return Change{}, err
 	}

@@ -44,7 +44,9 @@ func TestTransitionTableIsClosed(t *testing.T) {
 		{Confirmed, Arrived}: true, {Confirmed, Released}: true, {Confirmed, CancelledByUser}: true,
 		{Confirmed, CancelledByAdmin}: true, {Arrived, InProgress}: true, {Arrived, Completed}: true,
 		{Arrived, CancelledByAdmin}: true, {InProgress, Completed}: true, {Released, Confirmed}: true,
-		{Released, Arrived}: true,
+		{Released, Arrived}:          true,
+		{PendingApproval, Confirmed}: true, {PendingApproval, Declined}: true,
+		{PendingApproval, CancelledByUser}: true, {PendingApproval, CancelledByAdmin}: true,
 	}
 	for _, from := range Statuses() {
 		for _, to := range Statuses() {
@@ -60,7 +62,7 @@ func TestTransitionTableIsClosed(t *testing.T) {
 		got, ok := ParseStatus(string(s))
 		require.True(t, ok)
 		require.Equal(t, s, got)
-		require.Equal(t, s == Confirmed || s == Arrived || s == InProgress, s.Occupies(), s)
+		require.Equal(t, s == PendingApproval || s == Confirmed || s == Arrived || s == InProgress, s.Occupies(), s)
 	}
 	_, ok := ParseStatus("HELD")
 	require.False(t, ok, "holds are not bookings")

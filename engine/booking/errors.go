@@ -138,6 +138,10 @@ var (
 	ErrWechatPayOff        = &Error{Kind: KindNotFound, Code: "wechatpay_not_configured", Message: "WeChat Pay is not configured"}
 	ErrWechatLoginNeeded   = &Error{Kind: KindForbidden, Code: "wechat_login_required", Message: "pay with WeChat after logging in through WeChat: the order's payer is your openid"}
 	ErrNotificationRefused = &Error{Kind: KindInvalid, Code: "bad_notification", Message: "the notification could not be verified or decrypted"}
+	ErrAwaitingApproval    = &Error{Kind: KindConflict, Code: "awaiting_approval", Message: "the booking is waiting for the venue's approval"}
+	ErrNotPendingApproval  = &Error{Kind: KindConflict, Code: "not_pending_approval", Message: "the booking is not waiting for approval"}
+	ErrApprovalLapsed      = &Error{Kind: KindConflict, Code: "approval_lapsed", Message: "the approval deadline has passed; the booking is being declined"}
+	ErrReasonRequired      = &Error{Kind: KindInvalid, Code: "reason_required", Message: "say why: the reason goes into the booking's history", Field: "reason"}
 	ErrPriceDiffers        = &Error{Kind: KindConflict, Code: "price_differs", Message: "the new window costs another amount than the booking was paid for"}
 	// ErrBackendUnavailable is Redis (or the queue) being unreachable; ErrStorageUnavailable is the SQL
 	// store. docs/API.md names them apart: holds keep working while only MySQL is away.

@@ -34,6 +34,7 @@ const (
 	FieldMaxNoshows      Field = "max_noshows"
 	FieldWithinDays      Field = "within_days"
 	FieldFreezeDays      Field = "freeze_days"
+	FieldApprovalWindow  Field = "approval_window_minutes"
 )
 
 type limit struct {
@@ -65,6 +66,7 @@ var limits = map[Field]limit{
 	FieldMaxNoshows:      {"invalid_policy", 0, 1000}, // 0: the freeze is off
 	FieldWithinDays:      {"invalid_policy", 1, 3650},
 	FieldFreezeDays:      {"invalid_policy", 1, 3650},
+	FieldApprovalWindow:  {"invalid_policy", 1, 30 * 1440},
 }
 
 // Defaults of optional fields.

@@ -16,6 +16,10 @@ type Policy struct {
 	NoshowRefund     int           // percent of a released no-show's payment given back
 	RescheduleCutoff time.Duration // a booking can be moved until this long before its start
 	MaxReschedules   int           // how often a booking can be moved
+	// RequiresApproval: a paid booking waits for staff (PENDING_APPROVAL) for up to ApprovalWindow
+	// (0: DefaultApprovalWindow); see Open.
+	RequiresApproval bool
+	ApprovalWindow   time.Duration
 }
 
 // DefaultPolicy is the policy of a resource that set none (docs/API.md's defaults).
@@ -33,6 +37,8 @@ type PolicyInput struct {
 	NoshowRefundPercent     *int
 	RescheduleCutoffMinutes *int
 	MaxReschedules          *int
+	RequiresApproval        *bool
+	ApprovalWindowMinutes   *int
 }
 
 // With answers p changed by in, each field checked against its bounds.
@@ -50,6 +56,7 @@ func (p Policy) With(in PolicyInput) (Policy, error) {
 		{FieldNoshowRefund, in.NoshowRefundPercent, func(v int) { p.NoshowRefund = v }},
 		{FieldRescheduleCut, in.RescheduleCutoffMinutes, func(v int) { p.RescheduleCutoff = time.Duration(v) * time.Minute }},
 		{FieldMaxReschedules, in.MaxReschedules, func(v int) { p.MaxReschedules = v }},
+		{FieldApprovalWindow, in.ApprovalWindowMinutes, func(v int) { p.ApprovalWindow = time.Duration(v) * time.Minute }},
 	} {
 		if f.v == nil {
 			continue
@@ -58,6 +65,9 @@ func (p Policy) With(in PolicyInput) (Policy, error) {
 			return Policy{}, err
 		}
 		f.set(*f.v)
+	}
+	if in.RequiresApproval != nil {
+		p.RequiresApproval = *in.RequiresApproval
 	}
 	return p, nil
 }
@@ -81,7 +91,8 @@ const (
 	RefundLatePayment    = "late_payment"    // paid for a hold whose units were gone
 	RefundAmountMismatch = "amount_mismatch" // a verified payment of another amount than the hold's
 	RefundDuplicate      = "duplicate_payment"
-	RefundCapacity       = "capacity_refused" // the capacity ledger refused the booking: its units were sold
+	RefundCapacity       = "capacity_refused"  // the capacity ledger refused the booking: its units were sold
+	RefundDeclined       = "approval_declined" // staff, or the approval deadline, declined the booking
 )
 
 // Refund is what a change gives back of a booking's payment.
@@ -101,10 +112,20 @@ func (p Policy) cancelRefund(a Actor, start, now time.Time) (Refund, error) {
 		return Refund{Percent: 100, Reason: RefundAdminCancel}, nil
 	case !now.Before(start):
 		return Refund{}, ErrCancellationClosed
-	case !now.Before(start.Add(-p.CancelCutoff)):
-		return Refund{Percent: p.LateCancelRefund, Reason: RefundLateCancel}, nil
 	}
-	return Refund{Percent: p.CancelRefund, Reason: RefundUserCancel}, nil
+	return p.shareAt(start, now), nil
+}
+
+// shareAt is what the policy gives back of a booking starting at start that ends at now: the
+// cancel share before the cut-off, the late share until the start, the no-show share after it.
+func (p Policy) shareAt(start, now time.Time) Refund {
+	switch {
+	case !now.Before(start):
+		return Refund{Percent: p.NoshowRefund, Reason: RefundNoShow}
+	case !now.Before(start.Add(-p.CancelCutoff)):
+		return Refund{Percent: p.LateCancelRefund, Reason: RefundLateCancel}
+	}
+	return Refund{Percent: p.CancelRefund, Reason: RefundUserCancel}
 }
 
 // mayReschedule checks a move of a booking starting at start, moved moves times already, at now.

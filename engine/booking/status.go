@@ -16,6 +16,11 @@ type Status string
 
 // The booking statuses.
 const (
+	// PendingApproval: paid, with its units taken, waiting for the venue's staff to approve it (it
+	// becomes CONFIRMED) or decline it; its release_at is the approval deadline, when it is declined
+	// unless approved (see Open).
+	PendingApproval  Status = "PENDING_APPROVAL"
+	Declined         Status = "DECLINED" // by staff, or by the approval deadline; fully refunded
 	Confirmed        Status = "CONFIRMED"
 	Arrived          Status = "ARRIVED"
 	InProgress       Status = "IN_PROGRESS"
@@ -27,7 +32,7 @@ const (
 
 // Statuses lists every booking status.
 func Statuses() []Status {
-	return []Status{Confirmed, Arrived, InProgress, Completed, Released, CancelledByUser, CancelledByAdmin}
+	return []Status{PendingApproval, Confirmed, Arrived, InProgress, Completed, Released, CancelledByUser, CancelledByAdmin, Declined}
 }
 
 // ParseStatus reads a status as the API and the store write it.
@@ -39,10 +44,11 @@ func ParseStatus(s string) (Status, bool) {
 // transitions is the one table of allowed booking status changes. HELD → CONFIRMED happens when the
 // booking is created; everything after goes through a guarded method of Booking.
 var transitions = map[Status][]Status{
-	Confirmed:  {Arrived, Released, CancelledByUser, CancelledByAdmin},
-	Arrived:    {InProgress, Completed, CancelledByAdmin},
-	InProgress: {Completed},
-	Released:   {Confirmed, Arrived}, // restore and late check-in, within the restore window
+	PendingApproval: {Confirmed, Declined, CancelledByUser, CancelledByAdmin},
+	Confirmed:       {Arrived, Released, CancelledByUser, CancelledByAdmin},
+	Arrived:         {InProgress, Completed, CancelledByAdmin},
+	InProgress:      {Completed},
+	Released:        {Confirmed, Arrived}, // restore and late check-in, within the restore window
 }
 
 // CanMove reports whether the table allows from → to.
@@ -51,9 +57,16 @@ func CanMove(from, to Status) bool { return slices.Contains(transitions[from], t
 // Transition is one status change a booking can make.
 type Transition struct{ From, To Status }
 
-// Created is the change that creates a booking: a paid hold (HELD) becomes CONFIRMED. It is not in
-// the table because no booking exists yet to move; it is announced and counted like the others.
-var Created = Transition{From: Status(HoldHeld), To: Confirmed}
+// Created is the change that creates a booking: a paid hold (HELD) becomes CONFIRMED, or
+// PENDING_APPROVAL when its resource requires approval (CreatedPending). Neither is in the table
+// because no booking exists yet to move; they are announced and counted like the others.
+var (
+	Created        = Transition{From: Status(HoldHeld), To: Confirmed}
+	CreatedPending = Transition{From: Status(HoldHeld), To: PendingApproval}
+)
+
+// Creations lists the changes that create a booking, beside Transitions for whatever counts them.
+func Creations() []Transition { return []Transition{Created, CreatedPending} }
 
 // Transitions lists every change the table allows, in the order of Statuses, so that whatever
 // counts or shows transitions (metrics, dashboards) can name each one before it first happens.
@@ -70,7 +83,9 @@ func Transitions() []Transition {
 }
 
 // Occupies reports whether a booking in this status keeps its units taken.
-func (s Status) Occupies() bool { return s == Confirmed || s == Arrived || s == InProgress }
+func (s Status) Occupies() bool {
+	return s == PendingApproval || s == Confirmed || s == Arrived || s == InProgress
+}
 
 // CountsAsNoShow reports whether a booking in this status is one no-show of its owner. A user's
 // no-show count is the number of their bookings in such a status: a release counts one, and a
@@ -78,7 +93,7 @@ func (s Status) Occupies() bool { return s == Confirmed || s == Arrived || s == 
 func (s Status) CountsAsNoShow() bool { return s == Released }
 
 // OccupyingStatuses lists the statuses whose units stay taken, for store queries.
-func OccupyingStatuses() []Status { return []Status{Confirmed, Arrived, InProgress} }
+func OccupyingStatuses() []Status { return []Status{PendingApproval, Confirmed, Arrived, InProgress} }
 
 // NoShowStatuses lists the statuses that count as a no-show, for store queries.
 func NoShowStatuses() []Status { return []Status{Released} }

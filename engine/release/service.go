@@ -253,9 +253,13 @@ func (s *Service) releaseRules(stored map[uint64]string) (modes map[uint64]booki
 func (s *Service) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs []booking.Change, back bool) (followUp func(context.Context), err error) {
 	byVenue, resources, users := releasedUnits(bs, chs)
 	for i := range bs {
-		if c := chs[i]; c.HeldBy != "" {
+		switch c := chs[i]; {
+		case c.HeldBy != "":
 			metricReleases.WithLabelValues("held_" + string(c.HeldBy)).Inc()
-		} else {
+		case c.To == booking.Declined:
+			// An approval deadline the same timer decided: not a no-show release, so not counted as one.
+			s.p.CountTransition(booking.Transition{From: c.From, To: c.To})
+		default:
 			metricReleases.WithLabelValues("released").Inc()
 			s.p.CountTransition(booking.Transition{From: c.From, To: c.To})
 			metricLag.Observe(bs[i].ReleasedAt.Sub(bs[i].ReleaseAt).Seconds())
@@ -278,8 +282,8 @@ func (s *Service) afterRelease(ctx context.Context, bs []sqlstore.Booking, chs [
 	}, err
 }
 
-// releasedUnits gathers what a batch's releases (not those a release mode held back) freed: the
-// units of each venue, the resources and the owners.
+// releasedUnits gathers what a batch's releases (not those a release mode held back) and approval
+// deadlines freed: the units of each venue, the resources, and the owners released as no-shows.
 func releasedUnits(bs []sqlstore.Booking, chs []booking.Change) (byVenue map[uint64][]redisstore.Freed, resources []uint64, users []string) {
 	byVenue = map[uint64][]redisstore.Freed{}
 	for i := range bs {
@@ -288,7 +292,7 @@ func releasedUnits(bs []sqlstore.Booking, chs []booking.Change) (byVenue map[uin
 			continue
 		}
 		byVenue[b.VenueID] = append(byVenue[b.VenueID], freed(b))
-		if !slices.Contains(users, b.UserID) {
+		if chs[i].To.CountsAsNoShow() && !slices.Contains(users, b.UserID) {
 			users = append(users, b.UserID)
 		}
 		if !slices.Contains(resources, b.ResourceID) {
@@ -376,7 +380,7 @@ func (s *Service) Release(ctx context.Context, ref Ref) (Outcome, error) {
 				s.giveBack(ctx, &b)
 			}
 			return AlreadyReleased, nil
-		case booking.Confirmed:
+		case booking.Confirmed, booking.PendingApproval: // released, or declined at its deadline
 		default:
 			return NotApplicable, nil
 		}
@@ -392,7 +396,7 @@ func (s *Service) Release(ctx context.Context, ref Ref) (Outcome, error) {
 			return "", err
 		}
 		if slices.Contains(ids, b.ID) {
-			if after, err := s.p.SQL.Booking(ctx, b.ID); err == nil && after.Status != booking.Released {
+			if after, err := s.p.SQL.Booking(ctx, b.ID); err == nil && after.Status != booking.Released && after.Status != booking.Declined {
 				return NotApplicable, nil // held back by the venue's release mode
 			}
 			return Released, nil

@@ -44,9 +44,12 @@ type Booking struct {
 	ReleasedAt  string `json:"released_at,omitempty"`
 	CancelledAt string `json:"cancelled_at,omitempty"`
 	CheckinCode string `json:"checkin_code"`
-	PaymentID   string `json:"payment_id,omitempty"`
-	AmountCents int64  `json:"amount_cents"`
-	Version     int    `json:"version"`
+	// ApprovalDeadline is, while the booking is PENDING_APPROVAL, when it is declined unless staff
+	// approve it first (its release_at until then).
+	ApprovalDeadline string `json:"approval_deadline,omitempty"`
+	PaymentID        string `json:"payment_id,omitempty"`
+	AmountCents      int64  `json:"amount_cents"`
+	Version          int    `json:"version"`
 	// Resources are a multi-resource service's resources by role.
 	Resources map[string]string `json:"resources,omitempty"`
 }
@@ -62,6 +65,9 @@ func FromBooking(b booking.Booking) Booking {
 	}
 	if b.ServiceID != 0 {
 		out.ServiceID = ID(b.ServiceID)
+	}
+	if at, ok := b.ApprovalDeadline(); ok {
+		out.ApprovalDeadline = Time(at)
 	}
 	return out
 }

@@ -359,7 +359,8 @@ func PolicyOf(r models.ResourcePolicy) booking.Policy {
 	return booking.Policy{MinNotice: minutes(r.MinNoticeMinutes), MaxDaysAhead: r.MaxDaysAhead,
 		CancelCutoff: minutes(r.CancelCutoffMinutes), CancelRefund: r.CancelRefundPercent,
 		LateCancelRefund: r.LateCancelRefundPercent, NoshowRefund: r.NoshowRefundPercent,
-		RescheduleCutoff: minutes(r.RescheduleCutoffMinutes), MaxReschedules: r.MaxReschedules}
+		RescheduleCutoff: minutes(r.RescheduleCutoffMinutes), MaxReschedules: r.MaxReschedules,
+		RequiresApproval: r.RequiresApproval, ApprovalWindow: minutes(r.ApprovalWindowMinutes)}
 }
 
 func minutes(n int) time.Duration { return time.Duration(n) * time.Minute }
@@ -370,7 +371,8 @@ func policyRow(resourceID uint64, p booking.Policy, at time.Time) models.Resourc
 		MaxDaysAhead: p.MaxDaysAhead, CancelCutoffMinutes: int(p.CancelCutoff / time.Minute),
 		CancelRefundPercent: p.CancelRefund, LateCancelRefundPercent: p.LateCancelRefund,
 		NoshowRefundPercent: p.NoshowRefund, RescheduleCutoffMinutes: int(p.RescheduleCutoff / time.Minute),
-		MaxReschedules: p.MaxReschedules, UpdatedAt: at}
+		MaxReschedules: p.MaxReschedules, RequiresApproval: p.RequiresApproval,
+		ApprovalWindowMinutes: int(p.ApprovalWindow / time.Minute), UpdatedAt: at}
 }
 
 // UpdatePolicy reads a resource's booking rules (booking.DefaultPolicy when it has none), lets

@@ -979,7 +979,7 @@ export interface components {
                  * @example slot_full
                  * @enum {string}
                  */
-                code: "account_frozen" | "already_waiting" | "amount_mismatch" | "backend_unavailable" | "bad_notification" | "bad_signature" | "body_too_large" | "cancellation_closed" | "confirm_in_progress" | "duplicate_exception" | "forbidden" | "hold_expired" | "hold_not_active" | "idempotency_key_reused" | "internal" | "invalid_amount" | "invalid_buffer" | "invalid_capacity" | "invalid_category" | "invalid_checkin_code" | "invalid_code" | "invalid_cursor" | "invalid_date" | "invalid_duration" | "invalid_end" | "invalid_event_type" | "invalid_exception" | "invalid_grace" | "invalid_hold_id" | "invalid_horizon_days" | "invalid_id" | "invalid_idempotency_key" | "invalid_json" | "invalid_kind" | "invalid_limit" | "invalid_name" | "invalid_number" | "invalid_opening" | "invalid_page" | "invalid_payment_id" | "invalid_policy" | "invalid_price" | "invalid_quantity" | "invalid_query" | "invalid_release_mode" | "invalid_resource_ids" | "invalid_resources" | "invalid_role" | "invalid_roles" | "invalid_slot_minutes" | "invalid_status" | "invalid_template_data" | "invalid_template_id" | "invalid_time" | "invalid_time_of_day" | "invalid_timezone" | "invalid_transition" | "invalid_type" | "invalid_url" | "invalid_user_id" | "invalid_weekdays" | "invalid_window" | "method_not_allowed" | "missing_end" | "missing_field" | "missing_parameter" | "missing_resource_id" | "missing_start" | "missing_venue_id" | "not_found" | "off_grid" | "overlapping_openings" | "payment_id_conflict" | "price_differs" | "rate_limited" | "request_in_progress" | "reschedule_closed" | "reschedule_limit" | "resource_inactive" | "resource_not_in_service" | "restore_window_closed" | "schedule_conflict" | "slot_closed" | "slot_full" | "slot_past" | "stale_signature" | "storage_unavailable" | "too_early" | "too_far" | "too_late" | "too_many_holds" | "too_soon" | "unauthorized" | "unknown_field" | "unknown_resource" | "unknown_service" | "unknown_venue" | "wechat_login_failed" | "wechat_login_required" | "wechat_not_configured" | "wechat_unavailable" | "wechatpay_not_configured";
+                code: "account_frozen" | "already_waiting" | "amount_mismatch" | "approval_lapsed" | "awaiting_approval" | "backend_unavailable" | "bad_notification" | "bad_signature" | "body_too_large" | "cancellation_closed" | "confirm_in_progress" | "duplicate_exception" | "forbidden" | "hold_expired" | "hold_not_active" | "idempotency_key_reused" | "internal" | "invalid_amount" | "invalid_buffer" | "invalid_capacity" | "invalid_category" | "invalid_checkin_code" | "invalid_code" | "invalid_cursor" | "invalid_date" | "invalid_duration" | "invalid_end" | "invalid_event_type" | "invalid_exception" | "invalid_grace" | "invalid_hold_id" | "invalid_horizon_days" | "invalid_id" | "invalid_idempotency_key" | "invalid_json" | "invalid_kind" | "invalid_limit" | "invalid_name" | "invalid_number" | "invalid_opening" | "invalid_page" | "invalid_payment_id" | "invalid_policy" | "invalid_price" | "invalid_quantity" | "invalid_query" | "invalid_reason" | "invalid_release_mode" | "invalid_resource_ids" | "invalid_resources" | "invalid_role" | "invalid_roles" | "invalid_slot_minutes" | "invalid_status" | "invalid_template_data" | "invalid_template_id" | "invalid_time" | "invalid_time_of_day" | "invalid_timezone" | "invalid_transition" | "invalid_type" | "invalid_url" | "invalid_user_id" | "invalid_weekdays" | "invalid_window" | "method_not_allowed" | "missing_end" | "missing_field" | "missing_parameter" | "missing_resource_id" | "missing_start" | "missing_venue_id" | "not_found" | "not_pending_approval" | "off_grid" | "overlapping_openings" | "payment_id_conflict" | "price_differs" | "rate_limited" | "reason_required" | "request_in_progress" | "reschedule_closed" | "reschedule_limit" | "resource_inactive" | "resource_not_in_service" | "restore_window_closed" | "schedule_conflict" | "slot_closed" | "slot_full" | "slot_past" | "stale_signature" | "storage_unavailable" | "too_early" | "too_far" | "too_late" | "too_many_holds" | "too_soon" | "unauthorized" | "unknown_field" | "unknown_resource" | "unknown_service" | "unknown_venue" | "wechat_login_failed" | "wechat_login_required" | "wechat_not_configured" | "wechat_unavailable" | "wechatpay_not_configured";
                 /** @description Human-readable, in the language chosen by Accept-Language (en or zh-CN; English otherwise). */
                 message: string;
                 /** @description The X-Request-Id of the answer. */
@@ -1237,8 +1237,11 @@ export interface components {
         Booking: {
             booking_id: components["schemas"]["Id"];
             hold_id: components["schemas"]["HoldId"];
-            /** @enum {string} */
-            status: "CONFIRMED" | "ARRIVED" | "IN_PROGRESS" | "COMPLETED" | "RELEASED" | "CANCELLED_BY_USER" | "CANCELLED_BY_ADMIN";
+            /**
+             * @description See docs/DESIGN.md's states. PENDING_APPROVAL: paid, its units taken, waiting for the venue's staff (its resource's policy has requires_approval); it becomes CONFIRMED when approved, or DECLINED (refunded in full) when staff decline it or its approval_deadline passes.
+             * @enum {string}
+             */
+            status: "PENDING_APPROVAL" | "CONFIRMED" | "ARRIVED" | "IN_PROGRESS" | "COMPLETED" | "RELEASED" | "CANCELLED_BY_USER" | "CANCELLED_BY_ADMIN" | "DECLINED";
             venue_id: components["schemas"]["Id"];
             resource_id: components["schemas"]["Id"];
             service_id?: components["schemas"]["Id"];
@@ -1246,6 +1249,8 @@ export interface components {
             start: components["schemas"]["DateTime"];
             end: components["schemas"]["DateTime"];
             release_at: components["schemas"]["DateTime"];
+            /** @description Only while PENDING_APPROVAL: when the booking is declined unless staff approve it first (the booking's release_at until then; the same durable timer decides it, never early). */
+            approval_deadline?: components["schemas"]["DateTime"];
             confirmed_at: components["schemas"]["DateTime"];
             checked_in_at?: components["schemas"]["DateTime"];
             released_at?: components["schemas"]["DateTime"];
@@ -1352,7 +1357,7 @@ export interface components {
             next_cursor: string;
         };
         /** @enum {string} */
-        EventType: "booking.confirmed" | "booking.reminder" | "booking.checked_in" | "booking.released" | "booking.restored" | "booking.cancelled" | "booking.rescheduled" | "booking.completed" | "booking.release_skipped" | "hold.expired" | "hold.refused" | "waitlist.promoted" | "waitlist.lapsed" | "refund.requested" | "refund.succeeded" | "refund.failed";
+        EventType: "booking.confirmed" | "booking.declined" | "booking.pending_approval" | "booking.reminder" | "booking.checked_in" | "booking.released" | "booking.restored" | "booking.cancelled" | "booking.rescheduled" | "booking.completed" | "booking.release_skipped" | "hold.expired" | "hold.refused" | "waitlist.promoted" | "waitlist.lapsed" | "refund.requested" | "refund.succeeded" | "refund.failed";
         ReleaseModeInput: {
             /** @enum {string} */
             mode: "on" | "off" | "dry_run";
@@ -1464,6 +1469,10 @@ export interface components {
             reschedule_cutoff_minutes: number;
             /** @description How often one booking can be moved (409 reschedule_limit beyond). */
             max_reschedules: number;
+            /** @description A paid booking of this resource waits for the venue's staff: PENDING_APPROVAL, its units taken, until staff approve it (CONFIRMED, then released at start + grace like any booking) or decline it, or approval_deadline passes (DECLINED; the payment is refunded in full either way). Payment comes first, so that a slot waiting for approval is one the guest has committed to. Default false. */
+            requires_approval: boolean;
+            /** @description How long staff have to decide a booking of a resource that requires approval, from its payment; never past the slot's start (for a slot already in progress, its end). The window in force: 1440 (a day) while none was set. */
+            approval_window_minutes: number;
         };
         /** @description Any of the policy's fields; a field left out keeps its value (a resource's first policy starts from the defaults). A value out of range is 422 invalid_policy naming the field. See Policy for what each means. */
         PolicyInput: {
@@ -1476,6 +1485,9 @@ export interface components {
             noshow_refund_percent?: number;
             reschedule_cutoff_minutes?: number;
             max_reschedules?: number;
+            requires_approval?: boolean;
+            /** @description 1 to 43200 minutes (30 days). */
+            approval_window_minutes?: number;
         };
         /** @description All three are required (400 missing_field); each out of range is 422 invalid_policy naming the field. */
         NoshowPolicyInput: {
