@@ -201,13 +201,10 @@ func newHandler(opts Options) (*handler, error) {
 
 	idem := idempotent(opts.Idempotency, in.Failer)
 
+	// Deployment-wide settings: admins only.
 	admin := v1.Group("/admin", tokens.Require(booking.RoleAdmin))
 	admin.POST("/venues", in.ReadBody, idem, catalogAdmin.createVenue)
-	admin.POST("/resources", in.ReadBody, idem, catalogAdmin.createResource)
-	admin.PUT("/resources/:id/schedule", in.ReadBody, catalogAdmin.setSchedule)
-	admin.POST("/services", in.ReadBody, idem, catalogAdmin.createService)
 	admin.PUT("/policies/grace", in.ReadBody, catalogAdmin.setGracePolicy)
-	admin.PUT("/venues/:id/release-mode", in.ReadBody, notify.setReleaseMode)
 	admin.POST("/webhooks", in.ReadBody, idem, notify.createWebhook)
 	admin.GET("/webhooks", notify.listWebhooks)
 	admin.DELETE("/webhooks/:id", notify.deleteWebhook)
@@ -215,13 +212,26 @@ func newHandler(opts Options) (*handler, error) {
 	admin.POST("/webhooks/:id/deliveries/:delivery_id/retry", in.ReadBody, idem, notify.retryDelivery)
 	admin.PUT("/notifications/wechat", in.ReadBody, notify.setWechatTemplate)
 	admin.GET("/notifications/wechat", notify.listWechatTemplates)
-	admin.PUT("/resources/:id/policy", in.ReadBody, rules.setPolicy)
 	admin.PUT("/policies/noshow", in.ReadBody, rules.setNoshowPolicy)
 	admin.GET("/policies/noshow", rules.getNoshowPolicy)
 	admin.GET("/refunds", rules.listRefunds)
 	admin.POST("/users/:id/erase", in.ReadBody, idem, bookings.eraseUser)
-	// The front desk's list: staff of the venue, or admin.
-	v1.GET("/admin/bookings", tokens.Require(booking.RoleStaff, booking.RoleAdmin), bookings.venueBookings)
+
+	// A venue's catalog and booking rules: its manager, or an admin (the engine checks the venue).
+	manage := v1.Group("/admin", tokens.Require(booking.RoleManager, booking.RoleAdmin))
+	manage.POST("/resources", in.ReadBody, idem, catalogAdmin.createResource)
+	manage.PUT("/resources/:id/schedule", in.ReadBody, catalogAdmin.setSchedule)
+	manage.POST("/services", in.ReadBody, idem, catalogAdmin.createService)
+	manage.PUT("/venues/:id/release-mode", in.ReadBody, notify.setReleaseMode)
+	manage.PUT("/resources/:id/policy", in.ReadBody, rules.setPolicy)
+
+	// The front desk: a venue's staff or manager, or an admin.
+	desk := v1.Group("/admin", tokens.Require(booking.RoleStaff, booking.RoleManager, booking.RoleAdmin))
+	desk.GET("/bookings", bookings.venueBookings)
+	desk.POST("/bookings/:id/approve", in.ReadBody, idem, bookings.decision(false, eng.Bookings.Approve))
+	desk.POST("/bookings/:id/decline", in.ReadBody, idem, bookings.decision(false, eng.Bookings.Decline))
+	desk.POST("/bookings/:id/cancel", in.ReadBody, idem, bookings.decision(true, eng.Bookings.VenueCancel))
+	desk.POST("/bookings/:id/restore", in.ReadBody, idem, bookings.decision(false, eng.Bookings.Appeal))
 
 	// Browsing needs no token: mini-program reviews reject forced log-in before browsing.
 	v1.GET("/venues", browse.listVenues)
@@ -230,7 +240,7 @@ func newHandler(opts Options) (*handler, error) {
 	v1.GET("/availability", browse.availability)
 	v1.GET("/resources/:id/policy", rules.getPolicy)
 
-	anyRole := tokens.Require(booking.RoleUser, booking.RoleStaff, booking.RoleAdmin)
+	anyRole := tokens.Require(booking.Roles()...)
 	v1.POST("/holds", anyRole, in.ReadBody, holds.createHold)
 	v1.GET("/holds", anyRole, holds.listHolds)
 	v1.GET("/holds/:id", anyRole, holds.getHold)
@@ -251,7 +261,7 @@ func newHandler(opts Options) (*handler, error) {
 	v1.POST("/bookings/:id/restore", anyRole, in.ReadBody, idem, bookings.restoreBooking)
 	v1.POST("/bookings/:id/reschedule", anyRole, in.ReadBody, idem, rules.rescheduleBooking)
 
-	v1.POST("/checkins", tokens.Require(booking.RoleStaff, booking.RoleAdmin), in.ReadBody, idem, bookings.checkIn)
+	v1.POST("/checkins", tokens.Require(booking.RoleStaff, booking.RoleManager, booking.RoleAdmin), in.ReadBody, idem, bookings.checkIn)
 
 	v1.POST("/waitlist", anyRole, in.ReadBody, idem, waitlist.joinWaitlist)
 	v1.GET("/waitlist", anyRole, waitlist.listWaitlist)

@@ -486,3 +486,81 @@ func TestConfirmRules(t *testing.T) {
 	require.Equal(t, answer.Catalog[answer.LangZH]["slot_full"], e.Error.Message)
 	require.Equal(t, answer.LangZH, r.Header.Get("Content-Language"))
 }
+
+// TestManagerRunsOneVenue: a manager changes their venue's catalog and rules and works its front
+// desk, but reaches neither another venue's catalog nor the installation's settings; staff change
+// no catalog at all.
+func TestManagerRunsOneVenue(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t)
+	alice := hs.token("alice", booking.RoleUser, 0)
+	boss := hs.token("boss", booking.RoleManager, hs.venueNum())
+	staff := hs.token("sam", booking.RoleStaff, hs.venueNum())
+	booked := hs.booking(alice, 1, 11)
+
+	var other venueResponse
+	hs.do(http.MethodPost, "/api/v1/admin/venues", hs.admin, set{"name": "Elsewhere", "timezone": testZone}).
+		expect(t, http.StatusCreated).decode(t, &other)
+	court := func(venue string) set {
+		return set{"venue_id": venue, "name": "Court 9", "kind": "court", "capacity": 2, "category": "tennis", "price_cents": 100}
+	}
+
+	var res resourceResponse
+	hs.do(http.MethodPost, "/api/v1/admin/resources", boss, court(hs.venue)).expect(t, http.StatusCreated).decode(t, &res)
+	hs.do(http.MethodPut, "/api/v1/admin/resources/"+res.ResourceID+"/schedule", boss, set{"slot_minutes": 60,
+		"weekly": []set{{"weekdays": []int{1, 2, 3, 4, 5, 6, 7}, "open": "09:00", "close": "12:00"}}}).expect(t, http.StatusOK)
+	hs.do(http.MethodPut, "/api/v1/admin/resources/"+res.ResourceID+"/policy", boss, set{"requires_approval": true}).expect(t, http.StatusOK)
+	hs.do(http.MethodPut, "/api/v1/admin/venues/"+hs.venue+"/release-mode", boss, set{"mode": "dry_run"}).expect(t, http.StatusOK)
+	hs.do(http.MethodPost, "/api/v1/admin/services", boss, set{"venue_id": hs.venue, "name": "Lesson", "duration_minutes": 60,
+		"price_cents": 100, "resource_ids": []string{res.ResourceID}}).expect(t, http.StatusCreated)
+
+	// Not another venue's catalog, and nothing of the installation.
+	r := hs.do(http.MethodPost, "/api/v1/admin/resources", boss, court(other.VenueID)).expect(t, http.StatusForbidden)
+	require.Equal(t, "forbidden", r.errorCode())
+	var theirs resourceResponse
+	hs.do(http.MethodPost, "/api/v1/admin/resources", hs.admin, court(other.VenueID)).expect(t, http.StatusCreated).decode(t, &theirs)
+	for _, rt := range []struct {
+		method, path string
+		body         any
+	}{
+		{"PUT", "/api/v1/admin/resources/" + theirs.ResourceID + "/schedule", set{"slot_minutes": 60, "weekly": []set{}}},
+		{"PUT", "/api/v1/admin/resources/" + theirs.ResourceID + "/policy", set{"requires_approval": true}},
+		{"PUT", "/api/v1/admin/venues/" + other.VenueID + "/release-mode", set{"mode": "on"}},
+		{"POST", "/api/v1/admin/venues", set{"name": "Mine", "timezone": testZone}},
+		{"PUT", "/api/v1/admin/policies/grace", set{"category": "tennis", "grace_minutes": 1}},
+		{"PUT", "/api/v1/admin/policies/noshow", set{"max_noshows": 1}},
+		{"GET", "/api/v1/admin/refunds", nil},
+		{"GET", "/api/v1/admin/webhooks", nil},
+	} {
+		r := hs.do(rt.method, rt.path, boss, rt.body)
+		require.Equal(t, http.StatusForbidden, r.Status, "%s %s: %s", rt.method, rt.path, r.Body)
+	}
+	// Staff work the desk but change no catalog.
+	for _, rt := range []struct{ method, path string }{
+		{"POST", "/api/v1/admin/resources"},
+		{"PUT", "/api/v1/admin/resources/" + res.ResourceID + "/schedule"},
+		{"PUT", "/api/v1/admin/resources/" + res.ResourceID + "/policy"},
+		{"POST", "/api/v1/admin/services"},
+	} {
+		r := hs.do(rt.method, rt.path, staff, court(hs.venue))
+		require.Equal(t, http.StatusForbidden, r.Status, "%s %s: %s", rt.method, rt.path, r.Body)
+	}
+
+	// The desk: the venue's list, a booking, and check-in (too early yet).
+	var list listResponse[bookingResponse]
+	hs.do(http.MethodGet, "/api/v1/admin/bookings", boss, nil).expect(t, http.StatusOK).decode(t, &list)
+	require.Len(t, list.Items, 1)
+	require.Equal(t, booked.BookingID, list.Items[0].BookingID)
+	hs.do(http.MethodGet, "/api/v1/bookings/"+booked.BookingID, boss, nil).expect(t, http.StatusOK)
+	r = hs.do(http.MethodPost, "/api/v1/checkins", boss, set{"checkin_code": booked.CheckinCode}).expect(t, http.StatusConflict)
+	require.Equal(t, "too_early", r.errorCode())
+
+	// Dev log-in mints managers too, bound to their venue.
+	var tok struct {
+		Token string `json:"token"`
+	}
+	hs.do(http.MethodPost, "/api/v1/auth/dev-login", "", set{"user_id": "boss-2", "role": "manager"}).expect(t, http.StatusBadRequest)
+	hs.do(http.MethodPost, "/api/v1/auth/dev-login", "", set{"user_id": "boss-2", "role": "manager", "venue_id": hs.venue}).
+		expect(t, http.StatusOK).decode(t, &tok)
+	hs.do(http.MethodPost, "/api/v1/admin/resources", tok.Token, court(hs.venue)).expect(t, http.StatusCreated)
+}

@@ -50,7 +50,7 @@ func (rt *bookingRoutes) venueBookings(c *gin.Context) {
 		return
 	}
 	a := auth.Actor(c)
-	if venueID == 0 && a.Role == booking.RoleStaff {
+	if venueID == 0 && a.WorksAtAVenue() {
 		venueID = a.VenueID // a desk lists its own venue by default
 	}
 	bs, next, err := rt.bookings.VenueBookings(c.Request.Context(), a, engine.BookingQuery{VenueID: venueID, Date: date,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -74,17 +75,16 @@ func (rt *loginRoutes) devLogin(c *gin.Context) {
 	if req.Role != nil {
 		a.Role = *req.Role
 	}
-	switch a.Role {
-	case booking.RoleUser, booking.RoleAdmin:
-	case booking.RoleStaff:
+	switch {
+	case !slices.Contains(booking.Roles(), a.Role):
+		rt.Fail(c, answer.Unprocessable("invalid_role", "role must be user, staff, manager or admin").WithField("role"))
+		return
+	case booking.VenueRole(a.Role):
 		if req.VenueID == nil {
 			rt.Fail(c, request.Missing("venue_id"))
 			return
 		}
 		a.VenueID = uint64(*req.VenueID)
-	default:
-		rt.Fail(c, answer.Unprocessable("invalid_role", "role must be user, staff or admin").WithField("role"))
-		return
 	}
 	rt.writeToken(c, a)
 }

@@ -290,7 +290,7 @@ func (bs *Bookings) CancelBooking(ctx context.Context, a booking.Actor, id uint6
 // before release_at always wins over the release: if the release got there first, the booking comes
 // back (if its units are still free).
 func (bs *Bookings) CheckIn(ctx context.Context, a booking.Actor, code string) (booking.Booking, error) {
-	if a.Role != booking.RoleStaff && a.Role != booking.RoleAdmin {
+	if !a.WorksAtAVenue() && a.Role != booking.RoleAdmin {
 		return booking.Booking{}, booking.ErrForbidden
 	}
 	received := bs.clock.Now()

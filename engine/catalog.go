@@ -27,8 +27,8 @@ type Catalog struct {
 	defaultMode  booking.ReleaseMode // Options.ReleaseMode: of venues that set none
 
 	// What the catalog uses of the other services.
-	bookings interface { // a schedule change cancels the bookings it strands
-		CancelBooking(ctx context.Context, a booking.Actor, id uint64) (booking.Booking, error)
+	bookings interface { // a schedule, capacity or status change cancels the bookings it strands
+		VenueCancel(ctx context.Context, a booking.Actor, id uint64, d Decision) (booking.Booking, error)
 	}
 	holds interface {
 		readHold(ctx context.Context, id string) (*redisstore.HoldRecord, error)
@@ -174,9 +174,9 @@ func (cg *Catalog) ListVenues(ctx context.Context) ([]Venue, error) {
 	return out, nil
 }
 
-// CreateResource adds a resource to a venue. Admin only.
+// CreateResource adds a resource to a venue. The venue's manager or an admin.
 func (cg *Catalog) CreateResource(ctx context.Context, a booking.Actor, in ResourceInput) (Resource, error) {
-	if err := a.RequireAdmin(); err != nil {
+	if err := a.RequireManager(in.VenueID); err != nil {
 		return Resource{}, err
 	}
 	if err := firstOf(
@@ -242,9 +242,10 @@ func (cg *Catalog) ListResources(ctx context.Context, venueID uint64) ([]Resourc
 }
 
 // CreateService adds a service deliverable on some resources of one venue — any one of ResourceIDs,
-// or, for a service that needs several resources at once, one of every role's. Admin only.
+// or, for a service that needs several resources at once, one of every role's. The venue's manager
+// or an admin.
 func (cg *Catalog) CreateService(ctx context.Context, a booking.Actor, in ServiceInput) (Service, error) {
-	if err := a.RequireAdmin(); err != nil {
+	if err := a.RequireManager(in.VenueID); err != nil {
 		return Service{}, err
 	}
 	if err := firstOf(
@@ -387,9 +388,9 @@ func (cg *Catalog) SetGracePolicy(ctx context.Context, a booking.Actor, in Grace
 }
 
 // SetReleaseMode sets a venue's release mode; it takes effect at the venue's next release batch, on
-// every instance. Admin only.
+// every instance. The venue's manager or an admin.
 func (cg *Catalog) SetReleaseMode(ctx context.Context, a booking.Actor, venueID uint64, mode string) (Venue, error) {
-	if err := a.RequireAdmin(); err != nil {
+	if err := a.RequireManager(venueID); err != nil {
 		return Venue{}, err
 	}
 	m, err := booking.ParseReleaseMode(mode)

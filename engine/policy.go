@@ -33,14 +33,15 @@ func (cg *Catalog) ResourcePolicy(ctx context.Context, resourceID uint64) (Polic
 	return Policy{ResourceID: resourceID, Policy: ri.Policy}, nil
 }
 
-// SetResourcePolicy changes a resource's booking rules; fields left out keep their value. Admin only.
+// SetResourcePolicy changes a resource's booking rules; fields left out keep their value. The
+// venue's manager or an admin.
 func (cg *Catalog) SetResourcePolicy(ctx context.Context, a booking.Actor, resourceID uint64, in booking.PolicyInput) (Policy, error) {
-	if err := a.RequireAdmin(); err != nil {
-		return Policy{}, err
-	}
 	// An unknown resource is answered before the rules are checked.
 	res, _, err := cg.ss.Resource(ctx, resourceID)
 	if err != nil {
+		return Policy{}, err
+	}
+	if err := a.RequireManager(res.VenueID); err != nil {
 		return Policy{}, err
 	}
 	p, err := cg.ss.UpdatePolicy(ctx, resourceID, cg.clock.Now(), func(p *booking.Policy) error {

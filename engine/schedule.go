@@ -32,7 +32,7 @@ type ScheduleChange struct {
 }
 
 // SetSchedule replaces a resource's opening rules, refusing a change that would close hours under
-// confirmed bookings (see ChangeSchedule). Admin only.
+// confirmed bookings (see ChangeSchedule). The venue's manager or an admin.
 func (cg *Catalog) SetSchedule(ctx context.Context, a booking.Actor, resourceID uint64, in booking.ScheduleInput) (Schedule, error) {
 	return cg.ChangeSchedule(ctx, a, resourceID, ScheduleChange{ScheduleInput: in})
 }
@@ -42,16 +42,26 @@ func (cg *Catalog) SetSchedule(ctx context.Context, a booking.Actor, resourceID 
 // close or shrink hours under confirmed bookings, or put more units in a slot than it has, is
 // ErrScheduleConflict listing the bookings (details "booking_ids"), unless CancelAffected asks for
 // the closed-out bookings to be cancelled as an admin cancels them. Live holds on closed hours are
-// given up. Admin only.
+// given up. The venue's manager or an admin.
 func (cg *Catalog) ChangeSchedule(ctx context.Context, a booking.Actor, resourceID uint64, ch ScheduleChange) (Schedule, error) {
-	if err := a.RequireAdmin(); err != nil {
-		return Schedule{}, err
-	}
-	p, err := booking.BuildPlan(ch.ScheduleInput)
+	ri, err := cg.cat.Resource(ctx, resourceID)
 	if err != nil {
 		return Schedule{}, err
 	}
-	ri, err := cg.cat.Resource(ctx, resourceID)
+	if err := a.RequireManager(ri.Resource.VenueID); err != nil {
+		return Schedule{}, err
+	}
+	return cg.rebuild(ctx, a, ri, ch.ScheduleInput, ri.Resource.Capacity, ch.CancelAffected, booking.ErrScheduleConflict)
+}
+
+// rebuild regenerates a resource's inventory from today on with the opening rules in and capacity
+// units a slot (a schedule change, or a capacity change on the same rules), and moves the units
+// already taken onto it. Bookings it cannot hold are conflict (with their ids in "booking_ids"),
+// unless cancelAffected has the venue cancel them, refunded in full.
+func (cg *Catalog) rebuild(ctx context.Context, a booking.Actor, ri *catalog.ResourceInfo, in booking.ScheduleInput, capacity int,
+	cancelAffected bool, conflict *booking.Error) (Schedule, error) {
+	resourceID := ri.Resource.ID
+	p, err := booking.BuildPlan(in)
 	if err != nil {
 		return Schedule{}, err
 	}
@@ -62,32 +72,32 @@ func (cg *Catalog) ChangeSchedule(ctx context.Context, a booking.Actor, resource
 			return Schedule{}, err
 		}
 	}
-	in := ch.ScheduleInput
 	if in.Weekly == nil {
 		in.Weekly = []booking.WeeklyRule{}
 	}
 	if in.Exceptions == nil {
 		in.Exceptions = []booking.ScheduleException{}
 	}
-	plan, err := cg.regrid(ctx, ri, p)
+	plan, err := cg.regrid(ctx, ri, p, capacity, conflict)
 	if err != nil {
 		return Schedule{}, err
 	}
 	if len(plan.closed) > 0 {
-		if !ch.CancelAffected {
-			return Schedule{}, scheduleConflict(plan.closed)
+		if !cancelAffected {
+			return Schedule{}, listConflict(conflict, plan.closed)
 		}
+		why := Decision{Reason: "the resource's hours or capacity changed", FullRefund: true}
 		for _, id := range plan.closed {
-			if _, err := cg.bookings.CancelBooking(ctx, a, id); err != nil && !errorsIsInvalidTransition(err) {
-				return Schedule{}, fmt.Errorf("cancel booking %d under closed hours: %w", id, err)
+			if _, err := cg.bookings.VenueCancel(ctx, a, id, why); err != nil && !errorsIsInvalidTransition(err) {
+				return Schedule{}, fmt.Errorf("cancel booking %d the new grid cannot hold: %w", id, err)
 			}
 		}
 		// Without the cancelled bookings, the new grid must still hold everyone else.
-		if plan, err = cg.regrid(ctx, ri, p); err != nil {
+		if plan, err = cg.regrid(ctx, ri, p, capacity, conflict); err != nil {
 			return Schedule{}, err
 		}
 		if len(plan.closed) > 0 {
-			return Schedule{}, scheduleConflict(plan.closed)
+			return Schedule{}, listConflict(conflict, plan.closed)
 		}
 	}
 	now := cg.clock.Now()
@@ -102,12 +112,12 @@ func (cg *Catalog) ChangeSchedule(ctx context.Context, a booking.Actor, resource
 	}
 	oldDays, err := cg.ss.SetSchedule(ctx, sqlstore.ScheduleChange{ResourceID: resourceID, Schedule: in,
 		GeneratedUntil: generatedUntil, FromDay: today.Format(booking.DayLayout),
-		Slots: inventorySlots(p, loc, today, in.HorizonDays), Capacity: ri.Resource.Capacity, Moves: moves, Now: now})
+		Slots: inventorySlots(p, loc, today, in.HorizonDays), Capacity: capacity, Moves: moves, Now: now})
 	if ce, ok := errors.AsType[*sqlstore.CapacityError](err); ok {
 		// The ledger counted more units on a new slot than it has: bookings confirmed since the plan
 		// was made (Redis had not seen them), which the new grid cannot hold.
 		slices.Sort(ce.Bookings)
-		return Schedule{}, scheduleConflict(slices.Compact(ce.Bookings))
+		return Schedule{}, listConflict(conflict, slices.Compact(ce.Bookings))
 	}
 	if err != nil {
 		return Schedule{}, err
@@ -157,12 +167,13 @@ func (cg *Catalog) servicesFit(ctx context.Context, ri *catalog.ResourceInfo, sl
 		slotMinutes, off).WithField(string(booking.FieldSlotMinutes)).WithDetail("service_ids", off)
 }
 
-func scheduleConflict(ids []uint64) error {
+// listConflict is conflict naming the bookings ids in its details.
+func listConflict(conflict *booking.Error, ids []uint64) error {
 	s := make([]string, len(ids))
 	for i, id := range ids {
 		s[i] = strconv.FormatUint(id, 10)
 	}
-	return booking.ErrScheduleConflict.WithDetail("booking_ids", s)
+	return conflict.WithDetail("booking_ids", s)
 }
 
 // regridPlan is where a resource's occupants go on a new grid.
@@ -175,7 +186,7 @@ type regridPlan struct {
 // regrid computes the slots every future occupying booking and every live hold of a resource takes
 // on the new plan. Slot counters are kept per slot, so units must move onto the new grid with the
 // schedule, or the new slots would look free under them (an oversell).
-func (cg *Catalog) regrid(ctx context.Context, ri *catalog.ResourceInfo, p *booking.Plan) (regridPlan, error) {
+func (cg *Catalog) regrid(ctx context.Context, ri *catalog.ResourceInfo, p *booking.Plan, capacity int, conflict *booking.Error) (regridPlan, error) {
 	now := cg.clock.Now()
 	loc := ri.Venue.Loc
 	rows, err := cg.ss.OccupyingBetween(ctx, ri.Resource.ID, now, now.AddDate(2, 0, 0))
@@ -196,7 +207,7 @@ func (cg *Catalog) regrid(ctx context.Context, ri *catalog.ResourceInfo, p *book
 		for _, f := range fields {
 			load[f] += b.Quantity
 			who[f] = append(who[f], b.ID)
-			if load[f] > ri.Resource.Capacity {
+			if load[f] > capacity {
 				overfull[f] = true
 			}
 		}
@@ -229,7 +240,7 @@ func (cg *Catalog) regrid(ctx context.Context, ri *catalog.ResourceInfo, p *book
 		fields, _ := redisstore.SlotFields(ri.Resource.ID, slots)
 		for _, f := range fields {
 			load[f] += r.Quantity
-			if load[f] > ri.Resource.Capacity {
+			if load[f] > capacity {
 				overfull[f] = true
 			}
 		}
@@ -241,7 +252,7 @@ func (cg *Catalog) regrid(ctx context.Context, ri *catalog.ResourceInfo, p *book
 			ids = append(ids, who[f]...)
 		}
 		slices.Sort(ids)
-		return regridPlan{}, scheduleConflict(slices.Compact(ids))
+		return regridPlan{}, listConflict(conflict, slices.Compact(ids))
 	}
 	return out, nil
 }

@@ -17,7 +17,7 @@ type Venue struct {
 	CreatedAt   time.Time `gorm:"precision:3"`
 }
 
-// Resource statuses.
+// Resource (and service) statuses.
 const (
 	ResourceActive   = "active"
 	ResourceDisabled = "disabled"
@@ -68,14 +68,17 @@ type SlotInventory struct {
 // Service is what a customer books on one of several resources; preparation and clean-up buffers take
 // units around the customer's window but are not shown to the customer.
 type Service struct {
-	ID              uint64    `gorm:"primaryKey"`
-	VenueID         uint64    `gorm:"not null;index"`
-	Name            string    `gorm:"size:200;not null"`
-	DurationMinutes int       `gorm:"not null"`
-	PrepMinutes     int       `gorm:"not null;default:0"`
-	CleanupMinutes  int       `gorm:"not null;default:0"`
-	PriceCents      int64     `gorm:"not null;default:0"`
-	CreatedAt       time.Time `gorm:"precision:3"`
+	ID              uint64 `gorm:"primaryKey"`
+	VenueID         uint64 `gorm:"not null;index"`
+	Name            string `gorm:"size:200;not null"`
+	DurationMinutes int    `gorm:"not null"`
+	PrepMinutes     int    `gorm:"not null;default:0"`
+	CleanupMinutes  int    `gorm:"not null;default:0"`
+	PriceCents      int64  `gorm:"not null;default:0"`
+	// Status is active or disabled (ResourceActive, ResourceDisabled): a disabled service takes no
+	// new holds.
+	Status    string    `gorm:"size:16;not null;default:'active'"`
+	CreatedAt time.Time `gorm:"precision:3"`
 }
 
 // ServiceResource links a service to a resource that can deliver it. A service that needs several

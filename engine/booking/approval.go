@@ -170,3 +170,21 @@ func (b *Booking) Appeal(now time.Time, grace time.Duration, actor, reason strin
 	c.NewReleaseAt = true
 	return c, nil
 }
+
+// How a cancel by the venue refunds the guest.
+const (
+	RefundFull   = "full"   // everything paid, whatever the cut-off
+	RefundPolicy = "policy" // what the resource's cancellation rules give a guest cancelling now
+)
+
+// ParseRefund reads how a cancel by the venue refunds: in full unless "policy" is asked for — the
+// venue cancelling is the venue's doing, so the guest is made whole unless staff say otherwise.
+func ParseRefund(s string) (full bool, err error) {
+	switch s {
+	case "", RefundFull:
+		return true, nil
+	case RefundPolicy:
+		return false, nil
+	}
+	return false, Invalid("invalid_refund", "refund must be full or policy").WithField("refund")
+}

@@ -209,3 +209,17 @@ func TestPolicyApprovalFields(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "invalid_policy", e.Code)
 }
+
+func TestParseRefund(t *testing.T) {
+	for in, want := range map[string]bool{"": true, "full": true, "policy": false} {
+		full, err := ParseRefund(in)
+		if err != nil || full != want {
+			t.Errorf("ParseRefund(%q) = %v, %v; want %v", in, full, err, want)
+		}
+	}
+	for _, in := range []string{"FULL", "half", " full"} {
+		if _, err := ParseRefund(in); err == nil || err.(*Error).Code != "invalid_refund" {
+			t.Errorf("ParseRefund(%q) = %v; want invalid_refund", in, err)
+		}
+	}
+}

@@ -89,7 +89,7 @@ func (x Erasure) Owner() Replacement { return Replacement{From: x.UserID, To: x.
 
 // ActorNames are the names under which histories record the id acting, in each role (Actor.Name).
 func (x Erasure) ActorNames() []Replacement {
-	roles := []string{RoleUser, RoleStaff, RoleAdmin}
+	roles := Roles()
 	out := make([]Replacement, len(roles))
 	for i, r := range roles {
 		out[i] = Replacement{From: Actor{UserID: x.UserID, Role: r}.Name(), To: Actor{UserID: x.Pseudonym, Role: r}.Name()}

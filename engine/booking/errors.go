@@ -128,6 +128,7 @@ var (
 	ErrPaymentIDConflict   = &Error{Kind: KindConflict, Code: "payment_id_conflict", Message: "the payment_id was already used for another hold"}
 	ErrResourceInactive    = &Error{Kind: KindConflict, Code: "resource_inactive", Message: "the resource is not bookable"}
 	ErrScheduleConflict    = &Error{Kind: KindConflict, Code: "schedule_conflict", Message: "the new schedule would close hours or remove units under confirmed bookings"}
+	ErrCapacityConflict    = &Error{Kind: KindConflict, Code: "capacity_conflict", Message: "the new capacity is less than the units bookings already take"}
 	ErrAlreadyWaiting      = &Error{Kind: KindConflict, Code: "already_waiting", Message: "you are already waiting for this window"}
 	ErrConfirmInProgress   = &Error{Kind: KindConflict, Code: "confirm_in_progress", Message: "the hold is being confirmed; retry shortly"}
 	ErrTooManyHolds        = &Error{Kind: KindLimited, Code: "too_many_holds", Message: "too many unpaid holds at this venue; pay for one or give one up first"}

@@ -147,3 +147,19 @@ func PageSize(n int) (int, error) {
 	}
 	return n, CheckRange(FieldLimit, int64(n))
 }
+
+// The states of what a venue sells (a resource, a service): an active one is offered and can be
+// held; a disabled one is not offered to new holds, and the bookings already made of it stay as
+// they are unless the change cancels them.
+const (
+	CatalogActive   = "active"
+	CatalogDisabled = "disabled"
+)
+
+// CheckCatalogStatus checks the status an edit gives a resource or a service.
+func CheckCatalogStatus(s string) error {
+	if s != CatalogActive && s != CatalogDisabled {
+		return Invalid("invalid_status", "status must be active or disabled").WithField("status")
+	}
+	return nil
+}

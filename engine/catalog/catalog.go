@@ -394,14 +394,23 @@ func (c *Cache) VenueList(ctx context.Context) ([]uint64, error) {
 
 // planFromRow parses a stored schedule.
 func planFromRow(s models.Schedule) (*booking.Plan, error) {
-	in := booking.ScheduleInput{SlotMinutes: s.SlotMinutes, HorizonDays: s.HorizonDays}
-	if err := json.Unmarshal([]byte(s.Weekly), &in.Weekly); err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal([]byte(s.Exceptions), &in.Exceptions); err != nil {
+	in, err := ScheduleInputOf(s)
+	if err != nil {
 		return nil, err
 	}
 	return booking.BuildPlan(in)
+}
+
+// ScheduleInputOf reads a stored schedule back as the opening rules it was set with.
+func ScheduleInputOf(s models.Schedule) (booking.ScheduleInput, error) {
+	in := booking.ScheduleInput{SlotMinutes: s.SlotMinutes, HorizonDays: s.HorizonDays}
+	if err := json.Unmarshal([]byte(s.Weekly), &in.Weekly); err != nil {
+		return in, err
+	}
+	if err := json.Unmarshal([]byte(s.Exceptions), &in.Exceptions); err != nil {
+		return in, err
+	}
+	return in, nil
 }
 
 // Offer is a resource as it is sold, through a service when si is set.
@@ -409,6 +418,8 @@ func Offer(ri *ResourceInfo, si *ServiceInfo) booking.Offer {
 	o := booking.Offer{ResourceID: ri.Resource.ID, Capacity: ri.Resource.Capacity, PriceCents: ri.Resource.PriceCents,
 		Active: ri.Resource.Status == models.ResourceActive, Plan: ri.Plan, Loc: ri.Venue.Loc, Policy: ri.Policy}
 	if si != nil {
+		// A disabled service is not sold, whichever of its resources would deliver it.
+		o.Active = o.Active && si.Service.Status != models.ResourceDisabled
 		o.Service = &booking.ServiceTerms{ID: si.Service.ID, Duration: minutes(si.Service.DurationMinutes),
 			Prep: minutes(si.Service.PrepMinutes), Cleanup: minutes(si.Service.CleanupMinutes), PriceCents: si.Service.PriceCents}
 	}
@@ -461,3 +472,6 @@ func (c *Cache) ForgetGraces() { c.graces.forget(struct{}{}) }
 
 // ForgetNoshowPolicy forgets the no-show freeze rule.
 func (c *Cache) ForgetNoshowPolicy() { c.noshow.forget(struct{}{}) }
+
+// ForgetService forgets service id.
+func (c *Cache) ForgetService(id uint64) { c.services.forget(id) }

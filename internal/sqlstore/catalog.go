@@ -147,7 +147,7 @@ type ScheduleChange struct {
 	GeneratedUntil string                // venue-local date up to which inventory is generated
 	FromDay        string                // venue-local date from which inventory is regenerated
 	Slots          []booking.Slot        // the new inventory
-	Capacity       int                   // the units of each new slot
+	Capacity       int                   // the units of each new slot, and the resource's from now on
 	Moves          map[uint64][]string   // booking id → its slot fields on the new grid
 	// Now is when the change is made (the schedule's updated_at): a slot from then on whose bookings
 	// would take more units than it has refuses the change.
@@ -192,6 +192,11 @@ func (s *Catalog) SetSchedule(ctx context.Context, ch ScheduleChange) ([]string,
 			return err
 		}
 		if err := tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&sched).Error; err != nil {
+			return err
+		}
+		// The resource's capacity is the new slots' (a capacity change rebuilds them on the same rules).
+		if err := tx.Model(&models.Resource{}).Where("id = ?", rid).
+			Updates(map[string]any{"capacity": ch.Capacity, "updated_at": ch.Now}).Error; err != nil {
 			return err
 		}
 		for id, fields := range ch.Moves {

@@ -9,6 +9,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -148,15 +149,14 @@ func (s *Tokens) verifyToken(tok string) (booking.Actor, time.Time, error) {
 		return booking.Actor{}, time.Time{}, errors.New("token has no valid sub")
 	}
 	a := booking.Actor{UserID: c.Subject, Role: c.Role}
-	switch c.Role {
-	case booking.RoleUser, booking.RoleAdmin:
-	case booking.RoleStaff:
+	switch {
+	case !slices.Contains(booking.Roles(), c.Role):
+		return booking.Actor{}, time.Time{}, fmt.Errorf("token has unknown role %q", c.Role)
+	case booking.VenueRole(c.Role):
 		if c.VenueID == 0 {
-			return booking.Actor{}, time.Time{}, errors.New("staff token without venue_id")
+			return booking.Actor{}, time.Time{}, fmt.Errorf("%s token without venue_id", c.Role)
 		}
 		a.VenueID = uint64(c.VenueID)
-	default:
-		return booking.Actor{}, time.Time{}, fmt.Errorf("token has unknown role %q", c.Role)
 	}
 	return a, c.ExpiresAt.Time, nil
 }
