@@ -168,6 +168,10 @@ func newHandler(opts Options) (*handler, error) {
 	app := serveApp(in.Failer)
 	r.GET("/app", app)
 	r.GET("/app/*path", app)
+	// The operator console is public files; what it shows and does needs the operator's token.
+	cons := serveConsole(in.Failer)
+	r.GET("/admin", cons)
+	r.GET("/admin/*path", cons)
 	if opts.Asynq != nil {
 		mon, err := newDashboard(opts.Asynq)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/slotwheel/slotwheel/api/console"
 	"github.com/slotwheel/slotwheel/api/h5app"
 )
 
@@ -52,4 +53,32 @@ func get(hs *harness, method, path string) reply {
 	rec := httptest.NewRecorder()
 	hs.h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
 	return reply{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+}
+
+// TestServesTheConsole: /admin/ answers the console's page and every file it names, with their
+// types, never cached unasked (their names do not change between builds).
+func TestServesTheConsole(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t)
+	index, err := fs.ReadFile(console.Files, "index.html")
+	require.NoError(t, err)
+	for _, path := range []string{"/admin/", "/admin", "/admin/index.html", "/admin/bookings"} {
+		r := get(hs, http.MethodGet, path).expect(t, http.StatusOK)
+		require.Equal(t, string(index), string(r.Body), path)
+		require.Contains(t, r.Header.Get("Content-Type"), "text/html", path)
+		require.Equal(t, "no-cache", r.Header.Get("Cache-Control"), path)
+	}
+	files := regexp.MustCompile(`(?:src|href)="/admin/([^"]+)"`).FindAllStringSubmatch(string(index), -1)
+	for _, m := range files {
+		r := get(hs, http.MethodGet, "/admin/"+m[1]).expect(t, http.StatusOK)
+		want, err := fs.ReadFile(console.Files, m[1])
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(r.Body), m[1])
+		require.Equal(t, "no-cache", r.Header.Get("Cache-Control"), m[1])
+	}
+	r := get(hs, http.MethodGet, "/admin/missing.js").expect(t, http.StatusNotFound)
+	require.Equal(t, "not_found", r.errorCode())
+	get(hs, http.MethodGet, "/admin/../openapi.json").expect(t, http.StatusNotFound)
+	// The API's admin routes are not the console's files.
+	hs.do(http.MethodGet, "/api/v1/admin/bookings", "", nil).expect(t, http.StatusUnauthorized)
 }

@@ -29,9 +29,10 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	seen := map[string]bool{}
 	for _, r := range hs.h.Engine.Routes() {
 		path := r.Path
-		if path == "/app/*path" {
-			// Every file of the embedded H5 build lives under this one catch-all; the document names its root.
-			path = "/app/"
+		if root, ok := strings.CutSuffix(path, "/*path"); ok {
+			// Every file of the embedded H5 build (or console) lives under this one catch-all; the
+			// document names its root.
+			path = root + "/"
 			require.NotNil(t, doc.Paths.Value(path), "openapi.json lacks %s", path)
 			require.NotNil(t, doc.Paths.Value(path).Get, "openapi.json lacks GET %s", path)
 			continue
@@ -66,8 +67,8 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 			switch path {
 			case "/monitoring/":
 				key = method + " /monitoring/*any"
-			case "/app/":
-				key = method + " /app/*path"
+			case "/app/", "/admin/":
+				key = method + " " + path + "*path"
 			}
 			require.True(t, routes[key], "openapi.json documents %s %s, which the router lacks", method, path)
 		}
