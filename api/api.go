@@ -209,6 +209,7 @@ func newHandler(opts Options) (*handler, error) {
 	admin := v1.Group("/admin", tokens.Require(booking.RoleAdmin))
 	admin.POST("/venues", in.ReadBody, idem, catalogAdmin.createVenue)
 	admin.PUT("/policies/grace", in.ReadBody, catalogAdmin.setGracePolicy)
+	admin.GET("/policies/grace", catalogAdmin.listGracePolicies)
 	admin.POST("/webhooks", in.ReadBody, idem, notify.createWebhook)
 	admin.GET("/webhooks", notify.listWebhooks)
 	admin.DELETE("/webhooks/:id", notify.deleteWebhook)
@@ -228,10 +229,14 @@ func newHandler(opts Options) (*handler, error) {
 	manage.POST("/services", in.ReadBody, idem, catalogAdmin.createService)
 	manage.PUT("/venues/:id/release-mode", in.ReadBody, notify.setReleaseMode)
 	manage.PUT("/resources/:id/policy", in.ReadBody, rules.setPolicy)
+	manage.PATCH("/venues/:id", in.ReadBody, catalogAdmin.updateVenue)
+	manage.PATCH("/resources/:id", in.ReadBody, catalogAdmin.updateResource)
+	manage.PATCH("/services/:id", in.ReadBody, catalogAdmin.updateService)
 
 	// The front desk: a venue's staff or manager, or an admin.
 	desk := v1.Group("/admin", tokens.Require(booking.RoleStaff, booking.RoleManager, booking.RoleAdmin))
 	desk.GET("/bookings", bookings.venueBookings)
+	desk.GET("/resources/:id/schedule", catalogAdmin.getSchedule)
 	desk.POST("/bookings/:id/approve", in.ReadBody, idem, bookings.decision(false, eng.Bookings.Approve))
 	desk.POST("/bookings/:id/decline", in.ReadBody, idem, bookings.decision(false, eng.Bookings.Decline))
 	desk.POST("/bookings/:id/cancel", in.ReadBody, idem, bookings.decision(true, eng.Bookings.VenueCancel))

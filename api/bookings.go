@@ -45,6 +45,10 @@ func (rt *bookingRoutes) venueBookings(c *gin.Context) {
 	if !ok {
 		return
 	}
+	days, ok := rt.QueryCount(c, "days", "invalid_days")
+	if !ok {
+		return
+	}
 	limit, ok := rt.QueryLimit(c)
 	if !ok {
 		return
@@ -53,7 +57,7 @@ func (rt *bookingRoutes) venueBookings(c *gin.Context) {
 	if venueID == 0 && a.WorksAtAVenue() {
 		venueID = a.VenueID // a desk lists its own venue by default
 	}
-	bs, next, err := rt.bookings.VenueBookings(c.Request.Context(), a, engine.BookingQuery{VenueID: venueID, Date: date,
+	bs, next, err := rt.bookings.VenueBookings(c.Request.Context(), a, engine.BookingQuery{VenueID: venueID, Date: date, Days: days, Search: c.Query("q"),
 		Status: c.Query("status"), ResourceID: resourceID, Cursor: c.Query("cursor"), Limit: limit})
 	if err != nil {
 		rt.Fail(c, err)

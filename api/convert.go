@@ -132,6 +132,7 @@ type serviceResponse struct {
 	ResourceIDs     []string          `json:"resource_ids"`
 	Roles           []serviceRoleJSON `json:"roles,omitempty"`
 	PriceCents      int64             `json:"price_cents"`
+	Status          string            `json:"status"`
 	CreatedAt       string            `json:"created_at,omitempty"`
 }
 
@@ -150,6 +151,7 @@ func toServiceResponse(s engine.Service) serviceResponse {
 		CleanupMinutes:  s.CleanupMinutes,
 		ResourceIDs:     make([]string, 0, len(s.ResourceIDs)),
 		PriceCents:      s.PriceCents,
+		Status:          s.Status,
 	}
 	for _, id := range s.ResourceIDs {
 		out.ResourceIDs = append(out.ResourceIDs, formatID(id))

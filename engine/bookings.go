@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -68,6 +69,8 @@ type HistoryEntry struct {
 type BookingQuery struct {
 	VenueID    uint64
 	Date       string // venue-local YYYY-MM-DD of the start, optional
+	Days       int    // with Date: that many days from it (0: one)
+	Search     string // a booking id, check-in code or user id, optional
 	Status     string // optional
 	ResourceID uint64 // optional
 	Cursor     string
@@ -228,7 +231,7 @@ func (bs *Bookings) VenueBookings(ctx context.Context, a booking.Actor, bq Booki
 	if err != nil {
 		return nil, "", booking.Unknown(err, "unknown_venue", "venue %d does not exist", bq.VenueID)
 	}
-	q := sqlstore.ListQuery{VenueID: bq.VenueID, ResourceID: bq.ResourceID}
+	q := sqlstore.ListQuery{VenueID: bq.VenueID, ResourceID: bq.ResourceID, Search: strings.TrimSpace(bq.Search)}
 	if bq.Status != "" {
 		st, ok := booking.ParseStatus(bq.Status)
 		if !ok {
@@ -241,7 +244,16 @@ func (bs *Bookings) VenueBookings(ctx context.Context, a booking.Actor, bq Booki
 		if err != nil {
 			return nil, "", booking.Invalid("invalid_date", "date must be YYYY-MM-DD").WithField("date")
 		}
-		q.From, q.To = day, day.AddDate(0, 0, 1)
+		days := bq.Days
+		if days == 0 {
+			days = 1
+		}
+		if err := booking.CheckRange(booking.FieldDays, int64(days)); err != nil {
+			return nil, "", err
+		}
+		q.From, q.To = day, day.AddDate(0, 0, days)
+	} else if bq.Days != 0 {
+		return nil, "", booking.Invalid("invalid_days", "days needs a date to count from").WithField("days")
 	}
 	return bs.list(ctx, q, bq.Cursor, bq.Limit)
 }

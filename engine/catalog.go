@@ -86,6 +86,7 @@ type Service struct {
 	ResourceIDs     []uint64      // every resource that delivers it
 	Roles           []ServiceRole // a service that needs several resources at once; nil otherwise
 	PriceCents      int64
+	Status          string // active or disabled (not sold)
 	CreatedAt       time.Time
 }
 
@@ -339,7 +340,7 @@ func serviceLinks(in ServiceInput) ([]sqlstore.ServiceLink, error) {
 func toService(si *catalog.ServiceInfo) Service {
 	s := si.Service
 	return Service{ID: s.ID, VenueID: s.VenueID, Name: s.Name, DurationMinutes: s.DurationMinutes, PrepMinutes: s.PrepMinutes,
-		CleanupMinutes: s.CleanupMinutes, ResourceIDs: si.ResourceIDs, Roles: toRoles(si.Roles), PriceCents: s.PriceCents, CreatedAt: s.CreatedAt}
+		CleanupMinutes: s.CleanupMinutes, ResourceIDs: si.ResourceIDs, Roles: toRoles(si.Roles), PriceCents: s.PriceCents, Status: s.Status, CreatedAt: s.CreatedAt}
 }
 
 func toRoles(rs []catalog.Role) []ServiceRole {

@@ -78,7 +78,14 @@ func (cg *Catalog) rebuild(ctx context.Context, a booking.Actor, ri *catalog.Res
 	if in.Exceptions == nil {
 		in.Exceptions = []booking.ScheduleException{}
 	}
-	plan, err := cg.regrid(ctx, ri, p, capacity, conflict)
+	regrid := func() (regridPlan, error) {
+		plan, err := cg.regrid(ctx, ri, p, capacity)
+		if h, ok := errors.AsType[*holdsInTheWay](err); ok {
+			return plan, listConflict(conflict, h.bookings)
+		}
+		return plan, err
+	}
+	plan, err := regrid()
 	if err != nil {
 		return Schedule{}, err
 	}
@@ -93,7 +100,7 @@ func (cg *Catalog) rebuild(ctx context.Context, a booking.Actor, ri *catalog.Res
 			}
 		}
 		// Without the cancelled bookings, the new grid must still hold everyone else.
-		if plan, err = cg.regrid(ctx, ri, p, capacity, conflict); err != nil {
+		if plan, err = regrid(); err != nil {
 			return Schedule{}, err
 		}
 		if len(plan.closed) > 0 {
@@ -184,9 +191,12 @@ type regridPlan struct {
 }
 
 // regrid computes the slots every future occupying booking and every live hold of a resource takes
-// on the new plan. Slot counters are kept per slot, so units must move onto the new grid with the
-// schedule, or the new slots would look free under them (an oversell).
-func (cg *Catalog) regrid(ctx context.Context, ri *catalog.ResourceInfo, p *booking.Plan, capacity int, conflict *booking.Error) (regridPlan, error) {
+// on the new plan with capacity units a slot. Slot counters are kept per slot, so units must move
+// onto the new grid with the schedule, or the new slots would look free under them (an oversell).
+// Bookings the new grid cannot hold — under closed hours, or the newest where a slot has too few
+// units (booking.Fit) — are in closed; live holds that no longer fit under closed hours are in lapsed.
+// Live holds that would overfill a slot are a *holdsInTheWay error.
+func (cg *Catalog) regrid(ctx context.Context, ri *catalog.ResourceInfo, p *booking.Plan, capacity int) (regridPlan, error) {
 	now := cg.clock.Now()
 	loc := ri.Venue.Loc
 	rows, err := cg.ss.OccupyingBetween(ctx, ri.Resource.ID, now, now.AddDate(2, 0, 0))
@@ -194,9 +204,8 @@ func (cg *Catalog) regrid(ctx context.Context, ri *catalog.ResourceInfo, p *book
 		return regridPlan{}, err
 	}
 	var out regridPlan
-	load := map[string]int{}
-	overfull := map[string]bool{}
-	who := map[string][]uint64{}
+	var occupants []booking.Occupant
+	moves := map[string]redisstore.Move{} // by booking id or hold id
 	for _, b := range rows {
 		slots, ok := p.Window(b.OccupyStart, b.OccupyEnd, loc)
 		if !ok {
@@ -204,16 +213,10 @@ func (cg *Catalog) regrid(ctx context.Context, ri *catalog.ResourceInfo, p *book
 			continue
 		}
 		fields, _ := redisstore.SlotFields(ri.Resource.ID, slots)
-		for _, f := range fields {
-			load[f] += b.Quantity
-			who[f] = append(who[f], b.ID)
-			if load[f] > capacity {
-				overfull[f] = true
-			}
-		}
+		occupants = append(occupants, booking.Occupant{BookingID: b.ID, Quantity: b.Quantity, Slots: fields})
 		// A multi-resource booking keeps its units on its other resources.
-		out.occupants = append(out.occupants, redisstore.Move{Owner: redisstore.BookingOwner(b.ID),
-			Fields: append(otherResources(b.Fields, ri.Resource.ID), fields...)})
+		moves[occupantKey(occupants[len(occupants)-1])] = redisstore.Move{Owner: redisstore.BookingOwner(b.ID),
+			Fields: append(otherResources(b.Fields, ri.Resource.ID), fields...)}
 	}
 	// Live holds count too: their owners may pay for them.
 	owners, err := cg.rs.Owners(ctx, ri.Resource.VenueID)
@@ -238,24 +241,40 @@ func (cg *Catalog) regrid(ctx context.Context, ri *catalog.ResourceInfo, p *book
 			continue
 		}
 		fields, _ := redisstore.SlotFields(ri.Resource.ID, slots)
-		for _, f := range fields {
-			load[f] += r.Quantity
-			if load[f] > capacity {
-				overfull[f] = true
-			}
-		}
-		out.occupants = append(out.occupants, redisstore.Move{Owner: o, Fields: fields})
+		occupants = append(occupants, booking.Occupant{HoldID: id, Quantity: r.Quantity, Slots: fields})
+		moves[id] = redisstore.Move{Owner: o, Fields: fields}
 	}
-	if len(overfull) > 0 {
-		var ids []uint64
-		for f := range overfull {
-			ids = append(ids, who[f]...)
-		}
-		slices.Sort(ids)
-		return regridPlan{}, listConflict(conflict, slices.Compact(ids))
+	over := booking.Fit(capacity, occupants)
+	if over.HoldsInTheWay {
+		// Live holds would overfill a slot: the change waits until they are paid or lapse.
+		return regridPlan{}, &holdsInTheWay{bookings: over.Conflicted}
 	}
+	out.closed = append(out.closed, over.Excess...)
+	gone := map[uint64]bool{}
+	for _, id := range over.Excess {
+		gone[id] = true
+	}
+	for _, o := range occupants {
+		if o.HoldID != "" || !gone[o.BookingID] {
+			out.occupants = append(out.occupants, moves[occupantKey(o)])
+		}
+	}
+	slices.Sort(out.closed)
 	return out, nil
 }
+
+func occupantKey(o booking.Occupant) string {
+	if o.HoldID != "" {
+		return o.HoldID
+	}
+	return strconv.FormatUint(o.BookingID, 10)
+}
+
+// holdsInTheWay is regrid's refusal when live holds would overfill a slot, whatever is cancelled:
+// the caller's conflict, naming the bookings on those slots.
+type holdsInTheWay struct{ bookings []uint64 }
+
+func (h *holdsInTheWay) Error() string { return "live holds would overfill a slot" }
 
 // otherResources are the slot fields of resources other than resourceID among fields.
 func otherResources(fields []string, resourceID uint64) []string {

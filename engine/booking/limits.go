@@ -35,6 +35,7 @@ const (
 	FieldWithinDays      Field = "within_days"
 	FieldFreezeDays      Field = "freeze_days"
 	FieldApprovalWindow  Field = "approval_window_minutes"
+	FieldDays            Field = "days"
 )
 
 type limit struct {
@@ -55,6 +56,7 @@ var limits = map[Field]limit{
 	FieldCleanupMinutes:  {"invalid_buffer", 0, 720},
 	FieldGraceSeconds:    {"invalid_grace", 0, 86400},
 	FieldLimit:           {"invalid_limit", 1, 100},
+	FieldDays:            {"invalid_days", 1, 7}, // a list of consecutive days: at most a week
 	FieldMinNotice:       {"invalid_policy", 0, 366 * 1440},
 	FieldMaxDaysAhead:    {"invalid_policy", 0, 366}, // 0: the schedule's horizon
 	FieldCancelCutoff:    {"invalid_policy", 0, 366 * 1440},

@@ -477,6 +477,9 @@ type ListQuery struct {
 	ResourceID uint64
 	Status     booking.Status
 	From, To   time.Time // bookings starting in [From, To), when set
+	// Search, when set, matches a booking by its id, its check-in code or its user id exactly:
+	// what a guest at the desk can tell.
+	Search string
 	Page
 }
 
@@ -512,6 +515,13 @@ func listBookings(db *gorm.DB, q ListQuery) ([]Booking, error) {
 	}
 	if !q.From.IsZero() {
 		db = db.Where("start >= ? AND start < ?", q.From.UTC(), q.To.UTC())
+	}
+	if q.Search != "" {
+		id, err := strconv.ParseUint(q.Search, 10, 64)
+		if err != nil {
+			id = 0 // not an id: no booking has id 0
+		}
+		db = db.Where("(id = ? OR checkin_code = ? OR user_id = ?)", id, strings.ToUpper(q.Search), q.Search)
 	}
 	var rows []models.Booking
 	if err := db.Find(&rows).Error; err != nil {

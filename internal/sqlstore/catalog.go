@@ -107,6 +107,15 @@ func (s *Catalog) UpdateResource(ctx context.Context, r *models.Resource, cols .
 	return sqldb.MapErr("update resource", res.Error)
 }
 
+// UpdateService writes the columns of svc named by cols.
+func (s *Catalog) UpdateService(ctx context.Context, svc *models.Service, cols ...string) error {
+	res := s.db.WithContext(ctx).Model(svc).Select(cols).Updates(svc)
+	if res.Error == nil && res.RowsAffected == 0 {
+		return sqldb.ErrNotFound
+	}
+	return sqldb.MapErr("update service", res.Error)
+}
+
 // Resources lists resources by id, of one venue when venueID != 0.
 func (s *Catalog) Resources(ctx context.Context, venueID uint64) ([]models.Resource, error) {
 	q := s.catalogDB(ctx).Order("id")
@@ -279,7 +288,7 @@ type ServiceLink struct {
 // roles, for a service that needs several at once), and answers its rows.
 func (s *Catalog) CreateService(ctx context.Context, in NewService, at time.Time) (models.Service, []models.ServiceResource, error) {
 	svc := models.Service{VenueID: in.VenueID, Name: in.Name, DurationMinutes: in.DurationMinutes, PrepMinutes: in.PrepMinutes,
-		CleanupMinutes: in.CleanupMinutes, PriceCents: in.PriceCents, CreatedAt: at}
+		CleanupMinutes: in.CleanupMinutes, PriceCents: in.PriceCents, Status: models.ResourceActive, CreatedAt: at}
 	var links []models.ServiceResource
 	err := s.db.Tx(ctx, "create service", func(tx *gorm.DB) error {
 		svc.ID = 0
@@ -340,7 +349,7 @@ func (s *Catalog) SetGrace(ctx context.Context, in booking.GraceInput, at time.T
 // Graces lists every grace policy.
 func (s *Catalog) Graces(ctx context.Context) ([]models.GracePolicy, error) {
 	var rows []models.GracePolicy
-	return rows, sqldb.MapErr("list grace policies", s.db.WithContext(ctx).Find(&rows).Error)
+	return rows, sqldb.MapErr("list grace policies", s.db.WithContext(ctx).Order("category").Find(&rows).Error)
 }
 
 // Policy reads a resource's booking rules; false when it has none (the defaults apply).

@@ -69,13 +69,19 @@ func (r Reader) QueryID(c *gin.Context, name string) (uint64, bool) {
 
 // QueryLimit reads an optional page size; 0 when absent (the engine's default).
 func (r Reader) QueryLimit(c *gin.Context) (int, bool) {
-	v, ok := c.GetQuery("limit")
+	return r.QueryCount(c, "limit", "invalid_limit")
+}
+
+// QueryCount reads an optional positive count from the query, answering code when it is not one; 0
+// when absent. Its bounds are the engine's.
+func (r Reader) QueryCount(c *gin.Context, name, code string) (int, bool) {
+	v, ok := c.GetQuery(name)
 	if !ok {
 		return 0, true
 	}
 	n, ok := ParseID(v)
 	if !ok || n > 1<<20 {
-		r.Fail(c, answer.BadRequest("invalid_limit", "limit must be a positive number").WithField("limit"))
+		r.Fail(c, answer.BadRequest(code, name+" must be a positive number").WithField(name))
 		return 0, false
 	}
 	return int(n), true
