@@ -54,6 +54,9 @@ Commands:
   reconcile  repair Redis and the queue from SQL once, print what was repaired, then exit
   bench      holds per second through the engine against the bare Lua script, on the configured
              Redis (or the embedded one); catalog in a throw-away SQLite file, keys under a bench prefix
+  token --sub ops [--role admin] [--venue N] [--ttl 12h]
+             print a Bearer token signed with SLOTWHEEL_JWT_SECRET, for the operator console at
+             /admin/ and the admin routes (roles: admin; manager or staff with --venue; user)
   webhook-echo --secret whsec_…
              a webhook receiver for trying slotwheel out: verifies each request's signature and
              prints the event
@@ -106,7 +109,7 @@ type command struct {
 	standalone bool
 }
 
-func commands(bf *benchFlags, brf *benchReleaseFlags, bru *benchRushFlags, wef *webhookEchoFlags) map[string]command {
+func commands(bf *benchFlags, brf *benchReleaseFlags, bru *benchRushFlags, wef *webhookEchoFlags, tf *tokenFlags) map[string]command {
 	return map[string]command{
 		"all": {run: func(ctx context.Context, c *config.Config, out io.Writer, l *slog.Logger) error {
 			return runInstance(ctx, c, out, l, true, true)
@@ -126,6 +129,7 @@ func commands(bf *benchFlags, brf *benchReleaseFlags, bru *benchRushFlags, wef *
 		"bench rush":            {flags: bru.register, run: bru.run},
 		"bench rush-sql-server": {run: runRushSQLServer},
 		"webhook-echo":          {flags: wef.register, run: wef.run, standalone: true},
+		"token":                 {flags: tf.register, run: tf.run},
 	}
 }
 
@@ -138,7 +142,7 @@ func run(ctx context.Context, args []string, out io.Writer, log *slog.Logger) er
 		fmt.Fprint(out, usage)
 		return nil
 	}
-	cmds := commands(&benchFlags{}, &benchReleaseFlags{}, &benchRushFlags{}, &webhookEchoFlags{})
+	cmds := commands(&benchFlags{}, &benchReleaseFlags{}, &benchRushFlags{}, &webhookEchoFlags{}, &tokenFlags{})
 	if name == "bench" && len(args) > 0 {
 		if _, ok := cmds["bench "+args[0]]; ok {
 			name, args = "bench "+args[0], args[1:]

@@ -221,6 +221,13 @@ func newHandler(opts Options) (*handler, error) {
 	admin.GET("/policies/noshow", rules.getNoshowPolicy)
 	admin.GET("/refunds", rules.listRefunds)
 	admin.POST("/users/:id/erase", in.ReadBody, idem, bookings.eraseUser)
+	ops := &opsRoutes{Reader: in, eng: eng}
+	admin.GET("/operations", ops.operations)
+	admin.GET("/tasks", ops.tasks)
+	admin.POST("/tasks/:queue/:task_id/redrive", in.ReadBody, idem, ops.redrive)
+	users := &userRoutes{Reader: in, holds: eng.Holds}
+	admin.GET("/users/:id", users.getUser)
+	admin.POST("/users/:id/unfreeze", in.ReadBody, idem, users.unfreeze)
 
 	// A venue's catalog and booking rules: its manager, or an admin (the engine checks the venue).
 	manage := v1.Group("/admin", tokens.Require(booking.RoleManager, booking.RoleAdmin))

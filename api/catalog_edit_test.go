@@ -67,27 +67,28 @@ func TestTheManagerEditsAResource(t *testing.T) {
 	require.Equal(t, "Court A", r.Name, "a refused edit changed nothing")
 
 	// Capacity: two bookings in one slot; one unit is too few unless they are cancelled.
-	b1, b2 := hs.booking(alice, 1, 10), hs.booking(alice, 1, 10)
+	b1, b2 := hs.booking(alice, 1, 10), hs.paid(alice, 1, 10, "pay-b2")
 	hs.do(http.MethodPatch, path, boss, set{"capacity": 5}).expect(t, http.StatusOK)
 	require.Equal(t, 3, hs.remaining(hs.res, 1, 10).Remaining, "five units, two taken")
 	c := hs.do(http.MethodPatch, path, boss, set{"capacity": 1, "name": "Court C"}).expect(t, http.StatusConflict)
 	require.Equal(t, "capacity_conflict", c.errorCode())
-	require.Contains(t, string(c.Body), b1.BookingID)
+	var conflict struct {
+		Error struct {
+			Details struct {
+				BookingIDs []string `json:"booking_ids"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	c.decode(t, &conflict)
+	require.Equal(t, []string{b2.BookingID}, conflict.Error.Details.BookingIDs, "the newest booking would give way")
 	hs.do(http.MethodPatch, path, boss, set{}).expect(t, http.StatusOK).decode(t, &r)
 	require.Equal(t, 5, r.Capacity)
 	require.Equal(t, "Court A", r.Name, "the refused capacity took the name with it")
 	hs.do(http.MethodPatch, path, boss, set{"capacity": 1, "cancel_affected": true}).expect(t, http.StatusOK).decode(t, &r)
 	require.Equal(t, 1, r.Capacity)
-	kept := 0
-	for _, b := range []bookingResponse{b1, b2} {
-		switch st := hs.get(b).Status; st {
-		case "CONFIRMED":
-			kept++
-		default:
-			require.Equal(t, "CANCELLED_BY_ADMIN", st)
-		}
-	}
-	require.Equal(t, 1, kept, "one booking fits one unit")
+	require.Equal(t, "CONFIRMED", hs.get(b1).Status, "who booked first keeps the one unit")
+	require.Equal(t, "CANCELLED_BY_ADMIN", hs.get(b2).Status)
+	require.Equal(t, b2.AmountCents, hs.refundOf(b2).AmountCents, "refunded in full")
 	require.Equal(t, 0, hs.remaining(hs.res, 1, 10).Remaining)
 	require.Equal(t, 1, hs.remaining(hs.res, 1, 12).Remaining)
 

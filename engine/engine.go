@@ -100,7 +100,8 @@ type Engine struct {
 	ss    *sqlstore.Store
 	cat   *catalog.Cache
 	hooks *testHooks
-	token string // this instance's lease token
+	token string    // this instance's lease token
+	tasks TaskQueue // the task queue, as the back office sees it; nil until SetScheduler gives one
 }
 
 // The engine's Prometheus metrics are declared beside the capability that counts them (holds.go,
@@ -211,6 +212,9 @@ func (e *Engine) SetScheduler(s release.Scheduler) {
 		e.opts.QueueTags = q.Queues()
 	}
 	e.Upkeep.queueTags = e.opts.QueueTags
+	if q, ok := s.(TaskQueue); ok {
+		e.tasks = q
+	}
 }
 
 // Clock returns the engine's clock.

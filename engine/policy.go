@@ -111,9 +111,13 @@ func (hs *Holds) refreshFreezes(ctx context.Context, users []string) error {
 	if err != nil {
 		return err
 	}
+	pardons, err := hs.ss.Pardons(ctx, users)
+	if err != nil {
+		return err
+	}
 	until := make(map[string]time.Time, len(users))
 	for _, u := range users {
-		until[u] = p.FrozenUntil(times[u], now)
+		until[u] = p.FrozenUntil(times[u], pardons[u].PardonedAt, now)
 	}
 	return hs.rs.SetFrozen(ctx, until, now)
 }

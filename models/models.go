@@ -389,6 +389,15 @@ func All() []any {
 		&GracePolicy{}, &Booking{}, &BookingHistory{}, &Payment{}, &OutboxEvent{},
 		&IdempotencyKey{}, &WaitlistEntry{}, &WebhookEndpoint{}, &Delivery{}, &WechatTemplate{},
 		&ResourcePolicy{}, &NoshowPolicy{}, &Refund{}, &WechatOrder{}, &BookingResource{},
-		&ReplicaHeartbeat{},
+		&ReplicaHeartbeat{}, &UserPardon{},
 	}
+}
+
+// UserPardon is the last time staff lifted a user's no-show freeze: no-shows up to PardonedAt no
+// longer count toward a freeze (booking.NoshowPolicy.FrozenUntil).
+type UserPardon struct {
+	UserID     string    `gorm:"primaryKey;size:128"`
+	PardonedAt time.Time `gorm:"precision:3;not null"`
+	Actor      string    `gorm:"size:160;not null"`
+	Reason     string    `gorm:"size:700;not null"`
 }

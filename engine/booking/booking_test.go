@@ -375,21 +375,27 @@ func TestNoshowFreeze(t *testing.T) {
 	p, err := ParseNoshowPolicy(NoshowPolicyInput{MaxNoshows: 2, WithinDays: 30, FreezeDays: 7})
 	require.NoError(t, err)
 	day := 24 * time.Hour
-	require.True(t, p.FrozenUntil([]time.Time{t0.Add(-3 * day)}, t0).IsZero(), "one is under the maximum")
-	require.True(t, p.FrozenUntil([]time.Time{t0.Add(-10 * day), t0.Add(-3 * day)}, t0).IsZero(),
+	require.True(t, p.FrozenUntil([]time.Time{t0.Add(-3 * day)}, time.Time{}, t0).IsZero(), "one is under the maximum")
+	require.True(t, p.FrozenUntil([]time.Time{t0.Add(-10 * day), t0.Add(-3 * day)}, time.Time{}, t0).IsZero(),
 		"two are at the maximum, not over it")
 	shows := []time.Time{t0.Add(-12 * day), t0.Add(-10 * day), t0.Add(-3 * day)}
-	require.Equal(t, t0.Add(4*day), p.FrozenUntil(shows, t0), "the third is over: frozen for 7 days from the latest")
-	require.True(t, p.FrozenUntil(shows, t0.Add(4*day)).IsZero(), "free at the end of the freeze")
-	require.True(t, p.FrozenUntil([]time.Time{t0.Add(-31 * day), t0.Add(-10 * day), t0.Add(-3 * day)}, t0).IsZero(), "an old one does not count")
+	require.Equal(t, t0.Add(4*day), p.FrozenUntil(shows, time.Time{}, t0), "the third is over: frozen for 7 days from the latest")
+	require.True(t, p.FrozenUntil(shows, time.Time{}, t0.Add(4*day)).IsZero(), "free at the end of the freeze")
+	require.True(t, p.FrozenUntil([]time.Time{t0.Add(-31 * day), t0.Add(-10 * day), t0.Add(-3 * day)}, time.Time{}, t0).IsZero(), "an old one does not count")
+	// An unfreeze pardons the no-shows up to it: only new ones count, and enough of them freeze again.
+	require.True(t, p.FrozenUntil(shows, t0.Add(-day), t0).IsZero(), "pardoned")
+	again := append(shows, t0.Add(day), t0.Add(2*day))
+	require.True(t, p.FrozenUntil(again, t0.Add(-day), t0.Add(2*day)).IsZero(), "two new ones are at the maximum")
+	again = append(again, t0.Add(3*day))
+	require.Equal(t, t0.Add(10*day), p.FrozenUntil(again, t0.Add(-day), t0.Add(3*day)), "a third new one freezes again")
 	one, err := ParseNoshowPolicy(NoshowPolicyInput{MaxNoshows: 1, WithinDays: 30, FreezeDays: 7})
 	require.NoError(t, err)
-	require.True(t, one.FrozenUntil([]time.Time{t0.Add(-3 * day)}, t0).IsZero(), "max_noshows 1 allows one")
-	require.Equal(t, t0.Add(4*day), one.FrozenUntil([]time.Time{t0.Add(-5 * day), t0.Add(-3 * day)}, t0), "and freezes at the second")
-	require.True(t, NoshowPolicy{}.FrozenUntil(shows, t0).IsZero(), "off by default")
+	require.True(t, one.FrozenUntil([]time.Time{t0.Add(-3 * day)}, time.Time{}, t0).IsZero(), "max_noshows 1 allows one")
+	require.Equal(t, t0.Add(4*day), one.FrozenUntil([]time.Time{t0.Add(-5 * day), t0.Add(-3 * day)}, time.Time{}, t0), "and freezes at the second")
+	require.True(t, NoshowPolicy{}.FrozenUntil(shows, time.Time{}, t0).IsZero(), "off by default")
 	off, err := ParseNoshowPolicy(NoshowPolicyInput{MaxNoshows: 0, WithinDays: 30, FreezeDays: 7})
 	require.NoError(t, err, "0 turns the freeze off")
-	require.True(t, off.FrozenUntil(shows, t0).IsZero())
+	require.True(t, off.FrozenUntil(shows, time.Time{}, t0).IsZero())
 	_, err = ParseNoshowPolicy(NoshowPolicyInput{MaxNoshows: 2, WithinDays: 0, FreezeDays: 7})
 	require.ErrorIs(t, err, Invalid("invalid_policy", ""))
 }

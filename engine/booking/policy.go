@@ -168,22 +168,14 @@ func ParseNoshowPolicy(in NoshowPolicyInput) (NoshowPolicy, error) {
 // FrozenUntil decides whether a user whose no-shows were released at noshows (any order) is frozen
 // at now: with more than MaxNoshows of them within Within before now (over the maximum, as the
 // contract says: with max_noshows 3 the fourth no-show freezes, the third does not), the user is
-// frozen for Freeze from the latest one. It answers the end of the freeze, or the zero time when
-// the user is free.
-func (p NoshowPolicy) FrozenUntil(noshows []time.Time, now time.Time) time.Time {
+// frozen for Freeze from the latest one. No-shows up to pardoned do not count: staff lifted the
+// freeze they made (an unfreeze), and only new no-shows freeze the user again. It answers the end of
+// the freeze, or the zero time when the user is free.
+func (p NoshowPolicy) FrozenUntil(noshows []time.Time, pardoned, now time.Time) time.Time {
 	if p.MaxNoshows <= 0 {
 		return time.Time{}
 	}
-	var latest time.Time
-	n := 0
-	for _, at := range noshows {
-		if at.After(now.Add(-p.Within)) && !at.After(now) {
-			n++
-			if at.After(latest) {
-				latest = at
-			}
-		}
-	}
+	n, latest := Counted(noshows, now.Add(-p.Within), pardoned, now)
 	if n <= p.MaxNoshows {
 		return time.Time{}
 	}
@@ -191,4 +183,18 @@ func (p NoshowPolicy) FrozenUntil(noshows []time.Time, now time.Time) time.Time 
 		return until
 	}
 	return time.Time{}
+}
+
+// Counted is how many of noshows count toward a freeze at now, looking back to since: those after
+// since and after pardoned, up to now; and the latest of them.
+func Counted(noshows []time.Time, since, pardoned, now time.Time) (n int, latest time.Time) {
+	for _, at := range noshows {
+		if at.After(since) && !at.After(now) && at.After(pardoned) {
+			n++
+			if at.After(latest) {
+				latest = at
+			}
+		}
+	}
+	return n, latest
 }

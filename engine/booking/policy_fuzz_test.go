@@ -144,7 +144,7 @@ func FuzzPolicy(f *testing.F) {
 		}
 		require.NoError(t, err)
 		noshows := []time.Time{start, start.Add(-time.Duration(atSec) * time.Second), now.Add(-24 * time.Hour), now}
-		until := np.FrozenUntil(noshows, now)
+		until := np.FrozenUntil(noshows, time.Time{}, now)
 		if !until.IsZero() {
 			require.True(t, np.MaxNoshows > 0 && until.After(now), "frozen until %v at %v", until, now)
 			require.False(t, until.After(now.Add(np.Freeze)), "frozen for longer than the freeze")

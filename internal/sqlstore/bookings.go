@@ -1021,3 +1021,29 @@ func (s *Releases) releaseModes(db *gorm.DB, rows []models.Booking, rules func(m
 	}
 	return rules(modes)
 }
+
+// Pardon records that staff lifted user p.UserID's no-show freeze at p.PardonedAt (replacing an
+// earlier pardon).
+func (s *Bookings) Pardon(ctx context.Context, p models.UserPardon) error {
+	p.PardonedAt = p.PardonedAt.UTC()
+	err := s.db.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&p).Error
+	return sqldb.MapErr("pardon", err)
+}
+
+// Pardons answers the last pardon of each of users that has one.
+func (s *Bookings) Pardons(ctx context.Context, users []string) (map[string]models.UserPardon, error) {
+	out := make(map[string]models.UserPardon, len(users))
+	for len(users) > 0 {
+		n := min(len(users), 1000)
+		var rows []models.UserPardon
+		if err := s.db.WithContext(ctx).Where("user_id IN ?", users[:n]).Find(&rows).Error; err != nil {
+			return nil, sqldb.MapErr("pardons", err)
+		}
+		for _, r := range rows {
+			r.PardonedAt = r.PardonedAt.UTC()
+			out[r.UserID] = r
+		}
+		users = users[n:]
+	}
+	return out, nil
+}

@@ -59,6 +59,8 @@ func (s *Erasure) EraseUser(ctx context.Context, x booking.Erasure, at time.Time
 			func() *gorm.DB {
 				return tx.Model(&models.Booking{}).Where("user_id = ?", owner.From).UpdateColumn("user_id", owner.To)
 			},
+			// A pardon names the id and staff's words about the person; the pseudonym needs neither.
+			func() *gorm.DB { return tx.Where("user_id = ?", owner.From).Delete(&models.UserPardon{}) },
 			func() *gorm.DB {
 				return tx.Model(&models.BookingHistory{}).Where("actor IN ?", from).
 					UpdateColumn("actor", gorm.Expr(actorCase.String(), actorArgs...))

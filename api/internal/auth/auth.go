@@ -73,9 +73,12 @@ func NewTokens(secret []byte, now func() time.Time, out answer.Failer) *Tokens {
 }
 
 // Issue signs a token for actor a that lasts TTL, and answers when it expires.
-func (s *Tokens) Issue(a booking.Actor) (string, time.Time, error) {
+func (s *Tokens) Issue(a booking.Actor) (string, time.Time, error) { return s.IssueFor(a, TTL) }
+
+// IssueFor signs a token for actor a that lasts ttl, and answers when it expires.
+func (s *Tokens) IssueFor(a booking.Actor, ttl time.Duration) (string, time.Time, error) {
 	now := s.now()
-	exp := now.Add(TTL)
+	exp := now.Add(ttl)
 	c := claims{
 		Role:    a.Role,
 		VenueID: claimID(a.VenueID),
