@@ -93,6 +93,9 @@ export default function BookingPage() {
               {ymd(b.start)} · {money(b.amount_cents)}
             </Text>
             {b.status === "CONFIRMED" && <View className="muted">{t("releaseAt", { time: hm(b.release_at) })}</View>}
+            {b.status === "PENDING_APPROVAL" && b.approval_deadline && (
+              <View className="notice">{t("awaitingApproval", { time: `${ymd(b.approval_deadline)} ${hm(b.approval_deadline)}` })}</View>
+            )}
           </View>
           {live && (
             <View className="card" style={{ textAlign: "center" }}>
