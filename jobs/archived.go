@@ -10,8 +10,10 @@ import (
 
 // resolveArchived settles archived (dead-letter) release tasks, which Asynq would otherwise keep
 // for 90 days and drop silently past 10,000: a task whose booking no longer waits for that release
-// is deleted; any other is run again. The overdue sweep releases such bookings whatever happens to
-// their tasks; this keeps the dashboard's dead letters meaning something.
+// is deleted. Any other is left where it is, for an operator to read its error and re-drive it
+// (Redrive, from the back office): the release loop and the overdue sweep release its booking
+// whatever happens to the task, and once they have, the next pass deletes it. Running it again
+// blindly would only hide what keeps failing; this keeps the dead letters meaning something.
 func (j *Jobs) resolveArchived(ctx context.Context) error {
 	var errs []error
 	for _, q := range j.ReleaseQueues() {
@@ -50,8 +52,7 @@ func (j *Jobs) resolveTask(ctx context.Context, queue string, t *asynq.TaskInfo)
 		archivedResolved.WithLabelValues("deleted").Inc()
 		return ignoreGone(j.inspector.DeleteTask(queue, t.ID))
 	}
-	archivedResolved.WithLabelValues("rerun").Inc()
-	return ignoreGone(j.inspector.RunTask(queue, t.ID))
+	return nil
 }
 
 // ignoreGone treats a task that another instance resolved meanwhile as resolved.

@@ -39,12 +39,19 @@ func TestArchivedReleaseTaskIsResolved(t *testing.T) {
 	require.NoError(t, b.jobs.runLoop(ctx, "archived_releases"))
 	require.Zero(t, b.taskState(t, b.jobs.ReleaseQueue(), ReleaseTaskID(ref)), "the dead letter is resolved")
 
-	// A dead letter whose booking still waits is run again instead.
+	// A dead letter whose booking still waits is left for an operator to read and re-drive.
 	bk2, err := b.book(ctx, resourceID, "u-archived-2")
 	require.NoError(t, err)
 	ref2 := refOf(bk2)
 	require.NoError(t, b.inspector.ArchiveTask(b.jobs.ReleaseQueue(), ReleaseTaskID(ref2)))
 	require.NoError(t, b.jobs.runLoop(ctx, "archived_releases"))
-	state := b.taskState(t, b.jobs.ReleaseQueue(), ReleaseTaskID(ref2))
-	require.NotEqual(t, asynq.TaskStateArchived, state, "run again")
+	require.Equal(t, asynq.TaskStateArchived, b.taskState(t, b.jobs.ReleaseQueue(), ReleaseTaskID(ref2)), "left for the operator")
+	// Its booking is released on time all the same, and then the dead letter goes.
+	waitFor(t, 20*time.Second, "the second booking to be released", func() (bool, error) {
+		got, err = b.eng.GetBooking(ctx, booking.System, bk2.ID)
+		return got.Status == booking.Released, err
+	})
+	require.False(t, got.ReleasedAt.Before(got.ReleaseAt), "never early")
+	require.NoError(t, b.jobs.runLoop(ctx, "archived_releases"))
+	require.Zero(t, b.taskState(t, b.jobs.ReleaseQueue(), ReleaseTaskID(ref2)))
 }

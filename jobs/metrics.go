@@ -18,7 +18,7 @@ var (
 	}, []string{"type", "result"})
 	archivedResolved = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "slotwheel_archived_release_tasks_resolved_total",
-		Help: "Archived (dead-letter) release tasks resolved: deleted (the booking no longer waits for that release) or rerun.",
+		Help: "Archived (dead-letter) release tasks resolved: deleted (the booking no longer waits for that release).",
 	}, []string{"action"})
 	loaderBatch = promauto.NewGauge(prometheus.GaugeOpts{
 		Name: "slotwheel_release_loader_batch",
@@ -30,7 +30,7 @@ func init() {
 	for _, o := range []string{"released", "already_released", "not_applicable", "settled", "early", "error", "bad_payload"} {
 		releases.WithLabelValues(o)
 	}
-	for _, a := range []string{"deleted", "rerun"} {
+	for _, a := range []string{"deleted"} {
 		archivedResolved.WithLabelValues(a)
 	}
 	for _, t := range []string{TypeRelease, TypeReconcile} {

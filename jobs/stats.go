@@ -12,8 +12,8 @@ import (
 )
 
 // taskStates are the states of tasks in a queue that the queue gauge shows. Archived tasks are the
-// dead letters: release tasks there are re-run by the archived_releases loop, so a count that stays
-// above zero means something keeps failing.
+// dead letters: the archived_releases loop deletes those whose booking no longer waits and leaves
+// the rest for an operator, so a count that stays above zero means something keeps failing.
 var taskStates = []struct {
 	name  string
 	count func(*asynq.QueueInfo) int
