@@ -128,7 +128,7 @@ var (
 	ErrPaymentIDConflict   = &Error{Kind: KindConflict, Code: "payment_id_conflict", Message: "the payment_id was already used for another hold"}
 	ErrResourceInactive    = &Error{Kind: KindConflict, Code: "resource_inactive", Message: "the resource is not bookable"}
 	ErrScheduleConflict    = &Error{Kind: KindConflict, Code: "schedule_conflict", Message: "the new schedule would close hours or remove units under confirmed bookings"}
-	ErrCapacityConflict    = &Error{Kind: KindConflict, Code: "capacity_conflict", Message: "the new capacity is less than the units bookings already take"}
+	ErrCapacityConflict    = &Error{Kind: KindConflict, Code: "capacity_conflict", Message: "the new capacity is less than the units bookings already take", Field: "capacity"}
 	ErrAlreadyWaiting      = &Error{Kind: KindConflict, Code: "already_waiting", Message: "you are already waiting for this window"}
 	ErrConfirmInProgress   = &Error{Kind: KindConflict, Code: "confirm_in_progress", Message: "the hold is being confirmed; retry shortly"}
 	ErrTooManyHolds        = &Error{Kind: KindLimited, Code: "too_many_holds", Message: "too many unpaid holds at this venue; pay for one or give one up first"}
@@ -142,7 +142,7 @@ var (
 	ErrAwaitingApproval    = &Error{Kind: KindConflict, Code: "awaiting_approval", Message: "the booking is waiting for the venue's approval"}
 	ErrNotPendingApproval  = &Error{Kind: KindConflict, Code: "not_pending_approval", Message: "the booking is not waiting for approval"}
 	ErrApprovalLapsed      = &Error{Kind: KindConflict, Code: "approval_lapsed", Message: "the approval deadline has passed; the booking is being declined"}
-	ErrReasonRequired      = &Error{Kind: KindInvalid, Code: "reason_required", Message: "say why: the reason goes into the booking's history", Field: "reason"}
+	ErrReasonRequired      = &Error{Kind: KindInvalid, Code: "reason_required", Message: "say why: the reason is kept with the action", Field: "reason"}
 	ErrPriceDiffers        = &Error{Kind: KindConflict, Code: "price_differs", Message: "the new window costs another amount than the booking was paid for"}
 	// ErrBackendUnavailable is Redis (or the queue) being unreachable; ErrStorageUnavailable is the SQL
 	// store. docs/API.md names them apart: holds keep working while only MySQL is away.

@@ -40,6 +40,11 @@ const OPERATOR_ROLES = new Set(DESK);
 let venues = null; // GET /venues, loaded once per sign-in and reloaded after a venue changes
 let renderCount = 0;
 
+// One banner for the whole session, kept across renders: an action's "done" must survive the
+// reload of the page that shows its result.
+const banner = h('div', { class: 'toast', 'data-test': 'toast', role: 'status', hidden: true });
+let keepBannerOnce = false;
+
 /** {path, segments, query} of the location's hash. */
 function parseHash() {
   const [path, qs] = (location.hash.replace(/^#\/?/, '') || '').split('?');
@@ -64,8 +69,13 @@ export function link(path, query = {}) {
   return `#/${path}${qs.toString() ? `?${qs}` : ''}`;
 }
 
-export function go(path, query) {
-  location.hash = link(path, query);
+/** Moves to a page; keepBanner keeps the banner's message (an action that ends on another page). */
+export function go(path, query, { keepBanner = false } = {}) {
+  keepBannerOnce = keepBanner;
+  const hash = link(path, query);
+  // The same hash fires no hashchange: render again, as a search repeated is meant to.
+  if (location.hash === hash) render();
+  else location.hash = hash;
 }
 
 async function loadVenues() {
@@ -137,9 +147,14 @@ function signOut() {
   location.hash = '#/login';
 }
 
-/** Renders the page the hash names; a newer render makes an older one's late results harmless. */
-async function render() {
+/**
+ * Renders the page the hash names; a newer render makes an older one's late results harmless.
+ * Moving to another page clears the banner; reloading the same page (after an action) keeps it.
+ */
+async function render({ keepBanner = false } = {}) {
   const mine = ++renderCount;
+  if (!keepBanner && !keepBannerOnce) banner.hidden = true;
+  keepBannerOnce = false;
   document.documentElement.lang = lang();
   const app = document.getElementById('app');
   const { segments, query } = parseHash();
@@ -158,7 +173,7 @@ async function render() {
   const { route, params } = matched;
 
   const page = h('div', { class: 'page' });
-  const main = h('main', { class: 'main' }, h('div', { class: 'toast', 'data-test': 'toast', role: 'status', hidden: true }), page);
+  const main = h('main', { class: 'main' }, banner, page);
   let venuesFailed = null;
   try {
     if (!venues) await loadVenues();
@@ -183,7 +198,7 @@ async function render() {
     /** Renders the page again, e.g. after an action; venuesChanged reloads the venue list first. */
     reload: async (venuesChanged = false) => {
       if (venuesChanged) await loadVenues();
-      return render();
+      return render({ keepBanner: true });
     },
     isCurrent: () => mine === renderCount,
   };

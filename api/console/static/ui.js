@@ -10,6 +10,9 @@ import { t } from './i18n.js';
  */
 export function h(tag, props = {}, ...children) {
   const el = document.createElement(tag);
+  // The API is the one judge of input and names the field it blames; the browser's own checks
+  // (min, type=number) would stop a form before the API could say what is wrong, in its words.
+  if (tag === 'form') el.noValidate = true;
   for (const [k, v] of Object.entries(props || {})) {
     if (v === undefined || v === null || v === false) continue;
     if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
@@ -57,8 +60,22 @@ export function centsToYuan(cents) {
 // ---- time: the API answers in the venue's offset, so its wall-clock digits are the venue's time ----
 
 export const hm = (iso) => (iso ? iso.slice(11, 16) : '');
-export const ymd = (iso) => (iso ? iso.slice(0, 10) : '');
+const ymd = (iso) => (iso ? iso.slice(0, 10) : '');
 export const dateTime = (iso) => (iso ? `${ymd(iso)} ${hm(iso)}` : '—');
+
+/**
+ * A time the API answers in UTC (tasks, freezes: things that span venues) as "YYYY-MM-DD HH:MM"
+ * in a time zone — the venue's when there is one, else the browser's.
+ */
+export function zonedDateTime(iso, timeZone) {
+  if (!iso) return '—';
+  const opts = { year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' };
+  try {
+    return new Intl.DateTimeFormat('sv-SE', { ...opts, timeZone }).format(new Date(iso));
+  } catch {
+    return new Intl.DateTimeFormat('sv-SE', opts).format(new Date(iso));
+  }
+}
 
 /** Today's date (YYYY-MM-DD) in an IANA time zone. */
 export function todayIn(timeZone) {
@@ -157,7 +174,7 @@ export function errorMessage(err) {
   return err.message || String(err);
 }
 
-export function clearErrors(form) {
+function clearErrors(form) {
   for (const el of form.querySelectorAll('.field-error, .form-error')) {
     el.hidden = true;
     el.textContent = '';
@@ -245,9 +262,33 @@ export function weekdayBoxes(name, checked = []) {
     'div',
     { class: 'weekdays', 'data-name': name },
     [1, 2, 3, 4, 5, 6, 7].map((d) =>
-      h('label', { class: 'weekday' }, h('input', { type: 'checkbox', value: d, checked: checked.includes(d) }), h('span', {}, t(`weekday.${d}`))),
+      h('label', { class: 'weekday' }, h('input', { type: 'checkbox', value: d, checked: checked.includes(d), 'data-test': `weekday-${d}` }), h('span', {}, t(`weekday.${d}`))),
     ),
   );
+}
+
+/** Times as the API writes them, HH:MM; a text box, since a time picker cannot say 24:00. */
+export function timeBox(name, value) {
+  return h('input', { name, value: value || '', placeholder: 'HH:MM', class: 'time', inputmode: 'numeric', 'data-test': `input-${name}` });
+}
+
+export function removeButton(onclick) {
+  return h('button', { type: 'button', class: 'btn btn-ghost btn-small', onclick, 'data-test': 'row-remove' }, t('common.remove'));
+}
+
+/**
+ * Names each row's error elements by its current index (weekly[1].weekdays), so that the API's
+ * field paths find them after rows were added or removed.
+ */
+export function indexRows(list, prefix) {
+  [...list.children].forEach((row, i) => {
+    for (const el of row.querySelectorAll('.field-error')) {
+      const leaf = el.dataset.leaf ?? (el.dataset.leaf = el.dataset.field);
+      const name = leaf ? `${prefix}[${i}].${leaf}` : `${prefix}[${i}]`;
+      el.dataset.field = name;
+      el.dataset.test = `error-${name}`;
+    }
+  });
 }
 
 export function checkedWeekdays(box) {

@@ -8,6 +8,7 @@ import { dayAvailability, noVenue, venueBookings, venueResources } from '../venu
 
 const HIDDEN_BY_DEFAULT = new Set(['CANCELLED_BY_USER', 'CANCELLED_BY_ADMIN', 'DECLINED']);
 const WEEK_CHIPS = 6; // bookings listed in a week cell before "+N more"
+const DENSE_SLOTS = 32; // more slots than this in a day: small cells showing start times only
 
 const isDate = (s) => /^\d{4}-\d{2}-\d{2}$/.test(s || '');
 
@@ -45,19 +46,22 @@ function bookingChip(b, withTime) {
   );
 }
 
-function slotCell(slot, res, bookings, opts) {
+function slotCell(slot, res, bookings, opts, dense) {
   const inSlot = bookings.filter((b) => usesResource(b, res) && overlaps(b, slot));
   const shown = opts.showCancelled ? inSlot : inSlot.filter((b) => !HIDDEN_BY_DEFAULT.has(b.status));
   const state = slotState(slot);
+  const taken = takenIn(slot, res, inSlot);
+  // "Full" says nothing that taken = capacity does not; the other reasons do.
+  const reason = !['open', 'closed', 'full'].includes(state) && h('span', { class: 'slot-reason' }, t(`slotReason.${slot.reason}`));
   return h(
     'div',
-    { class: `slot slot-${state}`, 'data-test': 'board-slot', 'data-start': slot.start },
-    h('div', { class: 'slot-time' }, `${hm(slot.start)}–${hm(slot.end)}`),
+    { class: `slot slot-${state}`, 'data-test': 'board-slot', 'data-start': slot.start, title: `${hm(slot.start)}–${hm(slot.end)}` },
+    h('div', { class: 'slot-time' }, dense ? hm(slot.start) : `${hm(slot.start)}–${hm(slot.end)}`),
     h(
       'div',
       { class: 'slot-count' },
-      state === 'closed' ? t('slotReason.closed') : t('board.taken', { n: takenIn(slot, res, inSlot), cap: res.capacity }),
-      state !== 'open' && state !== 'closed' && h('span', { class: 'slot-reason' }, t(`slotReason.${slot.reason}`)),
+      state === 'closed' ? t('slotReason.closed') : dense ? `${taken}/${res.capacity}` : t('board.taken', { n: taken, cap: res.capacity }),
+      !dense && reason,
     ),
     shown.length > 0 && h('div', { class: 'slot-bookings' }, shown.map((b) => bookingChip(b, false))),
   );
@@ -73,20 +77,24 @@ function resourceHead(res) {
   );
 }
 
+/** One resource's slots for the day, or a line saying why there are none to show. */
+function dayCells(res, slots, bookings, opts) {
+  if (slots === null) return { cells: [h('div', { class: 'muted' }, t('board.unknown'))], dense: false };
+  if (!slots.length) return { cells: [h('div', { class: 'muted' }, t('board.noSlots'))], dense: false };
+  const dense = slots.length > DENSE_SLOTS;
+  const shown = (b) => opts.showCancelled || !HIDDEN_BY_DEFAULT.has(b.status);
+  const keep = opts.onlyBooked ? slots.filter((s) => bookings.some((b) => shown(b) && usesResource(b, res) && overlaps(b, s))) : slots;
+  if (!keep.length) return { cells: [h('div', { class: 'muted' }, t('board.noBookings'))], dense: false };
+  return { cells: keep.map((s) => slotCell(s, res, bookings, opts, dense)), dense };
+}
+
 function dayView(resources, bookings, avail, date, opts) {
   return h(
     'div',
     { class: 'board-day', 'data-test': 'board-day' },
     resources.map((res) => {
-      const slots = avail.get(`${res.resource_id}/${date}`);
-      let cells;
-      if (slots === null) cells = [h('div', { class: 'muted' }, t('board.unknown'))];
-      else if (!slots.length) cells = [h('div', { class: 'muted' }, t('board.noSlots'))];
-      else {
-        const keep = opts.onlyBooked ? slots.filter((s) => bookings.some((b) => usesResource(b, res) && overlaps(b, s))) : slots;
-        cells = keep.length ? keep.map((s) => slotCell(s, res, bookings, opts)) : [h('div', { class: 'muted' }, t('board.noBookings'))];
-      }
-      return h('div', { class: 'board-row', 'data-test': 'board-row', 'data-resource': res.resource_id }, resourceHead(res), h('div', { class: 'board-slots' }, cells));
+      const { cells, dense } = dayCells(res, avail.get(`${res.resource_id}/${date}`), bookings, opts);
+      return h('div', { class: 'board-row', 'data-test': 'board-row', 'data-resource': res.resource_id }, resourceHead(res), h('div', { class: `board-slots${dense ? ' dense' : ''}` }, cells));
     }),
   );
 }

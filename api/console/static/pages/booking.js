@@ -2,7 +2,7 @@
 // that its status allows (approve, decline, cancel with a refund choice, restore on appeal, check in).
 
 import { api, newAction } from '../api.js';
-import { t } from '../i18n.js';
+import { has, t } from '../i18n.js';
 import { card, dateTime, field, fieldError, fill, formError, h, hm, money, statusBadge, submitForm, timeLeft, toast } from '../ui.js';
 import { namesById, venueResources } from '../venue.js';
 
@@ -63,12 +63,24 @@ function history(items) {
             h('td', { class: 'nowrap' }, dateTime(e.at)),
             h('td', { class: 'nowrap' }, statusBadge(e.from), ' → ', statusBadge(e.to)),
             h('td', {}, actorLabel(e.actor)),
-            h('td', {}, e.reason || '—'),
+            h('td', {}, reasonText(e.reason)),
           ),
         ),
       ),
     ),
   );
+}
+
+/**
+ * The server writes a history reason as its action's English words, then what staff typed
+ * ("declined: court under repair"); the words it uses are shown in the console's language.
+ */
+function reasonText(reason) {
+  if (!reason) return '—';
+  const cut = reason.indexOf(': ');
+  const [head, rest] = cut < 0 ? [reason, ''] : [reason.slice(0, cut), reason.slice(cut + 2)];
+  if (!has(`reason.${head}`)) return reason;
+  return rest ? `${t(`reason.${head}`)}${t('reason.separator')}${rest}` : t(`reason.${head}`);
 }
 
 /** "staff:desk-1" → "前台 desk-1"; "system" → "系统". */

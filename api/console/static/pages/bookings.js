@@ -24,7 +24,11 @@ function checkinCard() {
     e.preventDefault();
     fill(result);
     submitForm(form, async () => {
-      const b = await api('POST', '/checkins', { body: { checkin_code: code.value.trim() }, action });
+      const b = await api('POST', '/checkins', { body: { checkin_code: code.value.trim() }, action }).catch((err) => {
+        // The API's 404 says only "no such object"; at the desk that means a mistyped code.
+        if (err.status === 404) Object.assign(err, { field: 'checkin_code', message: t('bookings.noSuchCode') });
+        throw err;
+      });
       toast(t('bookings.checkedIn', { id: b.booking_id }));
       fill(result, h('a', { href: `#/booking/${b.booking_id}` }, `#${b.booking_id}`), ' ', statusBadge(b.status), ` ${b.user_id || ''} · ${dateTime(b.start)}–${hm(b.end)}`);
       code.value = '';
@@ -62,7 +66,7 @@ function table(items, names) {
     h(
       'table',
       { class: 'table table-hover', 'data-test': 'bookings-table' },
-      h('thead', {}, h('tr', {}, cols.map((c) => h('th', {}, t(`bookings.col.${c}`))))),
+      h('thead', {}, h('tr', {}, cols.map((c) => h('th', { class: c === 'quantity' || c === 'amount' ? 'num' : null }, t(`bookings.col.${c}`))))),
       h(
         'tbody',
         {},

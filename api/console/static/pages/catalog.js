@@ -3,7 +3,7 @@
 // buffers, edit, disable). Managers see their own venue; only admins create venues.
 
 import { api, listAll, newAction } from '../api.js';
-import { t } from '../i18n.js';
+import { has, t } from '../i18n.js';
 import { card, centsToYuan, field, fieldError, fill, formError, h, input, money, num, select, submitButton, submitForm, toast, yuanToCents } from '../ui.js';
 import { namesById, noVenue, venueResources } from '../venue.js';
 
@@ -15,7 +15,7 @@ function disclosure(label, test, body) {
 }
 
 function statusTag(status) {
-  return h('span', { class: `badge ${status === 'active' ? 'badge-ok' : 'badge-muted'}` }, t(`resource.status.${status}`) || status);
+  return h('span', { class: `badge ${status === 'active' ? 'badge-ok' : 'badge-muted'}` }, has(`resource.status.${status}`) ? t(`resource.status.${status}`) : status);
 }
 
 // ---- venues ----
@@ -40,7 +40,6 @@ function releaseModeForm(v, ctx) {
 }
 
 function renameForm(v, ctx) {
-  const action = newAction();
   const form = h(
     'form',
     { class: 'inline-form', 'data-test': 'venue-rename-form' },
@@ -51,7 +50,7 @@ function renameForm(v, ctx) {
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     submitForm(form, async () => {
-      await api('PATCH', `/admin/venues/${v.venue_id}`, { body: { name: form.name.value.trim() }, action });
+      await api('PATCH', `/admin/venues/${v.venue_id}`, { body: { name: form.name.value.trim() } });
       toast(t('common.saved'));
       await ctx.reload(true);
     });
@@ -131,7 +130,7 @@ function createResourceForm(ctx) {
     submitForm(form, async () => {
       const r = await api('POST', '/admin/resources', { body, action });
       toast(t('catalog.resourceCreated', { name: r.name }));
-      ctx.go(`catalog/resource/${r.resource_id}`);
+      ctx.go(`catalog/resource/${r.resource_id}`, {}, { keepBanner: true });
     });
   });
   return form;
@@ -148,7 +147,7 @@ function resourcesCard(ctx, resources) {
           h(
             'table',
             { class: 'table table-hover', 'data-test': 'resources-table' },
-            h('thead', {}, h('tr', {}, cols.map((c) => h('th', {}, c && t(`catalog.col.${c}`))))),
+            h('thead', {}, h('tr', {}, cols.map((c) => h('th', { class: ['capacity', 'price', 'slot'].includes(c) ? 'num' : null }, c && t(`catalog.col.${c}`))))),
             h(
               'tbody',
               {},
