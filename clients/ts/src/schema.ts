@@ -158,6 +158,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The operator console, without the slash
+         * @description The same page as GET /admin/.
+         */
+        get: operations["consoleIndex"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The operator console
+         * @description The venue's back office, embedded in the binary: Chinese first, English on request. Its pages are public files; everything they show or change goes through this API with the token of the operator who signed in (admin for the installation, a manager or staff for their venue), so each page offers only what that role may do. Every path under /admin/ is a file of the console; a path without a file extension answers its index.html (its router uses the URL's hash); a missing file is 404.
+         */
+        get: operations["console"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/dev-login": {
         parameters: {
             query?: never;
@@ -224,7 +264,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create a resource */
+        /**
+         * Create a resource
+         * @description The venue's manager or an admin.
+         */
         post: operations["createResource"];
         delete?: never;
         options?: never;
@@ -239,10 +282,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * A resource's opening rules
+         * @description The rules last set (PUT), for editing them: weekly hours, exceptions and closures, slot length and horizon. Staff or the manager of the resource's venue, or an admin. 404 while none was set.
+         */
+        get: operations["getSchedule"];
         /**
          * Set a resource's opening rules
-         * @description Venue-local times; inventory for the next horizon_days is generated and kept generated. A PUT replaces the whole schedule and is idempotent by nature, so it takes no Idempotency-Key. Changing the grid moves the units of existing bookings and live holds onto the new slots; a schedule under which booked units would exceed a slot's capacity is refused with 409 schedule_conflict. Overlapping openings of one weekday (or a weekday listed twice) are 422 overlapping_openings. A slot_minutes that does not divide the duration of a service delivered on the resource (its holds would end off the grid) is 422 invalid_slot_minutes, listing them in error.details.service_ids.
+         * @description The resource's venue's manager or an admin. Venue-local times; inventory for the next horizon_days is generated and kept generated. A PUT replaces the whole schedule and is idempotent by nature, so it takes no Idempotency-Key. Changing the grid moves the units of existing bookings and live holds onto the new slots; a schedule under which booked units would exceed a slot's capacity is refused with 409 schedule_conflict. Overlapping openings of one weekday (or a weekday listed twice) are 422 overlapping_openings. A slot_minutes that does not divide the duration of a service delivered on the resource (its holds would end off the grid) is 422 invalid_slot_minutes, listing them in error.details.service_ids.
          */
         put: operations["setSchedule"];
         post?: never;
@@ -262,7 +309,7 @@ export interface paths {
         get?: never;
         /**
          * Set a resource's booking rules
-         * @description Admin. Fields left out keep their value; a resource that never set a policy starts from the defaults (see Policy). A value out of range is 422 invalid_policy naming the field. Answers the whole stored policy. A PUT is idempotent by nature, so it takes no Idempotency-Key.
+         * @description The resource's venue's manager or an admin. Fields left out keep their value; a resource that never set a policy starts from the defaults (see Policy). A value out of range is 422 invalid_policy naming the field. Answers the whole stored policy. A PUT is idempotent by nature, so it takes no Idempotency-Key.
          */
         put: operations["setResourcePolicy"];
         post?: never;
@@ -283,7 +330,7 @@ export interface paths {
         put?: never;
         /**
          * Create a service
-         * @description A service delivered by any one of resource_ids, or, with roles, one that needs one resource of every role at once (a practitioner and a room, ...). Prep and clean-up buffers take units but are not shown to the customer. duration_minutes must be a whole number of the slot_minutes of every listed resource that has a schedule: a hold starts on the grid and ends duration_minutes later, so any other duration would end inside a slot (422 invalid_duration); buffers take every slot they touch and need not fit the grid.
+         * @description The venue's manager or an admin. A service delivered by any one of resource_ids, or, with roles, one that needs one resource of every role at once (a practitioner and a room, ...). Prep and clean-up buffers take units but are not shown to the customer. duration_minutes must be a whole number of the slot_minutes of every listed resource that has a schedule: a hold starts on the grid and ends duration_minutes later, so any other duration would end inside a slot (422 invalid_duration); buffers take every slot they touch and need not fit the grid.
          */
         post: operations["createService"];
         delete?: never;
@@ -299,7 +346,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * The grace policies
+         * @description Admin. Every category's policy set so far, by category; a category without one releases at start + SLOTWHEEL_DEFAULT_GRACE.
+         */
+        get: operations["listGracePolicies"];
         /**
          * Set the grace policy of a resource category
          * @description Release happens at start + grace. A PUT replaces the category's policy and takes no Idempotency-Key.
@@ -581,7 +632,7 @@ export interface paths {
         };
         /**
          * Read a booking
-         * @description Owner, staff of its venue, or admin; others get 404.
+         * @description Owner, staff or the manager of its venue, or admin; others get 404.
          */
         get: operations["getBooking"];
         put?: never;
@@ -663,7 +714,7 @@ export interface paths {
         put?: never;
         /**
          * Check a booking in
-         * @description Staff of the booking's venue, or admin. 409 too_early before check-in opens, 409 too_late after release_at (unless the restore rule applies).
+         * @description Staff or the manager of the booking's venue, or admin. 409 too_early before check-in opens, 409 too_late after release_at (unless the restore rule applies).
          */
         post: operations["checkIn"];
         delete?: never;
@@ -722,7 +773,7 @@ export interface paths {
         };
         /**
          * A booking's status history
-         * @description Owner, staff of its venue, or admin; others get 404.
+         * @description Owner, staff or the manager of its venue, or admin; others get 404.
          */
         get: operations["getBookingHistory"];
         put?: never;
@@ -742,7 +793,7 @@ export interface paths {
         };
         /**
          * A booking's check-in QR code
-         * @description The QR code (PNG, black on white, with its quiet zone) of the payload SWCHK:<checkin_code> that a check-in scanner reads, for clients that do not draw QR codes themselves. Owner, staff of its venue, or admin; others get 404. Each module is 8 pixels square, so the usual code (version 1: 21 modules and a quiet zone of 4 on each side) is 232 pixels wide and high. The answer is sent with Cache-Control: private, no-store: the code is the booking's entry ticket.
+         * @description The QR code (PNG, black on white, with its quiet zone) of the payload SWCHK:<checkin_code> that a check-in scanner reads, for clients that do not draw QR codes themselves. Owner, staff or the manager of its venue, or admin; others get 404. Each module is 8 pixels square, so the usual code (version 1: 21 modules and a quiet zone of 4 on each side) is 232 pixels wide and high. The answer is sent with Cache-Control: private, no-store: the code is the booking's entry ticket.
          */
         get: operations["getBookingCheckinQR"];
         put?: never;
@@ -762,7 +813,7 @@ export interface paths {
         };
         /**
          * A venue's bookings (the front desk's list)
-         * @description Staff of the venue (venue_id defaults to the staff member's own) or admin; newest first, optionally of one venue-local day, status or resource.
+         * @description Staff or the manager of the venue (venue_id defaults to their own) or admin; newest first, optionally of one venue-local day (or days from it), status or resource, or those a guest at the desk names (q).
          */
         get: operations["listVenueBookings"];
         put?: never;
@@ -804,7 +855,7 @@ export interface paths {
         put?: never;
         /**
          * Erase a user's personal data (PIPL)
-         * @description Admin only. slotwheel keeps no names, phone numbers or notes: a person is known by their user id (for a WeChat user, "wx:" and their openid), and this replaces that id by a stable pseudonym wherever it is kept — as the owner of bookings, holds, waitlist entries, refunds and events; in the actors of booking histories (user:, staff: or admin:); as the payer openid of WeChat Pay orders; as user_id inside event data and stored answers to Idempotency-Key requests; and inside error texts of webhook receivers and payment providers. Booking, hold and payment ids, amounts, times and check-in codes stay, so availability, slot counters, unit owners and the books are unchanged, and bookings keep their status, units and release (a guest with the check-in code can still be checked in). What is counted per user keeps counting under the pseudonym (no-shows, live holds); the user's WAITING waitlist entries are cancelled and a no-show freeze ends.
+         * @description Admin only. slotwheel keeps no names, phone numbers or notes: a person is known by their user id (for a WeChat user, "wx:" and their openid), and this replaces that id by a stable pseudonym wherever it is kept — as the owner of bookings, holds, waitlist entries, refunds and events; in the actors of booking histories (user:, staff:, manager: or admin:); as the payer openid of WeChat Pay orders; as user_id inside event data and stored answers to Idempotency-Key requests; and inside error texts of webhook receivers and payment providers. Booking, hold and payment ids, amounts, times and check-in codes stay, so availability, slot counters, unit owners and the books are unchanged, and bookings keep their status, units and release (a guest with the check-in code can still be checked in). What is counted per user keeps counting under the pseudonym (no-shows, live holds); the user's WAITING waitlist entries are cancelled and a no-show freeze ends.
          *
          *     Events already delivered cannot be recalled: receivers keep what they were sent. Events not yet delivered go out with the pseudonym (a delivery reads its event when it is attempted; one attempt already in flight may still carry the id), and WeChat messages still pending for the user are skipped.
          *
@@ -827,7 +878,7 @@ export interface paths {
         get?: never;
         /**
          * Set a venue's release mode
-         * @description Takes effect at once on every instance (read at every release batch). SLOTWHEEL_RELEASE_MODE is the default of venues that set none.
+         * @description The venue's manager or an admin. Takes effect at once on every instance (read at every release batch). SLOTWHEEL_RELEASE_MODE is the default of venues that set none.
          */
         put: operations["setReleaseMode"];
         post?: never;
@@ -930,6 +981,246 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/bookings/{id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a booking that waits for approval
+         * @description A PENDING_APPROVAL booking becomes CONFIRMED and goes on as any paid booking: released at start + grace (approved after its start: now + grace) unless the guest checks in; booking.confirmed goes to the guest. Once its approval_deadline has passed it is declined instead (409 approval_lapsed). Staff or the manager of the booking's venue, or an admin; others get 404 (a booking of another venue is not shown to exist). Takes an Idempotency-Key.
+         */
+        post: operations["approveBooking"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/bookings/{id}/decline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Decline a booking that waits for approval
+         * @description A PENDING_APPROVAL booking becomes DECLINED: its units are free at once and its payment is refunded in full through the refund path (GET /api/v1/admin/refunds); booking.declined goes to the guest with the reason. Declining a DECLINED booking again answers it unchanged. Staff or the manager of the booking's venue, or an admin; others get 404 (a booking of another venue is not shown to exist). Takes an Idempotency-Key.
+         */
+        post: operations["declineBooking"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/bookings/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a booking for the venue
+         * @description Any booking that still holds its place (PENDING_APPROVAL, CONFIRMED, ARRIVED before its end) becomes CANCELLED_BY_ADMIN at any time, before or after its start: units free at once, the guest refunded in full or by policy (refund), booking.cancelled to the guest with the reason. Cancelling a CANCELLED_BY_ADMIN booking again answers it unchanged. Staff or the manager of the booking's venue, or an admin; others get 404 (a booking of another venue is not shown to exist). Takes an Idempotency-Key.
+         */
+        post: operations["venueCancelBooking"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/bookings/{id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore a released booking on appeal
+         * @description A RELEASED booking becomes CONFIRMED again, past the guest's own restore window, up to the end of its slot, if its units are still free (else 409 slot_full): released again at now + grace unless checked in. The guest's appeal and staff's reason go into the history. Staff or the manager of the booking's venue, or an admin; others get 404 (a booking of another venue is not shown to exist). Takes an Idempotency-Key.
+         */
+        post: operations["appealRestoreBooking"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/venues/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Edit a venue
+         * @description The venue's manager or an admin. Takes no Idempotency-Key (a repeat sets the same values).
+         */
+        patch: operations["updateVenue"];
+        trace?: never;
+    };
+    "/api/v1/admin/resources/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Edit, disable or enable a resource
+         * @description The resource's venue's manager or an admin. One request is one change: it is made whole or not at all (a refused capacity leaves the name unchanged too). Takes no Idempotency-Key (a repeat sets the same values, and a repeated cancel_affected finds nothing more to cancel).
+         */
+        patch: operations["updateResource"];
+        trace?: never;
+    };
+    "/api/v1/admin/services/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Edit, disable or enable a service
+         * @description The service's venue's manager or an admin. Takes no Idempotency-Key.
+         */
+        patch: operations["updateService"];
+        trace?: never;
+    };
+    "/api/v1/admin/users/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A guest's no-show standing
+         * @description Admin (a freeze spans every venue). Any valid user id answers, one that never booked with zeros.
+         */
+        get: operations["getUserStanding"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/users/{id}/unfreeze": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Lift a guest's no-show freeze
+         * @description Admin. The guest may hold again from the moment this answers, on every instance. The no-shows so far stay on record but no longer count: only new ones can freeze again. Lifting when not frozen records the pardon all the same. Takes an Idempotency-Key.
+         */
+        post: operations["unfreezeUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/operations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The operations page
+         * @description Admin. What falls due and what is late, the task queue's counts, refunds and deliveries that gave up, and the capacity ledger's alerts. The lists of releases are of one venue with venue_id.
+         */
+        get: operations["operations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/tasks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrying and dead-letter tasks
+         * @description Admin. Tasks waiting for a retry (state retry) or whose retries ran out (state archived: the dead-letter queue), the latest failure first, across every queue, with the booking a release task is for. Dead-lettered releases are also settled on their own within seconds (a booking that no longer waits is dropped, any other run again) and the overdue sweep releases their bookings whatever happens to the task; this list is for looking at what failed and why, and re-driving it now.
+         */
+        get: operations["listTasks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/tasks/{queue}/{task_id}/redrive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-drive a task through the engine
+         * @description Admin. Runs the task's work now through the engine — a release through the engine's release of its booking, never early (a release not yet due waits up to a few seconds for release_at, and further off fails saying so), any other task through its handler — instead of a raw Asynq retry. done true: the work succeeded and the task is deleted; false: the error it met, and the task stays where it was. A task that is running answers done false. Unknown queue or task: 404. Takes an Idempotency-Key; the body is empty or {}.
+         */
+        post: operations["redriveTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -979,7 +1270,7 @@ export interface components {
                  * @example slot_full
                  * @enum {string}
                  */
-                code: "account_frozen" | "already_waiting" | "amount_mismatch" | "approval_lapsed" | "awaiting_approval" | "backend_unavailable" | "bad_notification" | "bad_signature" | "body_too_large" | "cancellation_closed" | "confirm_in_progress" | "duplicate_exception" | "forbidden" | "hold_expired" | "hold_not_active" | "idempotency_key_reused" | "internal" | "invalid_amount" | "invalid_buffer" | "invalid_capacity" | "invalid_category" | "invalid_checkin_code" | "invalid_code" | "invalid_cursor" | "invalid_date" | "invalid_duration" | "invalid_end" | "invalid_event_type" | "invalid_exception" | "invalid_grace" | "invalid_hold_id" | "invalid_horizon_days" | "invalid_id" | "invalid_idempotency_key" | "invalid_json" | "invalid_kind" | "invalid_limit" | "invalid_name" | "invalid_number" | "invalid_opening" | "invalid_page" | "invalid_payment_id" | "invalid_policy" | "invalid_price" | "invalid_quantity" | "invalid_query" | "invalid_reason" | "invalid_release_mode" | "invalid_resource_ids" | "invalid_resources" | "invalid_role" | "invalid_roles" | "invalid_slot_minutes" | "invalid_status" | "invalid_template_data" | "invalid_template_id" | "invalid_time" | "invalid_time_of_day" | "invalid_timezone" | "invalid_transition" | "invalid_type" | "invalid_url" | "invalid_user_id" | "invalid_weekdays" | "invalid_window" | "method_not_allowed" | "missing_end" | "missing_field" | "missing_parameter" | "missing_resource_id" | "missing_start" | "missing_venue_id" | "not_found" | "not_pending_approval" | "off_grid" | "overlapping_openings" | "payment_id_conflict" | "price_differs" | "rate_limited" | "reason_required" | "request_in_progress" | "reschedule_closed" | "reschedule_limit" | "resource_inactive" | "resource_not_in_service" | "restore_window_closed" | "schedule_conflict" | "slot_closed" | "slot_full" | "slot_past" | "stale_signature" | "storage_unavailable" | "too_early" | "too_far" | "too_late" | "too_many_holds" | "too_soon" | "unauthorized" | "unknown_field" | "unknown_resource" | "unknown_service" | "unknown_venue" | "wechat_login_failed" | "wechat_login_required" | "wechat_not_configured" | "wechat_unavailable" | "wechatpay_not_configured";
+                code: "account_frozen" | "already_waiting" | "amount_mismatch" | "approval_lapsed" | "awaiting_approval" | "backend_unavailable" | "bad_notification" | "bad_signature" | "body_too_large" | "cancellation_closed" | "capacity_conflict" | "confirm_in_progress" | "duplicate_exception" | "forbidden" | "hold_expired" | "hold_not_active" | "idempotency_key_reused" | "internal" | "invalid_amount" | "invalid_buffer" | "invalid_capacity" | "invalid_category" | "invalid_checkin_code" | "invalid_code" | "invalid_cursor" | "invalid_date" | "invalid_days" | "invalid_duration" | "invalid_end" | "invalid_event_type" | "invalid_exception" | "invalid_grace" | "invalid_hold_id" | "invalid_horizon_days" | "invalid_id" | "invalid_idempotency_key" | "invalid_json" | "invalid_kind" | "invalid_limit" | "invalid_name" | "invalid_number" | "invalid_opening" | "invalid_page" | "invalid_payment_id" | "invalid_policy" | "invalid_price" | "invalid_quantity" | "invalid_query" | "invalid_reason" | "invalid_refund" | "invalid_release_mode" | "invalid_resource_ids" | "invalid_resources" | "invalid_role" | "invalid_roles" | "invalid_slot_minutes" | "invalid_status" | "invalid_template_data" | "invalid_template_id" | "invalid_time" | "invalid_time_of_day" | "invalid_timezone" | "invalid_transition" | "invalid_type" | "invalid_url" | "invalid_user_id" | "invalid_weekdays" | "invalid_window" | "method_not_allowed" | "missing_end" | "missing_field" | "missing_parameter" | "missing_resource_id" | "missing_start" | "missing_venue_id" | "not_found" | "not_pending_approval" | "off_grid" | "overlapping_openings" | "payment_id_conflict" | "price_differs" | "rate_limited" | "reason_required" | "request_in_progress" | "reschedule_closed" | "reschedule_limit" | "resource_inactive" | "resource_not_in_service" | "restore_window_closed" | "schedule_conflict" | "slot_closed" | "slot_full" | "slot_past" | "stale_signature" | "storage_unavailable" | "too_early" | "too_far" | "too_late" | "too_many_holds" | "too_soon" | "unauthorized" | "unknown_field" | "unknown_resource" | "unknown_service" | "unknown_venue" | "wechat_login_failed" | "wechat_login_required" | "wechat_not_configured" | "wechat_unavailable" | "wechatpay_not_configured";
                 /** @description Human-readable, in the language chosen by Accept-Language (en or zh-CN; English otherwise). */
                 message: string;
                 /** @description The X-Request-Id of the answer. */
@@ -996,14 +1287,14 @@ export interface components {
             /** @example ok */
             status: string;
         };
-        /** @description venue_id is required for staff. */
+        /** @description venue_id is required for staff and managers (the venue they work at). */
         DevLoginInput: {
             user_id: string;
             /**
              * @default user
              * @enum {string}
              */
-            role?: "user" | "staff" | "admin";
+            role?: "user" | "staff" | "manager" | "admin";
             venue_id?: components["schemas"]["Id"];
         };
         WechatLoginInput: {
@@ -1011,7 +1302,7 @@ export interface components {
             code: string;
         };
         Token: {
-            /** @description An HS256 JWT (claims sub, role, exp and, for staff, venue_id); lasts 24 hours. */
+            /** @description An HS256 JWT (claims sub, role, exp and, for staff and managers, venue_id); lasts 24 hours. */
             token: string;
             expires_at: components["schemas"]["DateTime"];
         };
@@ -1061,8 +1352,12 @@ export interface components {
             category: string;
             /** Format: int64 */
             price_cents: number;
-            /** @example active */
-            status: string;
+            /**
+             * @description A disabled resource takes no new holds (its availability shows nothing free); its bookings stay unless the edit that disabled it cancelled them.
+             * @example active
+             * @enum {string}
+             */
+            status: "active" | "disabled";
             /** @description 0 until a schedule is set. */
             slot_minutes: number;
             created_at?: components["schemas"]["DateTime"];
@@ -1139,6 +1434,11 @@ export interface components {
             /** Format: int64 */
             price_cents: number;
             created_at?: components["schemas"]["DateTime"];
+            /**
+             * @description A disabled service is not offered to new holds (availability shows none; a hold is refused); its bookings stay.
+             * @enum {string}
+             */
+            status: "active" | "disabled";
         };
         /** @description Overrides the grace for bookings starting on these weekdays between from and to (venue-local). */
         PeakRule: {
@@ -1288,7 +1588,7 @@ export interface components {
             /** @description Pass as ?cursor= for the next page; empty on the last page. */
             next_cursor: string;
         };
-        /** @description Newest first: a user's own bookings, a staff member's venue's, all for an admin. */
+        /** @description Newest first: a user's own bookings, a staff member's or manager's venue's, all for an admin. */
         BookingList: {
             items: components["schemas"]["Booking"][];
             /** @description Pass as ?cursor= for the next page; empty on the last page. */
@@ -1346,7 +1646,7 @@ export interface components {
             /** @description The status after. */
             to: string;
             at: components["schemas"]["DateTime"];
-            /** @description Who: system, or role:user (user:alice, staff:desk-1, admin:ops). */
+            /** @description Who: system, or role:user (user:alice, staff:desk-1, manager:boss-1, admin:ops). */
             actor: string;
             reason: string;
         };
@@ -1533,10 +1833,10 @@ export interface components {
              */
             amount_cents: number;
             /**
-             * @description user_cancel and late_user_cancel (before or after the cancel cut-off), admin_cancel, no_show (a release), late_payment (paid for a hold whose units were gone), amount_mismatch (a verified WeChat Pay payment of another amount than the order's), duplicate_payment (a second payment of a hold already paid), capacity_refused (paid for a hold whose units the capacity ledger found sold: Redis had fallen behind MySQL).
+             * @description user_cancel and late_user_cancel (before or after the cancel cut-off), admin_cancel (a cancel by the venue), approval_declined (declined by staff, or its approval deadline passed: in full), no_show (a release), late_payment (paid for a hold whose units were gone), amount_mismatch (a verified WeChat Pay payment of another amount than the order's), duplicate_payment (a second payment of a hold already paid), capacity_refused (paid for a hold whose units the capacity ledger found sold: Redis had fallen behind MySQL).
              * @enum {string}
              */
-            reason: "user_cancel" | "late_user_cancel" | "admin_cancel" | "no_show" | "late_payment" | "amount_mismatch" | "duplicate_payment" | "capacity_refused";
+            reason: "user_cancel" | "late_user_cancel" | "admin_cancel" | "approval_declined" | "no_show" | "late_payment" | "amount_mismatch" | "duplicate_payment" | "capacity_refused";
             /**
              * @description requested until the provider settles it; a refund of a payment that came through /payments/notify, or with WeChat Pay not configured, stays requested for manual handling.
              * @enum {string}
@@ -1621,7 +1921,7 @@ export interface components {
             erased: {
                 /** @description Bookings the user owned; their status, units and release are unchanged. */
                 bookings: number;
-                /** @description Status-history rows in which the id acted (as user, staff or admin). */
+                /** @description Status-history rows in which the id acted (as user, staff, manager or admin). */
                 booking_history: number;
                 /** @description Waitlist entries; those still WAITING were cancelled. */
                 waitlist: number;
@@ -1636,6 +1936,164 @@ export interface components {
                 /** @description Hold records in Redis (live ones keep their units until paid or expired). */
                 holds: number;
             };
+        };
+        /** @description Empty, {} or a reason. */
+        DecisionInput: {
+            /** @description Why, in the booking's history after the action's name ("declined: court under repair"). Required to decline or restore (422 reason_required); optional to approve. At most 160 characters, trimmed (422 invalid_reason). */
+            reason?: string;
+        };
+        VenueCancelInput: {
+            /** @description Why, in the booking's history ("cancelled: rain"). Required (422 reason_required); at most 160 characters (422 invalid_reason). */
+            reason?: string;
+            /**
+             * @description full: everything paid, whatever the cut-off (the default: the venue cancelling is the venue's doing). policy: what the resource's cancellation rules give a guest cancelling now (after the start, the no-show share). 422 invalid_refund otherwise.
+             * @default full
+             * @enum {string}
+             */
+            refund?: "full" | "policy";
+        };
+        /** @description A field left out (or null) keeps its value. A venue's zone is not changed once it has bookings in it: create another venue. */
+        VenuePatch: {
+            name?: string;
+        };
+        /** @description A field left out (or null) keeps its value; the checks are those of creating a resource. */
+        ResourcePatch: {
+            name?: string;
+            kind?: string;
+            /** @description The grace policy by category follows: bookings confirmed from now on take the new category's grace; those already confirmed keep their release_at. */
+            category?: string;
+            /** @description Units a slot: every slot from today on is rebuilt with it, the units bookings and live holds already take moved onto it. Fewer units than a slot's bookings take: 409 capacity_conflict with error.details.booking_ids, unless cancel_affected. */
+            capacity?: number;
+            /**
+             * Format: int64
+             * @description Holds made from now on cost it; holds and bookings already made keep their amount.
+             */
+            price_cents?: number;
+            /**
+             * @description disabled: no new holds from the moment this answers (live holds may still be paid); bookings already made stay, unless cancel_affected. active: offered again.
+             * @enum {string}
+             */
+            status?: "active" | "disabled";
+            /**
+             * @description With a lower capacity: cancel the bookings it cannot hold (the newest first go), as the venue cancels them — CANCELLED_BY_ADMIN, refunded in full, the guest told. With status disabled: cancel every booking of the resource from now on, the same way.
+             * @default false
+             */
+            cancel_affected?: boolean;
+        };
+        /** @description A field left out (or null) keeps its value. Its duration, buffers and resources are not edited: create another service and disable this one. */
+        ServicePatch: {
+            name?: string;
+            /**
+             * Format: int64
+             * @description Holds made from now on cost it.
+             */
+            price_cents?: number;
+            /**
+             * @description disabled: not offered to new holds; its bookings stay.
+             * @enum {string}
+             */
+            status?: "active" | "disabled";
+        };
+        GracePolicyList: {
+            items: components["schemas"]["GracePolicy"][];
+            /** @description Always empty: every policy is in one page. */
+            next_cursor: string;
+        };
+        /** @description A guest's no-show record. Times in UTC (a freeze spans every venue). */
+        UserStanding: {
+            user_id: string;
+            /** @description No-shows (bookings still RELEASED) within the no-show rule's within_days, or the last 30 days while the rule is off. */
+            noshows: number;
+            /** @description Those after the last unfreeze: only they count toward a freeze. */
+            counted_noshows: number;
+            /** @description Whether a new hold is refused now (403 account_frozen). */
+            frozen: boolean;
+            /** @description While frozen: when the freeze ends. */
+            frozen_until?: components["schemas"]["DateTime"];
+            /** @description The last unfreeze. */
+            pardoned_at?: components["schemas"]["DateTime"];
+            /** @description Who lifted it (admin:ops). */
+            pardoned_by?: string;
+            pardon_reason?: string;
+        };
+        UnfreezeInput: {
+            /** @description Why; kept with the pardon (422 reason_required, invalid_reason). */
+            reason: string;
+        };
+        QueueCount: {
+            queue: string;
+            pending: number;
+            active: number;
+            scheduled: number;
+            retry: number;
+            /** @description The dead-letter queue: tasks whose retries ran out. */
+            archived: number;
+            completed: number;
+        };
+        SlotAlert: {
+            resource_id: components["schemas"]["Id"];
+            start: components["schemas"]["DateTime"];
+            end: components["schemas"]["DateTime"];
+            capacity: number;
+            /** @description Units the capacity ledger counts, more than capacity. */
+            occupied: number;
+        };
+        /** @description Times of the page itself in UTC; bookings in their venue's offset. */
+        Operations: {
+            now: components["schemas"]["DateTime"];
+            /** @description Bookings whose release (or approval deadline: PENDING_APPROVAL) is undecided and due within 15 minutes, soonest first (at most 50). */
+            releases_due_soon: components["schemas"]["Booking"][];
+            /** @description Those still undecided more than 5 seconds after they fell due (the release loop decides within a second): a fault to look at. At most 50, oldest first. */
+            releases_overdue: components["schemas"]["Booking"][];
+            /** @description Every queue of the deployment's tasks, by state (the Asynq dashboard at /monitoring/ has the rest). */
+            queues: components["schemas"]["QueueCount"][];
+            /**
+             * Format: int64
+             * @description Refunds that gave up (GET /api/v1/admin/refunds?status=failed).
+             */
+            failed_refunds: number;
+            /**
+             * Format: int64
+             * @description Webhook deliveries that gave up (GET /api/v1/admin/webhooks/{id}/deliveries; retry by hand).
+             */
+            failed_deliveries: number;
+            /** @description Capacity-ledger alerts: slots from yesterday on whose ledger counts more units than they have. */
+            slots_over_capacity: components["schemas"]["SlotAlert"][];
+            /** @description Capacity-ledger alerts: payments of the last 24 hours refunded because the ledger found their units sold (Redis had fallen behind MySQL). */
+            refunds_capacity_refused: components["schemas"]["Refund"][];
+        };
+        Task: {
+            queue: string;
+            task_id: string;
+            /** @description booking:release, event:deliver, payment:refund, ... */
+            type: string;
+            /** @enum {string} */
+            state: "pending" | "active" | "scheduled" | "retry" | "archived" | "completed" | "aggregating";
+            /** @description A release task's booking. */
+            booking_id?: components["schemas"]["Id"];
+            /** @description A release task's release_at (UTC). */
+            release_at?: components["schemas"]["DateTime"];
+            /** @description What another task is about: its payload (a delivery, refund or order id). */
+            subject?: string;
+            retried: number;
+            max_retry: number;
+            last_error: string;
+            last_failed_at?: components["schemas"]["DateTime"];
+            /** @description A retrying task's next run. */
+            next_process_at?: components["schemas"]["DateTime"];
+        };
+        TaskList: {
+            items: components["schemas"]["Task"][];
+            /** @description Always empty: the latest failures first, up to limit. */
+            next_cursor: string;
+        };
+        RedriveResult: {
+            task: components["schemas"]["Task"];
+            /** @description The work succeeded and the task is deleted; false: it failed (error) and the task stays as it was. */
+            done: boolean;
+            /** @description A release's outcome: released (CONFIRMED → RELEASED now), already_released, not_applicable (the booking no longer waits for it: checked in, cancelled, restored or rescheduled), settled (the release loop had decided it). */
+            outcome?: string;
+            error?: string;
         };
     };
     responses: {
@@ -1777,6 +2235,21 @@ export interface components {
          * @example 1
          */
         VenueIdQuery: components["schemas"]["Id"];
+        /**
+         * @description A venue id.
+         * @example 1
+         */
+        VenueIdPath: components["schemas"]["Id"];
+        /**
+         * @description A service id.
+         * @example 3
+         */
+        ServiceIdPath: components["schemas"]["Id"];
+        /**
+         * @description A user id (the token subject: alice, wx:<openid>); anything else is 404.
+         * @example alice
+         */
+        UserIdPath: string;
     };
     requestBodies: never;
     headers: {
@@ -1991,6 +2464,49 @@ export interface operations {
             404: components["responses"]["NotFound"];
         };
     };
+    consoleIndex: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description index.html of the console. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    console: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A file of the console; index.html for the console itself. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            404: components["responses"]["NotFound"];
+        };
+    };
     devLogin: {
         parameters: {
             query?: never;
@@ -2192,6 +2708,44 @@ export interface operations {
             default: components["responses"]["Default"];
         };
     };
+    getSchedule: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description zh-CN or en: the language of error messages.
+                 * @example zh-CN
+                 */
+                "Accept-Language"?: components["parameters"]["AcceptLanguage"];
+            };
+            path: {
+                /**
+                 * @description A resource id.
+                 * @example 7
+                 */
+                id: components["parameters"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Default"];
+        };
+    };
     setSchedule: {
         parameters: {
             query?: never;
@@ -2360,6 +2914,37 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Default"];
+        };
+    };
+    listGracePolicies: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description zh-CN or en: the language of error messages.
+                 * @example zh-CN
+                 */
+                "Accept-Language"?: components["parameters"]["AcceptLanguage"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The policies. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GracePolicyList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
@@ -3678,12 +4263,22 @@ export interface operations {
                  */
                 date?: components["schemas"]["Date"];
                 /**
+                 * @description With date: bookings starting on that day and the days-1 after it (a week: 7). 400 invalid_days when not a number, 422 invalid_days out of 1..7 or without date.
+                 * @example 7
+                 */
+                days?: number;
+                /**
                  * @description Only bookings in this status (invalid_status otherwise).
                  * @example CONFIRMED
                  */
                 status?: string;
                 /** @example 7 */
                 resource_id?: components["schemas"]["Id"];
+                /**
+                 * @description Search: the booking whose id or check-in code (any case) is q, or the bookings of the user whose id is q, exactly. Combines with the other filters.
+                 * @example K7QX4MPA
+                 */
+                q?: string;
                 /**
                  * @description next_cursor of the previous page.
                  * @example 1019
@@ -4217,6 +4812,618 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Default"];
+        };
+    };
+    approveBooking: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description zh-CN or en: the language of error messages.
+                 * @example zh-CN
+                 */
+                "Accept-Language"?: components["parameters"]["AcceptLanguage"];
+                /**
+                 * @description Optional. Scoped to the caller, method and path; kept at least 24 hours. A repeat with the same body answers the first answer (same status and body byte for byte, so an error body's request_id names the first request; header Idempotent-Replayed: true); another body is 422 idempotency_key_reused; a repeat while the first still runs is 409 request_in_progress. 2xx and 4xx answers are stored, 5xx are not. Longer than 255 characters, empty, or sent twice: 400 invalid_idempotency_key.
+                 * @example 3f6c1e0a-5b7d-4c2e-9a18-0d4b6e2f7c91
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description A booking id; anything but decimal digits is 404.
+                 * @example 1024
+                 */
+                id: components["parameters"]["BookingId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DecisionInput"];
+            };
+        };
+        responses: {
+            /** @description The booking, CONFIRMED. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Booking"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The booking's state does not allow it: not_pending_approval, approval_lapsed; or request_in_progress for a repeated Idempotency-Key whose first request still runs. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Default"];
+        };
+    };
+    declineBooking: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description zh-CN or en: the language of error messages.
+                 * @example zh-CN
+                 */
+                "Accept-Language"?: components["parameters"]["AcceptLanguage"];
+                /**
+                 * @description Optional. Scoped to the caller, method and path; kept at least 24 hours. A repeat with the same body answers the first answer (same status and body byte for byte, so an error body's request_id names the first request; header Idempotent-Replayed: true); another body is 422 idempotency_key_reused; a repeat while the first still runs is 409 request_in_progress. 2xx and 4xx answers are stored, 5xx are not. Longer than 255 characters, empty, or sent twice: 400 invalid_idempotency_key.
+                 * @example 3f6c1e0a-5b7d-4c2e-9a18-0d4b6e2f7c91
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description A booking id; anything but decimal digits is 404.
+                 * @example 1024
+                 */
+                id: components["parameters"]["BookingId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DecisionInput"];
+            };
+        };
+        responses: {
+            /** @description The booking, DECLINED. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Booking"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The booking's state does not allow it: not_pending_approval; or request_in_progress for a repeated Idempotency-Key whose first request still runs. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Default"];
+        };
+    };
+    venueCancelBooking: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description zh-CN or en: the language of error messages.
+                 * @example zh-CN
+                 */
+                "Accept-Language"?: components["parameters"]["AcceptLanguage"];
+                /**
+                 * @description Optional. Scoped to the caller, method and path; kept at least 24 hours. A repeat with the same body answers the first answer (same status and body byte for byte, so an error body's request_id names the first request; header Idempotent-Replayed: true); another body is 422 idempotency_key_reused; a repeat while the first still runs is 409 request_in_progress. 2xx and 4xx answers are stored, 5xx are not. Longer than 255 characters, empty, or sent twice: 400 invalid_idempotency_key.
+                 * @example 3f6c1e0a-5b7d-4c2e-9a18-0d4b6e2f7c91
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description A booking id; anything but decimal digits is 404.
+                 * @example 1024
+                 */
+                id: components["parameters"]["BookingId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["VenueCancelInput"];
+            };
+        };
+        responses: {
+            /** @description The booking, CANCELLED_BY_ADMIN. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Booking"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The booking's state does not allow it: invalid_transition (it is already over: released, cancelled, declined, completed); or request_in_progress for a repeated Idempotency-Key whose first request still runs. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Default"];
+        };
+    };
+    appealRestoreBooking: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description zh-CN or en: the language of error messages.
+                 * @example zh-CN
+                 */
+                "Accept-Language"?: components["parameters"]["AcceptLanguage"];
+                /**
+                 * @description Optional. Scoped to the caller, method and path; kept at least 24 hours. A repeat with the same body answers the first answer (same status and body byte for byte, so an error body's request_id names the first request; header Idempotent-Replayed: true); another body is 422 idempotency_key_reused; a repeat while the first still runs is 409 request_in_progress. 2xx and 4xx answers are stored, 5xx are not. Longer than 255 characters, empty, or sent twice: 400 invalid_idempotency_key.
+                 * @example 3f6c1e0a-5b7d-4c2e-9a18-0d4b6e2f7c91
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description A booking id; anything but decimal digits is 404.
+                 * @example 1024
+                 */
+                id: components["parameters"]["BookingId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DecisionInput"];
+            };
+        };
+        responses: {
+            /** @description The booking, CONFIRMED again. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Booking"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The booking's state does not allow it: invalid_transition (not released), restore_window_closed (its slot has ended), slot_full (its units were taken); or request_in_progress for a repeated Idempotency-Key whose first request still runs. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Default"];
+        };
+    };
+    updateVenue: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description zh-CN or en: the language of error messages.
+                 * @example zh-CN
+                 */
+                "Accept-Language"?: components["parameters"]["AcceptLanguage"];
+            };
+            path: {
+                /**
+                 * @description A venue id.
+                 * @example 1
+                 */
+                id: components["parameters"]["VenueIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VenuePatch"];
+            };
+        };
+        responses: {
+            /** @description The venue. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Venue"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Default"];
+        };
+    };
+    updateResource: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description zh-CN or en: the language of error messages.
+                 * @example zh-CN
+                 */
+                "Accept-Language"?: components["parameters"]["AcceptLanguage"];
+            };
+            path: {
+                /**
+                 * @description A resource id.
+                 * @example 7
+                 */
+                id: components["parameters"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResourcePatch"];
+            };
+        };
+        responses: {
+            /** @description The resource. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Resource"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description capacity_conflict: the slots' bookings take more units than the new capacity (error.details.booking_ids names them); nothing changed. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Default"];
+        };
+    };
+    updateService: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description zh-CN or en: the language of error messages.
+                 * @example zh-CN
+                 */
+                "Accept-Language"?: components["parameters"]["AcceptLanguage"];
+            };
+            path: {
+                /**
+                 * @description A service id.
+                 * @example 3
+                 */
+                id: components["parameters"]["ServiceIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ServicePatch"];
+            };
+        };
+        responses: {
+            /** @description The service. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Service"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Default"];
+        };
+    };
+    getUserStanding: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description zh-CN or en: the language of error messages.
+                 * @example zh-CN
+                 */
+                "Accept-Language"?: components["parameters"]["AcceptLanguage"];
+            };
+            path: {
+                /**
+                 * @description A user id (the token subject: alice, wx:<openid>); anything else is 404.
+                 * @example alice
+                 */
+                id: components["parameters"]["UserIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The standing. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserStanding"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Default"];
+        };
+    };
+    unfreezeUser: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description zh-CN or en: the language of error messages.
+                 * @example zh-CN
+                 */
+                "Accept-Language"?: components["parameters"]["AcceptLanguage"];
+                /**
+                 * @description Optional. Scoped to the caller, method and path; kept at least 24 hours. A repeat with the same body answers the first answer (same status and body byte for byte, so an error body's request_id names the first request; header Idempotent-Replayed: true); another body is 422 idempotency_key_reused; a repeat while the first still runs is 409 request_in_progress. 2xx and 4xx answers are stored, 5xx are not. Longer than 255 characters, empty, or sent twice: 400 invalid_idempotency_key.
+                 * @example 3f6c1e0a-5b7d-4c2e-9a18-0d4b6e2f7c91
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description A user id (the token subject: alice, wx:<openid>); anything else is 404.
+                 * @example alice
+                 */
+                id: components["parameters"]["UserIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UnfreezeInput"];
+            };
+        };
+        responses: {
+            /** @description The standing after it. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserStanding"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Default"];
+        };
+    };
+    operations: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only this venue's releases.
+                 * @example 1
+                 */
+                venue_id?: components["schemas"]["Id"];
+            };
+            header?: {
+                /**
+                 * @description zh-CN or en: the language of error messages.
+                 * @example zh-CN
+                 */
+                "Accept-Language"?: components["parameters"]["AcceptLanguage"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Operations"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Default"];
+        };
+    };
+    listTasks: {
+        parameters: {
+            query: {
+                /**
+                 * @description 422 invalid_status otherwise.
+                 * @example archived
+                 */
+                state: "retry" | "archived";
+                /**
+                 * @description Page size (invalid_limit otherwise).
+                 * @example 20
+                 */
+                limit?: number;
+            };
+            header?: {
+                /**
+                 * @description zh-CN or en: the language of error messages.
+                 * @example zh-CN
+                 */
+                "Accept-Language"?: components["parameters"]["AcceptLanguage"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tasks. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaskList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Default"];
+        };
+    };
+    redriveTask: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description zh-CN or en: the language of error messages.
+                 * @example zh-CN
+                 */
+                "Accept-Language"?: components["parameters"]["AcceptLanguage"];
+                /**
+                 * @description Optional. Scoped to the caller, method and path; kept at least 24 hours. A repeat with the same body answers the first answer (same status and body byte for byte, so an error body's request_id names the first request; header Idempotent-Replayed: true); another body is 422 idempotency_key_reused; a repeat while the first still runs is 409 request_in_progress. 2xx and 4xx answers are stored, 5xx are not. Longer than 255 characters, empty, or sent twice: 400 invalid_idempotency_key.
+                 * @example 3f6c1e0a-5b7d-4c2e-9a18-0d4b6e2f7c91
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @example slotwheel_release */
+                queue: string;
+                /** @example release:1024:1746094500000 */
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["Empty"];
+            };
+        };
+        responses: {
+            /** @description What the re-drive did. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RedriveResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Default"];
         };
