@@ -64,6 +64,13 @@ const ymd = (iso) => (iso ? iso.slice(0, 10) : '');
 export const dateTime = (iso) => (iso ? `${ymd(iso)} ${hm(iso)}` : '—');
 
 /**
+ * An instant something happened or will (a status change, a release), to the second when it is not
+ * on a whole minute: events of one booking can be seconds apart, and a history in minutes would
+ * show them all at once.
+ */
+export const instant = (iso) => (iso ? `${ymd(iso)} ${iso.slice(17, 19) === '00' ? hm(iso) : iso.slice(11, 19)}` : '—');
+
+/**
  * A time the API answers in UTC (tasks, freezes: things that span venues) as "YYYY-MM-DD HH:MM"
  * in a time zone — the venue's when there is one, else the browser's.
  */
@@ -140,6 +147,14 @@ export function toast(message, kind = 'ok') {
   if (kind === 'ok') toastTimer = setTimeout(() => (el.hidden = true), 5000);
 }
 
+/** Hides the banner: its message was about an action before the one starting now. */
+export function hideToast() {
+  const el = document.querySelector('[data-test="toast"]');
+  if (!el) return;
+  clearTimeout(toastTimer);
+  el.hidden = true;
+}
+
 // ---- forms and errors ----
 
 /** The element a field's API error is shown in; its name is the API's field path (weekly[1].open). */
@@ -193,7 +208,7 @@ export function showError(form, err) {
   }
   if (!target) target = form.querySelector('.form-error');
   if (!target) form.prepend((target = formError()));
-  fill(target, errorMessage(err), affectedBookings(err));
+  fill(target, messageAt(target, err), affectedBookings(err));
   target.hidden = false;
   target.closest('.field')?.classList.add('has-error');
   target.scrollIntoView({ block: 'nearest' });
@@ -204,6 +219,20 @@ function affectedBookings(err) {
   const ids = err.details?.booking_ids;
   if (!Array.isArray(ids) || !ids.length) return null;
   return h('div', { class: 'affected' }, t('error.affected'), ' ', ids.map((id) => h('a', { href: `#/booking/${id}`, 'data-test': 'affected-booking' }, `#${id}`)));
+}
+
+/**
+ * The message shown at target. The API ends a message that blames a field with its name
+ * ("（字段：capacity）", " (field: capacity)") for clients that show it alone; under that very
+ * field it says nothing more, and is left out.
+ */
+function messageAt(target, err) {
+  const message = errorMessage(err);
+  if (!err.field || target.dataset.field !== err.field) return message;
+  for (const suffix of [`（字段：${err.field}）`, ` (field: ${err.field})`]) {
+    if (message.endsWith(suffix)) return message.slice(0, -suffix.length);
+  }
+  return message;
 }
 
 function parentField(name) {
@@ -217,6 +246,7 @@ function parentField(name) {
  */
 export async function submitForm(form, run) {
   clearErrors(form);
+  hideToast();
   const buttons = [...form.querySelectorAll('button[type=submit]')];
   buttons.forEach((b) => (b.disabled = true));
   try {

@@ -3,7 +3,7 @@
 
 import { api, newAction } from '../api.js';
 import { has, t } from '../i18n.js';
-import { card, dateTime, field, fieldError, fill, formError, h, hm, money, statusBadge, submitForm, timeLeft, toast } from '../ui.js';
+import { card, dateTime, field, fieldError, fill, formError, h, hm, instant, money, statusBadge, submitForm, timeLeft, toast } from '../ui.js';
 import { namesById, venueResources } from '../venue.js';
 
 // What the desk may do in each status (engine/booking's transition table); other statuses are final.
@@ -34,11 +34,11 @@ function details(b, resourceName, ctx) {
     row(t('booking.amount'), money(b.amount_cents)),
     row(t('booking.code'), h('span', { class: 'mono' }, b.checkin_code), 'booking-code'),
     b.approval_deadline && row(t('booking.approvalDeadline'), `${dateTime(b.approval_deadline)} (${left ? t('time.left', { left }) : t('time.passed')})`),
-    row(t('booking.releaseAt'), dateTime(b.release_at)),
-    row(t('booking.confirmedAt'), dateTime(b.confirmed_at)),
-    b.checked_in_at && row(t('booking.checkedInAt'), dateTime(b.checked_in_at)),
-    b.released_at && row(t('booking.releasedAt'), dateTime(b.released_at)),
-    b.cancelled_at && row(t('booking.cancelledAt'), dateTime(b.cancelled_at)),
+    row(t('booking.releaseAt'), instant(b.release_at)),
+    row(t('booking.confirmedAt'), instant(b.confirmed_at)),
+    b.checked_in_at && row(t('booking.checkedInAt'), instant(b.checked_in_at)),
+    b.released_at && row(t('booking.releasedAt'), instant(b.released_at)),
+    b.cancelled_at && row(t('booking.cancelledAt'), instant(b.cancelled_at)),
     b.payment_id && row(t('booking.payment'), h('span', { class: 'mono' }, b.payment_id)),
     row(t('booking.hold'), h('span', { class: 'mono' }, b.hold_id)),
   );
@@ -60,7 +60,7 @@ function history(items) {
           h(
             'tr',
             { 'data-test': 'history-row' },
-            h('td', { class: 'nowrap' }, dateTime(e.at)),
+            h('td', { class: 'nowrap' }, instant(e.at)),
             h('td', { class: 'nowrap' }, statusBadge(e.from), ' → ', statusBadge(e.to)),
             h('td', {}, actorLabel(e.actor)),
             h('td', {}, reasonText(e.reason)),

@@ -4,7 +4,7 @@
 
 import { api, listAll, newAction } from '../api.js';
 import { has, t } from '../i18n.js';
-import { card, dateTime, empty, errorBox, errorMessage, fill, h, hm, money, statusBadge, toast, zonedDateTime } from '../ui.js';
+import { card, dateTime, empty, instant, errorBox, errorMessage, fill, h, hm, money, statusBadge, toast, zonedDateTime } from '../ui.js';
 import { namesById, venueResources } from '../venue.js';
 
 const bookingLink = (id) => (id ? h('a', { href: `#/booking/${id}`, 'data-test': 'booking-link' }, `#${id}`) : '—');
@@ -39,9 +39,10 @@ function actionButton(label, test, run) {
 }
 
 /** Loads one section; a route the server lacks becomes a "not available" box, not a broken page. */
-async function section(title, load) {
+async function section(title, test, load) {
   const body = h('div', { class: 'muted' }, t('common.loading'));
   const el = card(title, body);
+  el.dataset.test = test;
   try {
     const content = await load();
     body.className = '';
@@ -71,7 +72,7 @@ function releaseTable(bookings, names, test) {
         h('td', {}, statusBadge(b.status)),
         h('td', {}, names.get(b.resource_id) || `#${b.resource_id}`),
         h('td', { class: 'nowrap' }, `${dateTime(b.start)}–${hm(b.end)}`),
-        h('td', { class: 'nowrap' }, dateTime(b.release_at)),
+        h('td', { class: 'nowrap' }, instant(b.release_at)),
         h('td', {}, b.user_id || '—'),
       ),
     ),
@@ -145,7 +146,7 @@ function tasksTable(items, ctx) {
     items.map((task) =>
       h(
         'tr',
-        { 'data-test': 'task-row', 'data-id': task.task_id },
+        { 'data-test': 'task-row', 'data-id': task.task_id, 'data-state': task.state },
         h('td', {}, h('div', { class: 'mono' }, task.type), h('div', { class: 'muted small' }, `${task.queue} · ${task.task_id}`)),
         h('td', {}, task.booking_id ? bookingLink(task.booking_id) : task.subject || '—'),
         h('td', { class: 'nowrap' }, task.release_at ? when(task.release_at) : '—'),
@@ -234,10 +235,10 @@ export async function render(ctx) {
     h('div', { class: 'box box-info' }, t('ops.dashboardHint'), ' ', h('a', { href: '/monitoring/', target: '_blank', rel: 'noopener', 'data-test': 'monitoring-link', class: 'btn btn-small' }, t('nav.monitoring'), ' ↗')),
   );
   const sections = await Promise.all([
-    section(venue ? t('ops.overviewOf', { name: venue.name }) : t('ops.overview'), () => overview(ctx)),
-    section(t('ops.tasks'), () => tasks(ctx)),
-    section(t('ops.failedRefunds'), failedRefunds),
-    section(t('ops.failedDeliveries'), () => failedDeliveries(ctx)),
+    section(venue ? t('ops.overviewOf', { name: venue.name }) : t('ops.overview'), 'ops-overview', () => overview(ctx)),
+    section(t('ops.tasks'), 'ops-tasks', () => tasks(ctx)),
+    section(t('ops.failedRefunds'), 'ops-refunds', failedRefunds),
+    section(t('ops.failedDeliveries'), 'ops-deliveries', () => failedDeliveries(ctx)),
   ]);
   if (ctx.isCurrent()) root.append(...sections);
 }
