@@ -2,7 +2,6 @@ package api
 
 import (
 	"github.com/slotwheel/slotwheel/engine"
-	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/engine/wire"
 )
 
@@ -16,15 +15,6 @@ var formatID = wire.ID
 // formatTime writes a time as the API shows it: RFC 3339 in the time's own zone, which for booking
 // times is the venue's.
 var formatTime = wire.Time
-
-type listResponse[T any] struct {
-	Items      []T    `json:"items"`
-	NextCursor string `json:"next_cursor"`
-}
-
-func toList[E, R any](in []E, next string, conv func(E) R) listResponse[R] {
-	return listResponse[R]{Items: convertAll(in, conv), NextCursor: next}
-}
 
 // convertAll converts every element; never nil, so an empty list encodes as [].
 func convertAll[E, R any](in []E, conv func(E) R) []R {
@@ -218,47 +208,6 @@ func toSlotResponse(s engine.SlotAvailability) slotResponse {
 
 func toAvailabilityResponse(slots []engine.SlotAvailability) availabilityResponse {
 	return availabilityResponse{Slots: convertAll(slots, toSlotResponse)}
-}
-
-// Holds, bookings and waitlist entries are shown as engine/wire writes them, the same document the
-// events announcing their changes carry.
-type (
-	holdResponse     = wire.Hold
-	bookingResponse  = wire.Booking
-	waitlistResponse = wire.Waitlist
-	refundResponse   = wire.Refund
-)
-
-func toHoldResponse(h booking.Hold) holdResponse                  { return wire.FromHold(h) }
-func toBookingResponse(b booking.Booking) bookingResponse         { return wire.FromBooking(b) }
-func toWaitlistResponse(w booking.WaitlistEntry) waitlistResponse { return wire.FromWaitlist(w) }
-
-type historyEntryResponse struct {
-	From   string `json:"from"`
-	To     string `json:"to"`
-	At     string `json:"at"`
-	Actor  string `json:"actor"`
-	Reason string `json:"reason"`
-}
-
-func toHistoryResponse(h engine.HistoryEntry) historyEntryResponse {
-	return historyEntryResponse{From: h.From, To: h.To, At: formatTime(h.At), Actor: h.Actor, Reason: h.Reason}
-}
-
-type paymentResponse struct {
-	Outcome   string           `json:"outcome"`
-	PaymentID string           `json:"payment_id"`
-	HoldID    string           `json:"hold_id"`
-	Booking   *bookingResponse `json:"booking,omitempty"`
-}
-
-func toPaymentResponse(p engine.PaymentResult) paymentResponse {
-	out := paymentResponse{Outcome: p.Outcome, PaymentID: p.PaymentID, HoldID: p.HoldID}
-	if p.Booking != nil && p.Outcome == engine.OutcomeBooked {
-		b := toBookingResponse(*p.Booking)
-		out.Booking = &b
-	}
-	return out
 }
 
 func nonNilInts(in []int) []int {

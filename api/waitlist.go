@@ -8,6 +8,8 @@ import (
 	"github.com/slotwheel/slotwheel/api/internal/auth"
 	"github.com/slotwheel/slotwheel/api/internal/request"
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
+	"github.com/slotwheel/slotwheel/engine/wire"
 )
 
 // waitlistRoutes are a user's places on waitlists.
@@ -67,3 +69,8 @@ func (rt *waitlistRoutes) leaveWaitlist(c *gin.Context) {
 	}
 	c.JSON(http.StatusOK, toWaitlistResponse(w))
 }
+
+// A waitlist entry is shown as engine/wire writes it, as holds and bookings are (convert.go).
+type waitlistResponse = wire.Waitlist
+
+func toWaitlistResponse(w booking.WaitlistEntry) waitlistResponse { return wire.FromWaitlist(w) }

@@ -133,7 +133,9 @@ func (cg *Catalog) CreateVenue(ctx context.Context, a booking.Actor, in VenueInp
 	if err != nil {
 		return Venue{}, err
 	}
-	cg.cat.ForgetVenueList()
+	if err := cg.cat.ChangedVenueList(ctx); err != nil {
+		return Venue{}, err
+	}
 	return cg.toVenue(v), nil
 }
 
@@ -384,7 +386,9 @@ func (cg *Catalog) SetGracePolicy(ctx context.Context, a booking.Actor, in Grace
 	if err := cg.ss.SetGrace(ctx, booking.GraceInput{Category: in.Category, GraceSeconds: in.GraceSeconds, Peak: in.Peak}, cg.clock.Now()); err != nil {
 		return GracePolicy{}, err
 	}
-	cg.cat.ForgetGraces()
+	if err := cg.cat.ChangedGraces(ctx); err != nil {
+		return GracePolicy{}, err
+	}
 	return in, nil
 }
 
@@ -406,7 +410,9 @@ func (cg *Catalog) SetReleaseMode(ctx context.Context, a booking.Actor, venueID 
 	if err := cg.ss.UpdateVenue(ctx, &v, "release_mode"); err != nil {
 		return Venue{}, err
 	}
-	cg.cat.ForgetVenue(venueID)
+	if err := cg.cat.ChangedVenue(ctx, venueID); err != nil {
+		return Venue{}, err
+	}
 	release.ObserveMode(venueID, m)
 	return cg.toVenue(v), nil
 }

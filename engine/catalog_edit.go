@@ -53,8 +53,9 @@ func (cg *Catalog) UpdateVenue(ctx context.Context, a booking.Actor, id uint64, 
 		if err := cg.ss.UpdateVenue(ctx, &v, "name"); err != nil {
 			return Venue{}, err
 		}
-		cg.cat.ForgetVenue(id)
-		cg.cat.ForgetVenueList()
+		if err := cg.cat.ChangedVenue(ctx, id); err != nil {
+			return Venue{}, err
+		}
 	}
 	return cg.toVenue(v), nil
 }
@@ -120,7 +121,9 @@ func (cg *Catalog) UpdateResource(ctx context.Context, a booking.Actor, id uint6
 		if err := cg.ss.UpdateResource(ctx, &r, append(cols, "updated_at")...); err != nil {
 			return Resource{}, err
 		}
-		cg.cat.ForgetResource(id, r.VenueID)
+		if err := cg.cat.ChangedResource(ctx, id, r.VenueID); err != nil {
+			return Resource{}, err
+		}
 	}
 	if ch.Status != nil && *ch.Status == booking.CatalogDisabled && ch.CancelAffected {
 		// After the status is written, so that no new booking slips in behind the cancels.
@@ -182,7 +185,9 @@ func (cg *Catalog) UpdateService(ctx context.Context, a booking.Actor, id uint64
 		if err := cg.ss.UpdateService(ctx, &s, cols...); err != nil {
 			return Service{}, err
 		}
-		cg.cat.ForgetService(id)
+		if err := cg.cat.ChangedService(ctx, id, s.VenueID); err != nil {
+			return Service{}, err
+		}
 	}
 	out := toService(catalog.ServiceInfoOf(s, links))
 	if vi, err := cg.cat.Venue(ctx, s.VenueID); err == nil {

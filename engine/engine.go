@@ -168,7 +168,7 @@ func New(opts Options) (*Engine, error) {
 		metricLedgerDrift.Add(float64(slots))
 		e.log.Warn("a booking change gave back units the capacity ledger did not count; reconciliation repairs the ledger", "slots", slots)
 	})
-	e.cat = catalog.New(e.ss, clk)
+	e.cat = catalog.New(e.ss, clk, e.rs)
 	ev.cat = e.cat
 	e.assemble(ev, idem.NewRedis(opts.Redis, opts.Prefix, clk))
 	e.SetScheduler(opts.Scheduler)

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sort"
@@ -74,8 +75,90 @@ type HoldRequest struct {
 }
 
 // Hold takes units for a user, all or nothing. A service hold without a resource takes the first of
-// the service's resources that has room.
+// the service's resources that has room. It decides on this instance's copy of the catalog, and the
+// hold script refuses the decision when the venue's catalog version has moved on since the copy was
+// read (an admin change answered on any instance): then it reads the catalog again and decides anew.
 func (hs *Holds) Hold(ctx context.Context, req HoldRequest) (booking.Hold, error) {
+	// A change can land between the fresh read and the script; more than a few in a row is a storm
+	// of admin changes, which the client may retry through.
+	const attempts = 4
+	for attempt := 0; attempt < attempts; attempt++ {
+		view := &holdView{cat: hs.cat, fresh: attempt > 0}
+		h, err := hs.hold(ctx, req, view)
+		switch {
+		case errors.Is(err, errStaleCatalog):
+		case err != nil && !view.fresh && !view.compared:
+			// Refused on copies no script compared with Redis's version (closed by the copy's plan,
+			// too soon by its rules, a disabled resource): the refusal must hold on a fresh read too.
+		default:
+			return h, err
+		}
+	}
+	return booking.Hold{}, fmt.Errorf("hold: the catalog kept changing: %w", booking.ErrStorageUnavailable)
+}
+
+// errStaleCatalog is a hold decided on a copy of the catalog older than Redis's version.
+var errStaleCatalog = errors.New("the catalog changed since it was read")
+
+// holdView is what one attempt at a hold reads of the catalog: this instance's copies as they are
+// (the hold script then compares their version with Redis's, in the hold's own round trip), or read
+// fresh after a stale answer. Every entry it reads must be of one version.
+type holdView struct {
+	cat   *catalog.Cache
+	fresh bool
+	ver   catalog.Version
+	mixed bool // two entries of different versions: one of them is stale
+	// compared is set once a hold script compared ver with Redis's and found it current.
+	compared bool
+}
+
+func (v *holdView) note(ver catalog.Version) {
+	switch {
+	case v.ver == catalog.Version{}:
+		v.ver = ver
+	case ver.Global != v.ver.Global:
+		v.mixed = true
+	case v.ver.Venue == "":
+		v.ver.Venue = ver.Venue // the first entries were global ones
+	case ver.Venue != "" && ver.Venue != v.ver.Venue:
+		v.mixed = true
+	}
+}
+
+func (v *holdView) resource(ctx context.Context, id uint64) (*catalog.ResourceInfo, error) {
+	ri, ver, err := v.cat.ResourceAt(ctx, id, v.fresh)
+	v.note(ver)
+	return ri, err
+}
+
+func (v *holdView) service(ctx context.Context, id uint64) (*catalog.ServiceInfo, error) {
+	si, ver, err := v.cat.ServiceAt(ctx, id, v.fresh)
+	v.note(ver)
+	return si, err
+}
+
+func (v *holdView) venue(ctx context.Context, id uint64) (*catalog.VenueInfo, error) {
+	vi, ver, err := v.cat.VenueAt(ctx, id, v.fresh)
+	v.note(ver)
+	return vi, err
+}
+
+func (v *holdView) noshowPolicy(ctx context.Context) (booking.NoshowPolicy, error) {
+	p, ver, err := v.cat.NoshowPolicyAt(ctx, v.fresh)
+	v.note(ver)
+	return p, err
+}
+
+// version is the venue version the hold script compares, or errStaleCatalog when the entries read
+// do not agree.
+func (v *holdView) version() (string, error) {
+	if v.mixed {
+		return "", errStaleCatalog
+	}
+	return v.ver.Venue, nil
+}
+
+func (hs *Holds) hold(ctx context.Context, req HoldRequest, view *holdView) (booking.Hold, error) {
 	if req.UserID == "" {
 		return booking.Hold{}, booking.ErrForbidden
 	}
@@ -90,28 +173,28 @@ func (hs *Holds) Hold(ctx context.Context, req HoldRequest) (booking.Hold, error
 		if req.ResourceID == 0 {
 			return booking.Hold{}, booking.Invalid("missing_resource_id", "resource_id or service_id is required").WithField("resource_id")
 		}
-		ri, err := hs.cat.Resource(ctx, req.ResourceID)
+		ri, err := view.resource(ctx, req.ResourceID)
 		if err != nil {
 			return booking.Hold{}, booking.Unknown(err, "unknown_resource", "resource %d does not exist", req.ResourceID)
 		}
-		if err := hs.checkFrozen(ctx, req.UserID, ri.Venue.Loc); err != nil {
+		if err := hs.checkFrozenIn(ctx, req.UserID, ri.Venue.Loc, view.noshowPolicy); err != nil {
 			return booking.Hold{}, err
 		}
-		return hs.take(ctx, req, ri, nil)
+		return hs.take(ctx, req, ri, nil, view)
 	}
-	si, err := hs.cat.Service(ctx, req.ServiceID)
+	si, err := view.service(ctx, req.ServiceID)
 	if err != nil {
 		return booking.Hold{}, booking.Unknown(err, "unknown_service", "service %d does not exist", req.ServiceID)
 	}
-	vi, err := hs.cat.Venue(ctx, si.Service.VenueID)
+	vi, err := view.venue(ctx, si.Service.VenueID)
 	if err != nil {
 		return booking.Hold{}, err
 	}
-	if err := hs.checkFrozen(ctx, req.UserID, vi.Loc); err != nil {
+	if err := hs.checkFrozenIn(ctx, req.UserID, vi.Loc, view.noshowPolicy); err != nil {
 		return booking.Hold{}, err
 	}
 	if len(si.Roles) > 0 {
-		return hs.holdRoles(ctx, req, si)
+		return hs.holdRoles(ctx, req, si, view)
 	}
 	if len(req.Resources) > 0 {
 		return booking.Hold{}, booking.Invalid("invalid_resources", "service %d has no roles: name one resource_id", si.Service.ID).WithField("resources")
@@ -125,11 +208,11 @@ func (hs *Holds) Hold(ctx context.Context, req HoldRequest) (booking.Hold, error
 	}
 	var firstErr error
 	for _, rid := range candidates {
-		ri, err := hs.cat.Resource(ctx, rid)
+		ri, err := view.resource(ctx, rid)
 		if err == nil {
 			var h booking.Hold
-			if h, err = hs.take(ctx, req, ri, si); err == nil {
-				return h, nil
+			if h, err = hs.take(ctx, req, ri, si, view); err == nil || errors.Is(err, errStaleCatalog) {
+				return h, err
 			}
 		}
 		if firstErr == nil || errors.Is(firstErr, booking.ErrSlotClosed) {
@@ -143,14 +226,18 @@ func (hs *Holds) Hold(ctx context.Context, req HoldRequest) (booking.Hold, error
 }
 
 // take places the request on ri's grid and runs the hold script, loading cold days from SQL first.
-func (hs *Holds) take(ctx context.Context, req HoldRequest, ri *catalog.ResourceInfo, si *catalog.ServiceInfo) (booking.Hold, error) {
+func (hs *Holds) take(ctx context.Context, req HoldRequest, ri *catalog.ResourceInfo, si *catalog.ServiceInfo, view *holdView) (booking.Hold, error) {
+	ver, err := view.version()
+	if err != nil {
+		return booking.Hold{}, err
+	}
 	now := hs.clock.Now()
 	p, err := catalog.Offer(ri, si).Place(req.Start, req.End, req.Quantity, now)
 	if err != nil {
 		return booking.Hold{}, err
 	}
 	v := ri.Resource.VenueID
-	r := &redisstore.HoldRecord{ID: redisstore.NewHoldID(v), UserID: req.UserID, VenueID: v, ResourceID: ri.Resource.ID,
+	r := &redisstore.HoldRecord{CatalogVersion: ver, ID: redisstore.NewHoldID(v), UserID: req.UserID, VenueID: v, ResourceID: ri.Resource.ID,
 		Quantity: req.Quantity, Status: booking.HoldHeld, Start: p.Start, End: p.End, OccupyStart: p.OccupyStart,
 		OccupyEnd: p.OccupyEnd, Deadline: booking.HoldDeadline(now, hs.holdTTL), Created: now, AmountCents: p.AmountCents}
 	if si != nil {
@@ -161,7 +248,7 @@ func (hs *Holds) take(ctx context.Context, req HoldRequest, ri *catalog.Resource
 	if req.once != nil {
 		step = req.once.prepare(holdOf(r).In(ri.Venue.Loc))
 	}
-	return hs.runHold(ctx, r, ri.Venue.Loc, func() (redisstore.HoldOutcome, string, error) {
+	return hs.runHold(ctx, r, ri.Venue.Loc, view, func() (redisstore.HoldOutcome, string, error) {
 		out, day, a, err := hs.rs.HoldOnce(ctx, r, now, hs.maxActiveHolds, step)
 		if err == nil && req.once != nil {
 			req.once.outcome(out, a)
@@ -172,7 +259,7 @@ func (hs *Holds) take(ctx context.Context, req HoldRequest, ri *catalog.Resource
 
 // runHold runs a hold script (script) until it answers something other than a cold day, loading
 // each cold day it names, and turns its answer into the hold or the error the client gets.
-func (hs *Holds) runHold(ctx context.Context, r *redisstore.HoldRecord, loc *time.Location, script func() (redisstore.HoldOutcome, string, error)) (booking.Hold, error) {
+func (hs *Holds) runHold(ctx context.Context, r *redisstore.HoldRecord, loc *time.Location, view *holdView, script func() (redisstore.HoldOutcome, string, error)) (booking.Hold, error) {
 	// Each attempt loads one more day; a hold spans at most a few (a role service's resources'
 	// days), so more attempts than this mean the day does not stay loaded.
 	const maxAttempts = 10
@@ -182,6 +269,7 @@ func (hs *Holds) runHold(ctx context.Context, r *redisstore.HoldRecord, loc *tim
 			return booking.Hold{}, err
 		}
 		holdCounter(out).Inc()
+		view.compared = out != redisstore.HoldStale && out != redisstore.HoldCold
 		switch out {
 		case redisstore.HoldOK:
 			return holdOf(r).In(loc), nil
@@ -200,6 +288,8 @@ func (hs *Holds) runHold(ctx context.Context, r *redisstore.HoldRecord, loc *tim
 			}
 		case redisstore.HoldFull:
 			return booking.Hold{}, booking.ErrSlotFull
+		case redisstore.HoldStale:
+			return booking.Hold{}, errStaleCatalog
 		case redisstore.HoldLimit:
 			return booking.Hold{}, booking.ErrTooManyHolds.WithDetail("max_active_holds", hs.maxActiveHolds)
 		default:
@@ -210,7 +300,7 @@ func (hs *Holds) runHold(ctx context.Context, r *redisstore.HoldRecord, loc *tim
 
 // holdRoles takes a hold of a service that needs several resources at once: one resource of every
 // role (the named one, or the first of the role's that has room), in one script, all or none.
-func (hs *Holds) holdRoles(ctx context.Context, req HoldRequest, si *catalog.ServiceInfo) (booking.Hold, error) {
+func (hs *Holds) holdRoles(ctx context.Context, req HoldRequest, si *catalog.ServiceInfo, view *holdView) (booking.Hold, error) {
 	if req.ResourceID != 0 {
 		return booking.Hold{}, booking.Invalid("invalid_resources", "service %d needs one resource per role: name them in resources", si.Service.ID).WithField("resource_id")
 	}
@@ -235,7 +325,7 @@ func (hs *Holds) holdRoles(ctx context.Context, req HoldRequest, si *catalog.Ser
 		}
 		roles[i].Name = role.Role
 		for _, rid := range ids {
-			ri, err := hs.cat.Resource(ctx, rid)
+			ri, err := view.resource(ctx, rid)
 			var p booking.Placement
 			if err == nil {
 				p, err = catalog.Offer(ri, si).Place(req.Start, req.End, req.Quantity, now)
@@ -257,12 +347,16 @@ func (hs *Holds) holdRoles(ctx context.Context, req HoldRequest, si *catalog.Ser
 			return booking.Hold{}, firstErr
 		}
 	}
+	ver, err := view.version()
+	if err != nil {
+		return booking.Hold{}, err
+	}
 	v := primary.Resource.VenueID
-	r := &redisstore.HoldRecord{ID: redisstore.NewHoldID(v), UserID: req.UserID, VenueID: v, ResourceID: primary.Resource.ID,
+	r := &redisstore.HoldRecord{CatalogVersion: ver, ID: redisstore.NewHoldID(v), UserID: req.UserID, VenueID: v, ResourceID: primary.Resource.ID,
 		ServiceID: si.Service.ID, Quantity: req.Quantity, Status: booking.HoldHeld, Start: first.Start, End: first.End,
 		OccupyStart: first.OccupyStart, OccupyEnd: first.OccupyEnd, Deadline: booking.HoldDeadline(now, hs.holdTTL),
 		Created: now, AmountCents: first.AmountCents, Days: allDays}
-	return hs.runHold(ctx, r, primary.Venue.Loc, func() (redisstore.HoldOutcome, string, error) {
+	return hs.runHold(ctx, r, primary.Venue.Loc, view, func() (redisstore.HoldOutcome, string, error) {
 		return hs.rs.HoldRoles(ctx, r, roles, now, hs.maxActiveHolds)
 	})
 }
@@ -435,7 +529,7 @@ func (hs *Holds) CancelHold(ctx context.Context, a booking.Actor, id string) (bo
 // The metrics of this file (engine.go says why they are package-level).
 var (
 	metricHolds = promauto.NewCounterVec(prometheus.CounterOpts{
-		Name: "slotwheel_holds_total", Help: "Hold attempts by outcome (ok, full, closed, limit, cold: a day loaded from SQL first; done: a repeat of a keyed hold answered as the first time, reused: its key came with another body, running: its first request still ran).",
+		Name: "slotwheel_holds_total", Help: "Hold attempts by outcome (ok, full, closed, limit, cold: a day loaded from SQL first; done: a repeat of a keyed hold answered as the first time, reused: its key came with another body, running: its first request still ran; stale: decided on a copy of the catalog older than an admin change, and decided again).",
 	}, []string{"outcome"})
 )
 
@@ -446,7 +540,7 @@ var holdCounters = map[redisstore.HoldOutcome]prometheus.Counter{}
 // Every label value is registered up front (engine.go says why).
 func init() {
 	for _, o := range []redisstore.HoldOutcome{redisstore.HoldOK, redisstore.HoldFull, redisstore.HoldClosed, redisstore.HoldLimit,
-		redisstore.HoldCold, redisstore.HoldDone, redisstore.HoldReused, redisstore.HoldRunning} {
+		redisstore.HoldCold, redisstore.HoldDone, redisstore.HoldReused, redisstore.HoldRunning, redisstore.HoldStale} {
 		holdCounters[o] = metricHolds.WithLabelValues(string(o))
 	}
 }

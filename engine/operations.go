@@ -90,11 +90,9 @@ func (e *Engine) Operations(ctx context.Context, a booking.Actor, venueID uint64
 	now := e.clock.Now()
 	out := Operations{Now: now}
 	view := func(rows []sqlstore.Booking) []booking.Booking {
-		bs := make([]booking.Booking, 0, len(rows))
+		bs := make([]booking.Booking, len(rows))
 		for i := range rows {
-			if b, err := e.Bookings.view(ctx, &rows[i].Booking); err == nil {
-				bs = append(bs, b)
-			}
+			bs[i] = rows[i].In(e.cat.Zone(ctx, rows[i].VenueID)) // as the API shows bookings: in their venue's zone
 		}
 		return bs
 	}

@@ -52,7 +52,9 @@ func (cg *Catalog) SetResourcePolicy(ctx context.Context, a booking.Actor, resou
 	if err != nil {
 		return Policy{}, err
 	}
-	cg.cat.ForgetResource(resourceID, res.VenueID)
+	if err := cg.cat.ChangedResource(ctx, resourceID, res.VenueID); err != nil {
+		return Policy{}, err
+	}
 	return Policy{ResourceID: resourceID, Policy: p}, nil
 }
 
@@ -76,7 +78,9 @@ func (cg *Catalog) SetNoshowPolicy(ctx context.Context, a booking.Actor, in book
 	if err := cg.ss.SetNoshowPolicy(ctx, in, now); err != nil {
 		return NoshowPolicy{}, err
 	}
-	cg.cat.ForgetNoshowPolicy()
+	if err := cg.cat.ChangedNoshowPolicy(ctx); err != nil {
+		return NoshowPolicy{}, err
+	}
 	users, err := cg.ss.UsersWithNoshows(ctx, now.Add(-p.Within))
 	if err != nil {
 		return NoshowPolicy{}, err
@@ -122,10 +126,10 @@ func (hs *Holds) refreshFreezes(ctx context.Context, users []string) error {
 	return hs.rs.SetFrozen(ctx, until, now)
 }
 
-// checkFrozen refuses a new hold of a user frozen for no-shows (the end of the freeze in loc, the
-// venue's zone). It costs a Redis read only while the rule is on.
-func (hs *Holds) checkFrozen(ctx context.Context, userID string, loc *time.Location) error {
-	p, err := hs.cat.NoshowPolicy(ctx)
+// checkFrozenIn refuses a new hold of a user frozen for no-shows (the end of the freeze in loc, the
+// venue's zone), with the rule rule answers. It costs a Redis read only while the rule is on.
+func (hs *Holds) checkFrozenIn(ctx context.Context, userID string, loc *time.Location, rule func(context.Context) (booking.NoshowPolicy, error)) error {
+	p, err := rule(ctx)
 	if err != nil || p.MaxNoshows == 0 {
 		return err
 	}

@@ -129,7 +129,6 @@ func (cg *Catalog) rebuild(ctx context.Context, a booking.Actor, ri *catalog.Res
 	if err != nil {
 		return Schedule{}, err
 	}
-	cg.cat.ForgetResource(resourceID, ri.Resource.VenueID)
 	// Forget the regenerated days in Redis so they reload with the new grid, and move the units of
 	// bookings and live holds onto it.
 	if err := cg.applyRegrid(ctx, ri, oldDays, plan.occupants); err != nil {
@@ -141,6 +140,10 @@ func (cg *Catalog) rebuild(ctx context.Context, a booking.Actor, ri *catalog.Res
 				cg.log.Warn("give up a hold under closed hours", "hold_id", id, "err", err)
 			}
 		}
+	}
+	// In force everywhere once the days are regridded: a hold read at the old version is refused.
+	if err := cg.cat.ChangedResource(ctx, resourceID, ri.Resource.VenueID); err != nil {
+		return Schedule{}, err
 	}
 	return Schedule{ResourceID: resourceID, SlotMinutes: in.SlotMinutes, Weekly: in.Weekly, Exceptions: in.Exceptions,
 		HorizonDays: in.HorizonDays, GeneratedUntil: generatedUntil}, nil

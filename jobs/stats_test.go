@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/slotwheel/slotwheel/engine"
+	"github.com/slotwheel/slotwheel/engine/booking"
 	"github.com/slotwheel/slotwheel/internal/testenv"
 )
 
@@ -76,7 +77,14 @@ func TestQueueGaugesShowArchivedTasks(t *testing.T) {
 	require.Zero(t, tasks[[2]string{q, "scheduled"}])
 	require.Zero(t, tasks[[2]string{b.jobs.MaintQueue(), "archived"}], "other queues are apart")
 
-	// The archived_releases loop runs it again (its booking still waits): the gauge follows.
+	// Its booking still waits, so the archived_releases loop leaves it for an operator; once the
+	// booking no longer waits (cancelled), the loop deletes it and the gauge follows.
+	require.NoError(t, b.jobs.runLoop(ctx, "archived_releases"))
+	require.NoError(t, stats.Refresh(ctx))
+	tasks, _ = queueGauges(t, reg)
+	require.Equal(t, 1.0, tasks[[2]string{q, "archived"}], "left for the operator")
+	_, err = b.eng.CancelBooking(ctx, booking.Actor{UserID: "ops", Role: booking.RoleAdmin}, bk.ID)
+	require.NoError(t, err)
 	require.NoError(t, b.jobs.runLoop(ctx, "archived_releases"))
 	require.NoError(t, stats.Refresh(ctx))
 	tasks, _ = queueGauges(t, reg)

@@ -1,7 +1,9 @@
 // Package catalog caches what the hold path reads of the catalog on every request — venues with
 // their zones, resources with their parsed schedules and booking rules, services, grace and no-show
 // policies — so that a hold costs Redis only, and answers from a stale copy while MySQL is down. The
-// catalog's admin changes (engine.Catalog) write SQL and tell the cache what to forget.
+// catalog's admin changes (engine.Catalog) write SQL and then tell the cache what changed (Changed*):
+// it forgets its own copy and moves the venue's catalog version on in Redis, so that every other
+// instance's next read sees its copy is older and reads again (docs/DESIGN.md "One catalog").
 package catalog
 
 import (
@@ -21,9 +23,25 @@ import (
 	"github.com/slotwheel/slotwheel/models"
 )
 
-// cacheTTL bounds how stale another instance's view of an admin change can be; this instance
-// forgets its own entries on every change it makes.
+// cacheTTL is how long an entry is kept before it is read from SQL again. It is not what keeps
+// instances in agreement — the catalog versions are (Versions) — but what bounds how long a copy can
+// outlive a version Redis could not be asked for.
 const cacheTTL = 5 * time.Second
+
+// Versions is where the catalog's versions live (Redis): one per venue, moved on after every admin
+// change of what the venue sells or its rules (and of every venue's after a change that spans
+// venues), and one (venue 0) for the settings that span venues. An entry remembers the versions it
+// was read at, read before its SQL load, and is read again once they moved on.
+type Versions interface {
+	CatalogVersions(ctx context.Context, venueIDs ...uint64) ([]string, error)
+	BumpCatalog(ctx context.Context, venueIDs []uint64) error
+}
+
+// Version is the pair of catalog versions an entry was read at: its venue's and the global one.
+// The hold scripts compare Venue with Redis's; a change spanning venues moves every venue's on too.
+type Version struct{ Venue, Global string }
+
+func (v Version) known() bool { return v.Global != "" }
 
 // Cache caches what the hold path reads on every request — venues, resources with their parsed
 // schedules, services and grace policies — so that a hold costs Redis only. When SQL does not answer,
@@ -33,6 +51,7 @@ const cacheTTL = 5 * time.Second
 type Cache struct {
 	ss    *sqlstore.Store
 	clock clock.Clock
+	vers  Versions
 
 	venues    cache[uint64, *VenueInfo]
 	resources cache[uint64, *ResourceInfo]
@@ -45,13 +64,44 @@ type Cache struct {
 	noshow   cache[struct{}, booking.NoshowPolicy]
 }
 
-// New builds a cache over ss; clk says when entries go stale.
-func New(ss *sqlstore.Store, clk clock.Clock) *Cache {
-	c := &Cache{ss: ss, clock: clk}
+// New builds a cache over ss whose entries are kept fresh by vers; clk says when they are reread.
+func New(ss *sqlstore.Store, clk clock.Clock, vers Versions) *Cache {
+	c := &Cache{ss: ss, clock: clk, vers: vers}
 	h := &sqlHealth{}
 	c.venues.health, c.resources.health, c.services.health, c.graces.health = h, h, h, h
 	c.venueIDs.health, c.policies.health, c.noshow.health = h, h, h
+	byKey := func(k uint64) (uint64, bool) { return k, true }
+	global := func(struct{}) (uint64, bool) { return 0, true }
+	c.venues.scope, c.policies.scope = byKey, byKey
+	c.graces.scope, c.venueIDs.scope, c.noshow.scope = global, global, global
+	// A resource or a service never moves to another venue: once one is read, its venue is known.
+	c.resources.scope, c.resources.owner = c.resources.learned, func(r *ResourceInfo) uint64 { return r.Resource.VenueID }
+	c.services.scope, c.services.owner = c.services.learned, func(s *ServiceInfo) uint64 { return s.Service.VenueID }
+	for _, vs := range []*versioned{&c.venues.versioned, &c.resources.versioned, &c.services.versioned, &c.graces.versioned,
+		&c.venueIDs.versioned, &c.policies.versioned, &c.noshow.versioned} {
+		vs.read = c.version
+	}
 	return c
+}
+
+// version reads the versions of venueID (0: the global one alone); the zero Version when Redis does
+// not answer, which no entry is ever kept fresh by.
+func (c *Cache) version(ctx context.Context, venueID uint64) Version {
+	if c.vers == nil {
+		return Version{}
+	}
+	if venueID == 0 {
+		vs, err := c.vers.CatalogVersions(ctx, 0)
+		if err != nil {
+			return Version{}
+		}
+		return Version{Global: vs[0]}
+	}
+	vs, err := c.vers.CatalogVersions(ctx, venueID, 0)
+	if err != nil {
+		return Version{}
+	}
+	return Version{Venue: vs[0], Global: vs[1]}
 }
 
 // VenueInfo is what the cache keeps of a venue.
@@ -117,31 +167,54 @@ type cache[K comparable, V any] struct {
 	// would gather a waiter per request until it times out).
 	loading sync.Map
 	health  *sqlHealth // set by New
+	versioned
+	// scope answers the venue whose version key's entry follows (0: the global one alone), if known
+	// before reading it; owner answers it from an entry once read (nil: scope always knows).
+	scope  func(K) (uint64, bool)
+	owner  func(V) uint64
+	owners sync.Map // K → venue id, for learned
+}
+
+// versioned reads catalog versions for a cache (Cache.version).
+type versioned struct {
+	read func(ctx context.Context, venueID uint64) Version
+}
+
+// learned is a scope for entries whose venue is known once one was read.
+func (c *cache[K, V]) learned(key K) (uint64, bool) {
+	v, ok := c.owners.Load(key)
+	if !ok {
+		return 0, false
+	}
+	return v.(uint64), true
 }
 
 type cacheEntry[V any] struct {
-	v  V
-	at time.Time
+	v   V
+	at  time.Time
+	ver Version // the versions read before it was loaded
 }
 
-// get answers key from the cache when it is fresh, else loads it. When SQL is unavailable — the
-// load fails so, or takes longer than staleLoadWait, or SQL is down since an earlier load — a stale
-// entry is answered instead. The load goes on without the request (and while SQL is down,
+// get answers key from the cache when it is fresh — kept for less than cacheTTL and, when check is
+// set, read at the catalog versions Redis has now — else loads it. Without check the caller compares
+// the versions itself (the hold scripts do, in the hold's own round trip). When SQL is unavailable —
+// the load fails so, or takes longer than staleLoadWait, or SQL is down since an earlier load — a
+// stale entry is answered instead. The load goes on without the request (and while SQL is down,
 // one load per key at a time probes it), and fills the cache when it succeeds.
-func (c *cache[K, V]) get(ctx context.Context, now time.Time, key K, load func(context.Context) (V, error)) (V, error) {
+func (c *cache[K, V]) get(ctx context.Context, now time.Time, key K, check bool, load func(context.Context) (V, error)) (V, Version, error) {
 	c.mu.RLock()
 	e, ok := c.m[key]
 	gen := c.gen
 	c.mu.RUnlock()
-	if ok && now.Sub(e.at) < cacheTTL && !now.Before(e.at) {
-		return e.v, nil
+	if ok && now.Sub(e.at) < cacheTTL && !now.Before(e.at) && (!check || c.current(ctx, key, e)) {
+		return e.v, e.ver, nil
 	}
 	k := fmt.Sprint(key)
 	if ok && c.health.down() {
 		if _, busy := c.loading.Load(k); !busy {
 			c.loads.DoChan(k, c.loader(ctx, now, key, k, gen, load))
 		}
-		return e.v, nil
+		return e.v, e.ver, nil
 	}
 	ch := c.loads.DoChan(k, c.loader(ctx, now, key, k, gen, load))
 	var wait <-chan time.Time
@@ -153,25 +226,38 @@ func (c *cache[K, V]) get(ctx context.Context, now time.Time, key K, load func(c
 	select {
 	case r := <-ch:
 		if r.Err == nil {
-			return r.Val.(V), nil
+			got := r.Val.(cacheEntry[V])
+			return got.v, got.ver, nil
 		}
 		if ok && errors.Is(r.Err, booking.ErrStorageUnavailable) {
-			return e.v, nil
+			return e.v, e.ver, nil
 		}
 		var zero V
-		return zero, r.Err
+		return zero, Version{}, r.Err
 	case <-wait:
 		c.health.isDown.Store(true)
-		return e.v, nil
+		return e.v, e.ver, nil
 	case <-ctx.Done():
 		var zero V
-		return zero, fmt.Errorf("catalog: %w: %w", booking.ErrStorageUnavailable, ctx.Err())
+		return zero, Version{}, fmt.Errorf("catalog: %w: %w", booking.ErrStorageUnavailable, ctx.Err())
 	}
 }
 
-// loader is the shared load of key (k: its name in loads and loading): it records whether SQL
-// answered, and stores what it read unless the key was forgotten since gen. It marks the key
-// loading while it runs (only a running load sets the mark, so none is left behind).
+// current reports whether entry e of key was read at the catalog versions Redis has now. Without an
+// answer from Redis it is taken as current: the entry still ends at cacheTTL.
+func (c *cache[K, V]) current(ctx context.Context, key K, e cacheEntry[V]) bool {
+	venue, ok := c.scope(key)
+	if !ok {
+		venue = c.owner(e.v)
+	}
+	now := c.read(ctx, venue)
+	return !now.known() || now == e.ver
+}
+
+// loader is the shared load of key (k: its name in loads and loading): it reads the versions the
+// entry will be kept fresh by, then the entry, records whether SQL answered, and stores what it read
+// unless the key was forgotten since gen. It marks the key loading while it runs (only a running
+// load sets the mark, so none is left behind).
 func (c *cache[K, V]) loader(ctx context.Context, now time.Time, key K, k string, gen uint64, load func(context.Context) (V, error)) func() (any, error) {
 	return func() (any, error) {
 		c.loading.Store(k, true)
@@ -179,23 +265,38 @@ func (c *cache[K, V]) loader(ctx context.Context, now time.Time, key K, k string
 		// Not the caller's context: the load is shared, and goes on when its callers stop waiting.
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
 		defer cancel()
+		// The versions are read before the entry: a change committed after the read moves them on,
+		// and the entry is read again at its next use.
+		venue, known := c.scope(key)
+		var ver Version
+		if known {
+			ver = c.read(lctx, venue)
+		}
 		v, err := load(lctx)
+		if err == nil && !known {
+			// The first read of this key: now that its venue is known, read again after its versions.
+			venue = c.owner(v)
+			c.owners.Store(key, venue)
+			ver = c.read(lctx, venue)
+			v, err = load(lctx)
+		}
 		if err != nil {
 			if errors.Is(err, booking.ErrStorageUnavailable) {
 				c.health.isDown.Store(true)
 			}
-			return v, err
+			return cacheEntry[V]{}, err
 		}
 		c.health.isDown.Store(false)
+		e := cacheEntry[V]{v: v, at: now, ver: ver}
 		c.mu.Lock()
 		if c.m == nil {
 			c.m = map[K]cacheEntry[V]{}
 		}
 		if c.gen == gen {
-			c.m[key] = cacheEntry[V]{v: v, at: now}
+			c.m[key] = e
 		}
 		c.mu.Unlock()
-		return v, nil
+		return e, nil
 	}
 }
 
@@ -234,7 +335,12 @@ func (c *cache[K, V]) forget(key K) {
 
 // Venue answers venue id.
 func (c *Cache) Venue(ctx context.Context, id uint64) (*VenueInfo, error) {
-	return c.venues.get(ctx, c.clock.Now(), id, func(ctx context.Context) (*VenueInfo, error) {
+	v, _, err := c.venueAt(ctx, id, true)
+	return v, err
+}
+
+func (c *Cache) venueAt(ctx context.Context, id uint64, check bool) (*VenueInfo, Version, error) {
+	return c.venues.get(ctx, c.clock.Now(), id, check, func(ctx context.Context) (*VenueInfo, error) {
 		v, err := c.ss.Venue(ctx, id)
 		if err != nil {
 			return nil, err
@@ -254,7 +360,12 @@ func venueInfoOf(v models.Venue) (*VenueInfo, error) {
 
 // Resource answers resource id, with its venue.
 func (c *Cache) Resource(ctx context.Context, id uint64) (*ResourceInfo, error) {
-	return c.resources.get(ctx, c.clock.Now(), id, func(ctx context.Context) (*ResourceInfo, error) {
+	v, _, err := c.resourceAt(ctx, id, true)
+	return v, err
+}
+
+func (c *Cache) resourceAt(ctx context.Context, id uint64, check bool) (*ResourceInfo, Version, error) {
+	return c.resources.get(ctx, c.clock.Now(), id, check, func(ctx context.Context) (*ResourceInfo, error) {
 		r, sc, err := c.ss.Resource(ctx, id)
 		if err != nil {
 			return nil, err
@@ -282,7 +393,12 @@ func (c *Cache) Resource(ctx context.Context, id uint64) (*ResourceInfo, error) 
 
 // Service answers service id.
 func (c *Cache) Service(ctx context.Context, id uint64) (*ServiceInfo, error) {
-	return c.services.get(ctx, c.clock.Now(), id, func(ctx context.Context) (*ServiceInfo, error) {
+	v, _, err := c.serviceAt(ctx, id, true)
+	return v, err
+}
+
+func (c *Cache) serviceAt(ctx context.Context, id uint64, check bool) (*ServiceInfo, Version, error) {
+	return c.services.get(ctx, c.clock.Now(), id, check, func(ctx context.Context) (*ServiceInfo, error) {
 		s, links, err := c.ss.Service(ctx, id)
 		if err != nil {
 			return nil, err
@@ -293,7 +409,7 @@ func (c *Cache) Service(ctx context.Context, id uint64) (*ServiceInfo, error) {
 
 // Grace answers the grace policies by category.
 func (c *Cache) Grace(ctx context.Context) (map[string]booking.Grace, error) {
-	return c.graces.get(ctx, c.clock.Now(), struct{}{}, func(ctx context.Context) (map[string]booking.Grace, error) {
+	v, _, err := c.graces.get(ctx, c.clock.Now(), struct{}{}, true, func(ctx context.Context) (map[string]booking.Grace, error) {
 		rows, err := c.ss.Graces(ctx)
 		if err != nil {
 			return nil, err
@@ -312,12 +428,13 @@ func (c *Cache) Grace(ctx context.Context) (map[string]booking.Grace, error) {
 		}
 		return out, nil
 	})
+	return v, err
 }
 
 // VenuePolicies answers the booking rules of a venue's resources; a resource missing from the map
 // has the defaults.
 func (c *Cache) VenuePolicies(ctx context.Context, venueID uint64) (map[uint64]booking.Policy, error) {
-	return c.policies.get(ctx, c.clock.Now(), venueID, func(ctx context.Context) (map[uint64]booking.Policy, error) {
+	v, _, err := c.policies.get(ctx, c.clock.Now(), venueID, true, func(ctx context.Context) (map[uint64]booking.Policy, error) {
 		rs, err := c.ss.Resources(ctx, venueID)
 		if err != nil || len(rs) == 0 {
 			return map[uint64]booking.Policy{}, err
@@ -336,6 +453,7 @@ func (c *Cache) VenuePolicies(ctx context.Context, venueID uint64) (map[uint64]b
 		}
 		return out, nil
 	})
+	return v, err
 }
 
 // CachedReleaseRules answers, from the cache alone, what a release batch needs of venue v — its
@@ -358,7 +476,12 @@ func (c *Cache) LoadReleaseRules(ctx context.Context, v uint64) error {
 
 // NoshowPolicy answers the no-show freeze rule (the zero value while it is off).
 func (c *Cache) NoshowPolicy(ctx context.Context) (booking.NoshowPolicy, error) {
-	return c.noshow.get(ctx, c.clock.Now(), struct{}{}, func(ctx context.Context) (booking.NoshowPolicy, error) {
+	v, _, err := c.noshowPolicyAt(ctx, true)
+	return v, err
+}
+
+func (c *Cache) noshowPolicyAt(ctx context.Context, check bool) (booking.NoshowPolicy, Version, error) {
+	return c.noshow.get(ctx, c.clock.Now(), struct{}{}, check, func(ctx context.Context) (booking.NoshowPolicy, error) {
 		row, ok, err := c.ss.NoshowPolicy(ctx)
 		if err != nil || !ok {
 			return booking.NoshowPolicy{}, err
@@ -382,14 +505,15 @@ func (c *Cache) Warm(ctx context.Context) error {
 		if err != nil {
 			continue // the venue's own reads report it
 		}
-		_, _ = c.venues.get(ctx, c.clock.Now(), v.ID, func(context.Context) (*VenueInfo, error) { return info, nil })
+		_, _, _ = c.venues.get(ctx, c.clock.Now(), v.ID, false, func(context.Context) (*VenueInfo, error) { return info, nil })
 	}
 	return errors.Join(err1, err2, err3, err4)
 }
 
 // VenueList lists every venue id; the wheel ticks over it.
 func (c *Cache) VenueList(ctx context.Context) ([]uint64, error) {
-	return c.venueIDs.get(ctx, c.clock.Now(), struct{}{}, func(ctx context.Context) ([]uint64, error) { return c.ss.VenueIDs(ctx) })
+	v, _, err := c.venueIDs.get(ctx, c.clock.Now(), struct{}{}, true, func(ctx context.Context) ([]uint64, error) { return c.ss.VenueIDs(ctx) })
+	return v, err
 }
 
 // planFromRow parses a stored schedule.
@@ -452,26 +576,87 @@ func (c *Cache) Zone(ctx context.Context, id uint64) *time.Location {
 // rendering inside a transaction, which must not wait for SQL.
 func (c *Cache) PeekVenue(id uint64) (*VenueInfo, bool) { return c.venues.peek(id) }
 
-// The Forget methods drop what an admin change made wrong, so that this instance's next read
-// loads it again; other instances see the change within cacheTTL.
+// The hold path reads its entries as they are, with the versions they were read at, and lets the
+// hold script compare the venue's with Redis's in the hold's own round trip (engine/holds.go).
 
-// ForgetVenue forgets venue id.
-func (c *Cache) ForgetVenue(id uint64) { c.venues.forget(id) }
-
-// ForgetVenueList forgets the list of venues.
-func (c *Cache) ForgetVenueList() { c.venueIDs.forget(struct{}{}) }
-
-// ForgetResource forgets resource id and the booking rules of its venue's resources.
-func (c *Cache) ForgetResource(id, venueID uint64) {
-	c.resources.forget(id)
-	c.policies.forget(venueID)
+// ResourceAt answers resource id with the versions it was read at; fresh checks them first.
+func (c *Cache) ResourceAt(ctx context.Context, id uint64, fresh bool) (*ResourceInfo, Version, error) {
+	return c.resourceAt(ctx, id, fresh)
 }
 
-// ForgetGraces forgets the grace policies.
-func (c *Cache) ForgetGraces() { c.graces.forget(struct{}{}) }
+// ServiceAt answers service id with the versions it was read at; fresh checks them first.
+func (c *Cache) ServiceAt(ctx context.Context, id uint64, fresh bool) (*ServiceInfo, Version, error) {
+	return c.serviceAt(ctx, id, fresh)
+}
 
-// ForgetNoshowPolicy forgets the no-show freeze rule.
-func (c *Cache) ForgetNoshowPolicy() { c.noshow.forget(struct{}{}) }
+// VenueAt answers venue id with the versions it was read at; fresh checks them first.
+func (c *Cache) VenueAt(ctx context.Context, id uint64, fresh bool) (*VenueInfo, Version, error) {
+	return c.venueAt(ctx, id, fresh)
+}
 
-// ForgetService forgets service id.
-func (c *Cache) ForgetService(id uint64) { c.services.forget(id) }
+// NoshowPolicyAt answers the no-show rule with the version it was read at; fresh checks it first.
+func (c *Cache) NoshowPolicyAt(ctx context.Context, fresh bool) (booking.NoshowPolicy, Version, error) {
+	return c.noshowPolicyAt(ctx, fresh)
+}
+
+// Admin changes tell the cache what they changed once their SQL is committed: it forgets its own
+// copy, and moves the catalog versions on so that every instance reads its copy again before it
+// decides anything with it. An error means the versions could not be moved on (Redis did not
+// answer): the change is made, but the caller must not answer it as in force everywhere.
+
+// ChangedVenue: venue id's row changed (its name, zone or release mode).
+func (c *Cache) ChangedVenue(ctx context.Context, id uint64) error {
+	c.venues.forget(id)
+	return c.bump(ctx, id)
+}
+
+// ChangedVenueList: a venue was added.
+func (c *Cache) ChangedVenueList(ctx context.Context) error {
+	c.venueIDs.forget(struct{}{})
+	return c.bump(ctx, 0)
+}
+
+// ChangedResource: resource id of venueID changed (its row, schedule or booking rules).
+func (c *Cache) ChangedResource(ctx context.Context, id, venueID uint64) error {
+	c.resources.forget(id)
+	c.policies.forget(venueID)
+	return c.bump(ctx, venueID)
+}
+
+// ChangedService: service id of venueID changed.
+func (c *Cache) ChangedService(ctx context.Context, id, venueID uint64) error {
+	c.services.forget(id)
+	return c.bump(ctx, venueID)
+}
+
+// ChangedGraces: a grace policy changed; it may apply at every venue.
+func (c *Cache) ChangedGraces(ctx context.Context) error {
+	c.graces.forget(struct{}{})
+	return c.bumpAll(ctx)
+}
+
+// ChangedNoshowPolicy: the no-show freeze rule changed; it applies at every venue.
+func (c *Cache) ChangedNoshowPolicy(ctx context.Context) error {
+	c.noshow.forget(struct{}{})
+	return c.bumpAll(ctx)
+}
+
+func (c *Cache) bump(ctx context.Context, venueIDs ...uint64) error {
+	if c.vers == nil {
+		return nil
+	}
+	return c.vers.BumpCatalog(ctx, venueIDs)
+}
+
+// bumpAll moves the global version on, then every venue's: the hold scripts see only a venue's, and
+// a venue's read after it moved on comes with the global one moved on already.
+func (c *Cache) bumpAll(ctx context.Context) error {
+	if err := c.bump(ctx, 0); err != nil {
+		return err
+	}
+	ids, err := c.ss.VenueIDs(ctx)
+	if err != nil {
+		return err
+	}
+	return c.bump(ctx, ids...)
+}

@@ -85,6 +85,9 @@ func (f *Fixture) BareHold(ctx context.Context, i uint64) error {
 type Bare struct {
 	store *redisstore.Store
 	clock clock.Clock
+	// versions are the venues' catalog versions, read once: the engine's path sends its copy's
+	// version with every hold too, and reads it only when its copy is loaded.
+	versions sync.Map
 }
 
 // NewBare builds a Bare on rdb under the engine's key prefix.
@@ -96,7 +99,15 @@ func NewBare(rdb redis.UniversalClient, prefix string, clock clock.Clock) *Bare 
 // user, as hold number i.
 func (b *Bare) Hold(ctx context.Context, venueID, resourceID uint64, start, end time.Time, day, user string, i uint64) error {
 	now := b.clock.Now()
-	rec := &redisstore.HoldRecord{ID: "h" + strconv.FormatUint(venueID, 10) + "_bare" + strconv.FormatUint(1e15+i, 10),
+	ver, ok := b.versions.Load(venueID)
+	if !ok {
+		v, err := b.store.CatalogVersion(ctx, venueID)
+		if err != nil {
+			return err
+		}
+		ver, _ = b.versions.LoadOrStore(venueID, v)
+	}
+	rec := &redisstore.HoldRecord{CatalogVersion: ver.(string), ID: "h" + strconv.FormatUint(venueID, 10) + "_bare" + strconv.FormatUint(1e15+i, 10),
 		UserID: user, VenueID: venueID, ResourceID: resourceID, Quantity: 1, Start: start, End: end,
 		OccupyStart: start, OccupyEnd: end, Deadline: now.Add(time.Hour), Created: now,
 		Fields: []string{redisstore.SlotField(resourceID, start.Unix()/60)}, Days: []string{redisstore.DayField(resourceID, day)}}

@@ -52,14 +52,16 @@ func TestConcurrentHoldsShareRoundTrips(t *testing.T) {
 	require.NoError(t, r.Client.HSet(ctx, vk.Capacity(), field, 10).Err())
 	require.NoError(t, r.Client.SAdd(ctx, vk.Days(), "1:d").Err())
 	now := time.Now()
+	ver, err := s.CatalogVersion(ctx, 1)
+	require.NoError(t, err)
 	hold := func(i int) (redisstore.HoldOutcome, error) {
-		rec := &redisstore.HoldRecord{ID: redisstore.NewHoldID(1), UserID: fmt.Sprintf("u%d", i), VenueID: 1, ResourceID: 1, Quantity: 1,
+		rec := &redisstore.HoldRecord{CatalogVersion: ver, ID: redisstore.NewHoldID(1), UserID: fmt.Sprintf("u%d", i), VenueID: 1, ResourceID: 1, Quantity: 1,
 			Start: now, End: now.Add(time.Hour), OccupyStart: now, OccupyEnd: now.Add(time.Hour), Deadline: now.Add(time.Hour),
 			Created: now, Fields: []string{field}, Days: []string{"1:d"}}
 		out, _, err := s.Hold(ctx, rec, now, 0)
 		return out, err
 	}
-	_, err := hold(-1) // the script loaded, a connection open; it takes one of the ten units
+	_, err = hold(-1) // the script loaded, a connection open; it takes one of the ten units
 	require.NoError(t, err)
 	p := &pipelines{}
 	r.Client.AddHook(p)

@@ -63,8 +63,17 @@ func (k Keys) Lease(name string) string { return k.prefix + ":{lease}:" + name }
 // (SetSettled); in the lease's hash slot, so that one read answers both.
 func (k Keys) Settled(name string) string { return k.Lease(name) + ":settled" }
 
+// CatalogGlobal is the version of the catalog settings that span venues (grace and no-show
+// policies, the venue list); see catalog.go.
+func (k Keys) CatalogGlobal() string { return k.prefix + ":{catalog}:ver" }
+
 // VenueKeys are the keys of one venue.
 type VenueKeys struct{ base string }
+
+// CatalogVersion is the version of the venue's catalog (its venue row, resources, schedules,
+// services and rules, and the settings that span venues): bumped after every admin change of them,
+// compared by the hold scripts with the version the instance's copy was read at.
+func (v VenueKeys) CatalogVersion() string { return v.base + "catver" }
 
 // Capacity is a HASH of slot field → units the slot has; a slot without a field is closed.
 func (v VenueKeys) Capacity() string { return v.base + "cap" }

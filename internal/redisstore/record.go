@@ -44,6 +44,10 @@ const Keep = 24 * time.Hour
 
 // HoldRecord is a hold as stored in Redis.
 type HoldRecord struct {
+	// CatalogVersion is the venue's catalog version the hold was decided on (CatalogVersion); the
+	// hold scripts refuse it as stale when the venue's has moved on. It is not stored.
+	CatalogVersion string
+
 	ID          string
 	UserID      string
 	VenueID     uint64

@@ -70,6 +70,7 @@ type scripts struct {
 	endMove        *redis.Script
 	eraseHolds     *redis.Script
 	refuseHold     *redis.Script
+	bumpVersion    *redis.Script
 }
 
 func loadScripts() *scripts {
@@ -100,6 +101,7 @@ func loadScripts() *scripts {
 		idemFinish:     s("idem_finish.lua"),
 		eraseHolds:     s("erase_holds.lua"),
 		refuseHold:     s("refuse_hold.lua"),
+		bumpVersion:    s("bump_version.lua"),
 	}
 }
 

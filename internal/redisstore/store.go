@@ -8,6 +8,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -100,6 +101,7 @@ const (
 	HoldFull   HoldOutcome = "full"   // a unit is taken
 	HoldClosed HoldOutcome = "closed" // a slot has no capacity
 	HoldLimit  HoldOutcome = "limit"  // the user has too many live holds at the venue
+	HoldStale  HoldOutcome = "stale"  // the venue's catalog changed since the hold was decided: read it again
 )
 
 // Hold takes the units of r (a new hold, status HELD) all or nothing and puts its deadline on the
@@ -139,15 +141,15 @@ func (s *Holds) Clustered() bool {
 // which the caller finishes with its answer (IdemFinish). A cold answer stores nothing.
 func (s *Holds) HoldOnce(ctx context.Context, r *HoldRecord, now time.Time, maxLive int, step *IdemStep) (HoldOutcome, string, IdemAnswer, error) {
 	vk := s.keys.Venue(r.VenueID)
-	nkeys := 9
+	nkeys := 10
 	if step != nil {
 		nkeys++ // the idempotency record's
 	}
 	// The command is built in the one slice it is sent from: a rush is thousands of them.
-	cmd := make([]any, 0, 3+nkeys+15+holdPairs)
+	cmd := make([]any, 0, 3+nkeys+16+holdPairs)
 	cmd = append(cmd, "evalsha", s.scripts.holdSlots.Hash(), nkeys,
 		vk.Capacity(), vk.Used(), vk.Owners(), vk.Wheel(), vk.Ended(), vk.Days(),
-		vk.Hold(r.ID), vk.UserHolds(r.UserID), vk.UserLive(r.UserID))
+		vk.Hold(r.ID), vk.UserHolds(r.UserID), vk.UserLive(r.UserID), vk.CatalogVersion())
 	if step != nil {
 		cmd = append(cmd, s.keys.Idempotency(step.Scope))
 	}
@@ -159,6 +161,7 @@ func (s *Holds) HoldOnce(ctx context.Context, r *HoldRecord, now time.Time, maxL
 	} else {
 		cmd = append(cmd, "", 0, 0, 0, "", 0, "")
 	}
+	cmd = append(cmd, r.CatalogVersion)
 	cmd = r.appendPairs(cmd)
 	out, err := s.runMarked(ctx, s.scripts.holdSlots, cmd, r.VenueID, r.Deadline, now)
 	if err != nil {
@@ -195,7 +198,7 @@ type Role struct {
 func (s *Holds) HoldRoles(ctx context.Context, r *HoldRecord, roles []Role, now time.Time, maxLive int) (HoldOutcome, string, error) {
 	vk := s.keys.Venue(r.VenueID)
 	keys := []string{vk.Capacity(), vk.Used(), vk.Owners(), vk.Wheel(), vk.Ended(), vk.Days(), vk.Hold(r.ID),
-		vk.UserHolds(r.UserID), vk.UserLive(r.UserID)}
+		vk.UserHolds(r.UserID), vk.UserLive(r.UserID), vk.CatalogVersion()}
 	args := []any{ms(now), ms(r.Deadline), r.Quantity, r.ID, Keep.Milliseconds(), maxLive, len(roles)}
 	for _, role := range roles {
 		args = append(args, escapeRole.Replace(role.Name), len(role.Candidates))
@@ -203,6 +206,7 @@ func (s *Holds) HoldRoles(ctx context.Context, r *HoldRecord, roles []Role, now 
 			args = append(args, c.ResourceID, strings.Join(c.Days, listSep), strings.Join(c.Fields, listSep))
 		}
 	}
+	args = append(args, r.CatalogVersion)
 	args = r.appendPairs(args)
 	out, err := s.runMarked(ctx, s.scripts.holdRoles, evalsha(s.scripts.holdRoles, keys, args), r.VenueID, r.Deadline, now)
 	if err != nil {
@@ -438,3 +442,81 @@ func (s *Holds) ReadHolds(ctx context.Context, venueID uint64, ids []string) (ma
 	}
 	return out, nil
 }
+
+// Catalog versions: one string per venue, and one for the settings that span venues, so that every
+// instance can tell whether its copy of the catalog (engine/catalog) is older than the last admin
+// change another instance answered. A version starts at an epoch of the clock (unix µs) and counts
+// up by one per change; when Redis loses it, it starts again at a later epoch, so that no copy read
+// before the loss can match it again.
+
+// CatalogVersion answers the catalog version of venue venueID (0: the global one), starting one when
+// there is none.
+func (s *Holds) CatalogVersion(ctx context.Context, venueID uint64) (string, error) {
+	vs, err := s.CatalogVersions(ctx, venueID, 0)
+	if err != nil {
+		return "", err
+	}
+	return vs[0], nil
+}
+
+// CatalogVersions answers the catalog versions of venueIDs (0: the global one) in one round trip,
+// starting those there are none of.
+func (s *Holds) CatalogVersions(ctx context.Context, venueIDs ...uint64) ([]string, error) {
+	keys := make([]string, len(venueIDs))
+	for i, id := range venueIDs {
+		keys[i] = s.catalogKey(id)
+	}
+	pipe := s.rdb.Pipeline()
+	gets := make([]*redis.StringCmd, len(keys))
+	for i, k := range keys {
+		gets[i] = pipe.Get(ctx, k)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, unavailable("catalog version", err)
+	}
+	out := make([]string, len(keys))
+	for i, g := range gets {
+		v, err := g.Result()
+		if errors.Is(err, redis.Nil) {
+			// First read, or after a loss: a new epoch, unless another instance started one meanwhile.
+			if err := s.rdb.SetNX(ctx, keys[i], epoch(), 0).Err(); err != nil {
+				return nil, unavailable("catalog version", err)
+			}
+			v, err = s.rdb.Get(ctx, keys[i]).Result()
+		}
+		if err != nil {
+			return nil, unavailable("catalog version", err)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// BumpCatalog moves the catalog versions of venueIDs (0: the global one) on after a change, in one
+// round trip; a version Redis lost starts at a new epoch.
+func (s *Holds) BumpCatalog(ctx context.Context, venueIDs []uint64) error {
+	if len(venueIDs) == 0 {
+		return nil
+	}
+	if err := s.scripts.bumpVersion.Load(ctx, s.rdb).Err(); err != nil {
+		return unavailable("bump catalog version", err)
+	}
+	pipe := s.rdb.Pipeline()
+	e := epoch()
+	for _, id := range venueIDs {
+		s.scripts.bumpVersion.EvalSha(ctx, pipe, []string{s.catalogKey(id)}, e)
+	}
+	_, err := pipe.Exec(ctx)
+	return unavailable("bump catalog version", err)
+}
+
+func (s *Holds) catalogKey(venueID uint64) string {
+	if venueID == 0 {
+		return s.keys.CatalogGlobal()
+	}
+	return s.keys.Venue(venueID).CatalogVersion()
+}
+
+// epoch is a new version's start: the clock in unix µs, so that a version started after a loss is
+// past every version counted before it (a count never gains a million a second).
+func epoch() string { return strconv.FormatInt(time.Now().UnixMicro(), 10) }

@@ -1047,3 +1047,21 @@ func (s *Bookings) Pardons(ctx context.Context, users []string) (map[string]mode
 	}
 	return out, nil
 }
+
+// DueBetween lists the bookings whose release (or approval deadline) is undecided and due in
+// [from, to), of one venue when venueID != 0, soonest first.
+func (s *Releases) DueBetween(ctx context.Context, venueID uint64, from, to time.Time, limit int) ([]Booking, error) {
+	db := s.db.WithContext(ctx).Where("due_at >= ? AND due_at < ?", from.UTC(), to.UTC()).Order("due_at").Limit(limit)
+	if venueID != 0 {
+		db = db.Where("venue_id = ?", venueID)
+	}
+	var rows []models.Booking
+	if err := db.Find(&rows).Error; err != nil {
+		return nil, sqldb.MapErr("due between", err)
+	}
+	out := make([]Booking, len(rows))
+	for i := range rows {
+		out[i] = toBooking(&rows[i])
+	}
+	return out, nil
+}

@@ -36,6 +36,7 @@ type Store struct {
 	*Idempotency
 	*Erasure
 	*Ledger
+	*Ops
 }
 
 // New builds a Store on db. Events of booking changes are rendered by r (see Renderer).
@@ -46,7 +47,7 @@ func New(db *gorm.DB, r Renderer) *Store {
 	bookings := &Bookings{db: d, render: r, ledger: ledger, payments: payments}
 	return &Store{db: d, Bookings: bookings, Releases: &Releases{db: d, bookings: bookings},
 		Catalog: &Catalog{db: d, ledger: ledger}, Payments: payments, Outbox: &Outbox{db: d},
-		Waitlist: &Waitlist{db: d}, Idempotency: &Idempotency{db: d}, Erasure: &Erasure{db: d}, Ledger: ledger}
+		Waitlist: &Waitlist{db: d}, Idempotency: &Idempotency{db: d}, Erasure: &Erasure{db: d}, Ledger: ledger, Ops: &Ops{db: d}}
 }
 
 // Sentinels of this store, declared in sqldb, which maps driver errors to them.

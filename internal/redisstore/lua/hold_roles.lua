@@ -1,13 +1,15 @@
 -- holdRolesCmd takes a hold for a service that needs several resources at once (a counsellor and a
 -- room): for every role, the first candidate resource whose slots all have qty units free; then the
 -- units of every chosen resource, all or none, and the hold's deadline on the wheel.
--- KEYS[1..9] -> as holdSlotsCmd: cap, used, owners, wheel, ended, days, the new hold's HASH, the
--- user's holds ZSET, the user's live holds ZSET
+-- KEYS[1..10] -> as holdSlotsCmd: cap, used, owners, wheel, ended, days, the new hold's HASH, the
+-- user's holds ZSET, the user's live holds ZSET, the venue's catalog version STRING
 -- ARGV[1] -> now ms, ARGV[2] -> deadline ms, ARGV[3] -> qty, ARGV[4] -> hold id, ARGV[5] -> keep ms,
 -- ARGV[6] -> most live holds the user may have at the venue (0: no limit), ARGV[7] -> number of
 -- roles r, then for each role: its name and its number of candidates c, then c triples: resource id,
--- resource-days comma-joined, slot fields comma-joined; then field/value pairs of the hold record
--- Output: {'ok', resource id chosen for each role...} | {'cold', day} | {'full'} | {'closed'} | {'limit'}
+-- resource-days comma-joined, slot fields comma-joined; then the catalog version the hold was
+-- decided on; then field/value pairs of the hold record
+-- Output: {'ok', resource id chosen for each role...} | {'cold', day} | {'full'} | {'closed'} |
+--         {'limit'} | {'stale'}
 local now = tonumber(ARGV[1])
 local deadline = tonumber(ARGV[2])
 local qty = tonumber(ARGV[3])
@@ -26,8 +28,9 @@ for r = 1, tonumber(ARGV[7]) do
   end
   roles[r] = role
 end
+if redis.call('GET', KEYS[10]) ~= ARGV[i] then return {'stale'} end
 local rec = {}
-for j = i, #ARGV do rec[#rec + 1] = ARGV[j] end
+for j = i + 1, #ARGV do rec[#rec + 1] = ARGV[j] end
 for _, role in ipairs(roles) do
   for _, cand in ipairs(role.cands) do
     local missing = days_missing(KEYS[6], cand.days)
