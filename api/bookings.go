@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 
@@ -176,7 +175,7 @@ func (rt *bookingRoutes) decision(refund bool,
 			dst = &req
 		}
 		// An approval needs no reason, so its body may be empty; the engine requires one where due.
-		if len(bytes.TrimSpace(request.Body(c))) > 0 && !rt.Bind(c, dst) {
+		if !rt.BindOptional(c, dst) {
 			return
 		}
 		full, err := booking.ParseRefund(req.Refund)

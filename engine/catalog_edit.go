@@ -127,7 +127,7 @@ func (cg *Catalog) UpdateResource(ctx context.Context, a booking.Actor, id uint6
 	}
 	if ch.Status != nil && *ch.Status == booking.CatalogDisabled && ch.CancelAffected {
 		// After the status is written, so that no new booking slips in behind the cancels.
-		if err := cg.cancelFuture(ctx, a, ri, Decision{Reason: "the resource was taken out of service", FullRefund: true}); err != nil {
+		if err := cg.cancelFuture(ctx, a, ri, "the resource was taken out of service"); err != nil {
 			return Resource{}, err
 		}
 	}
@@ -141,18 +141,17 @@ func (cg *Catalog) UpdateResource(ctx context.Context, a booking.Actor, id uint6
 }
 
 // cancelFuture has the venue cancel every booking of ri that still holds its place from now on.
-func (cg *Catalog) cancelFuture(ctx context.Context, a booking.Actor, ri *catalog.ResourceInfo, d Decision) error {
+func (cg *Catalog) cancelFuture(ctx context.Context, a booking.Actor, ri *catalog.ResourceInfo, why string) error {
 	now := cg.clock.Now()
 	rows, err := cg.ss.OccupyingBetween(ctx, ri.Resource.ID, now, now.AddDate(2, 0, 0))
 	if err != nil {
 		return err
 	}
-	for _, b := range rows {
-		if _, err := cg.bookings.VenueCancel(ctx, a, b.ID, d); err != nil && !errorsIsInvalidTransition(err) {
-			return fmt.Errorf("cancel booking %d of a disabled resource: %w", b.ID, err)
-		}
+	ids := make([]uint64, len(rows))
+	for i, b := range rows {
+		ids[i] = b.ID
 	}
-	return nil
+	return cg.cancelForVenue(ctx, a, ids, why)
 }
 
 // UpdateService edits service id. The venue's manager or an admin.

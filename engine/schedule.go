@@ -78,14 +78,7 @@ func (cg *Catalog) rebuild(ctx context.Context, a booking.Actor, ri *catalog.Res
 	if in.Exceptions == nil {
 		in.Exceptions = []booking.ScheduleException{}
 	}
-	regrid := func() (regridPlan, error) {
-		plan, err := cg.regrid(ctx, ri, p, capacity)
-		if h, ok := errors.AsType[*holdsInTheWay](err); ok {
-			return plan, listConflict(conflict, h.bookings)
-		}
-		return plan, err
-	}
-	plan, err := regrid()
+	plan, err := cg.regrid(ctx, ri, p, capacity, conflict)
 	if err != nil {
 		return Schedule{}, err
 	}
@@ -93,14 +86,11 @@ func (cg *Catalog) rebuild(ctx context.Context, a booking.Actor, ri *catalog.Res
 		if !cancelAffected {
 			return Schedule{}, listConflict(conflict, plan.closed)
 		}
-		why := Decision{Reason: "the resource's hours or capacity changed", FullRefund: true}
-		for _, id := range plan.closed {
-			if _, err := cg.bookings.VenueCancel(ctx, a, id, why); err != nil && !errorsIsInvalidTransition(err) {
-				return Schedule{}, fmt.Errorf("cancel booking %d the new grid cannot hold: %w", id, err)
-			}
+		if err := cg.cancelForVenue(ctx, a, plan.closed, "the resource's hours or capacity changed"); err != nil {
+			return Schedule{}, err
 		}
 		// Without the cancelled bookings, the new grid must still hold everyone else.
-		if plan, err = regrid(); err != nil {
+		if plan, err = cg.regrid(ctx, ri, p, capacity, conflict); err != nil {
 			return Schedule{}, err
 		}
 		if len(plan.closed) > 0 {
@@ -198,8 +188,9 @@ type regridPlan struct {
 // onto the new grid with the schedule, or the new slots would look free under them (an oversell).
 // Bookings the new grid cannot hold — under closed hours, or the newest where a slot has too few
 // units (booking.Fit) — are in closed; live holds that no longer fit under closed hours are in lapsed.
-// Live holds that would overfill a slot are a *holdsInTheWay error.
-func (cg *Catalog) regrid(ctx context.Context, ri *catalog.ResourceInfo, p *booking.Plan, capacity int) (regridPlan, error) {
+// Live holds that would overfill a slot are conflict, naming the bookings on those slots: a hold is
+// neither cancelled nor given up for a change, which waits until it is paid or lapses.
+func (cg *Catalog) regrid(ctx context.Context, ri *catalog.ResourceInfo, p *booking.Plan, capacity int, conflict *booking.Error) (regridPlan, error) {
 	now := cg.clock.Now()
 	loc := ri.Venue.Loc
 	rows, err := cg.ss.OccupyingBetween(ctx, ri.Resource.ID, now, now.AddDate(2, 0, 0))
@@ -208,7 +199,7 @@ func (cg *Catalog) regrid(ctx context.Context, ri *catalog.ResourceInfo, p *book
 	}
 	var out regridPlan
 	var occupants []booking.Occupant
-	moves := map[string]redisstore.Move{} // by booking id or hold id
+	var moves []redisstore.Move // where each of occupants goes, by the same index
 	for _, b := range rows {
 		slots, ok := p.Window(b.OccupyStart, b.OccupyEnd, loc)
 		if !ok {
@@ -218,8 +209,8 @@ func (cg *Catalog) regrid(ctx context.Context, ri *catalog.ResourceInfo, p *book
 		fields, _ := redisstore.SlotFields(ri.Resource.ID, slots)
 		occupants = append(occupants, booking.Occupant{BookingID: b.ID, Quantity: b.Quantity, Slots: fields})
 		// A multi-resource booking keeps its units on its other resources.
-		moves[occupantKey(occupants[len(occupants)-1])] = redisstore.Move{Owner: redisstore.BookingOwner(b.ID),
-			Fields: append(otherResources(b.Fields, ri.Resource.ID), fields...)}
+		moves = append(moves, redisstore.Move{Owner: redisstore.BookingOwner(b.ID),
+			Fields: append(otherResources(b.Fields, ri.Resource.ID), fields...)})
 	}
 	// Live holds count too: their owners may pay for them.
 	owners, err := cg.rs.Owners(ctx, ri.Resource.VenueID)
@@ -245,39 +236,33 @@ func (cg *Catalog) regrid(ctx context.Context, ri *catalog.ResourceInfo, p *book
 		}
 		fields, _ := redisstore.SlotFields(ri.Resource.ID, slots)
 		occupants = append(occupants, booking.Occupant{HoldID: id, Quantity: r.Quantity, Slots: fields})
-		moves[id] = redisstore.Move{Owner: o, Fields: fields}
+		moves = append(moves, redisstore.Move{Owner: o, Fields: fields})
 	}
 	over := booking.Fit(capacity, occupants)
 	if over.HoldsInTheWay {
-		// Live holds would overfill a slot: the change waits until they are paid or lapse.
-		return regridPlan{}, &holdsInTheWay{bookings: over.Conflicted}
+		return regridPlan{}, listConflict(conflict, over.Conflicted)
 	}
 	out.closed = append(out.closed, over.Excess...)
-	gone := map[uint64]bool{}
-	for _, id := range over.Excess {
-		gone[id] = true
-	}
-	for _, o := range occupants {
-		if o.HoldID != "" || !gone[o.BookingID] {
-			out.occupants = append(out.occupants, moves[occupantKey(o)])
+	for i, o := range occupants {
+		if o.HoldID != "" || !slices.Contains(over.Excess, o.BookingID) {
+			out.occupants = append(out.occupants, moves[i])
 		}
 	}
 	slices.Sort(out.closed)
 	return out, nil
 }
 
-func occupantKey(o booking.Occupant) string {
-	if o.HoldID != "" {
-		return o.HoldID
+// cancelForVenue has the venue cancel bookings ids, refunded in full, for why (into their
+// histories); one already over is left as it is.
+func (cg *Catalog) cancelForVenue(ctx context.Context, a booking.Actor, ids []uint64, why string) error {
+	d := Decision{Reason: why, FullRefund: true}
+	for _, id := range ids {
+		if _, err := cg.bookings.VenueCancel(ctx, a, id, d); err != nil && !errorsIsInvalidTransition(err) {
+			return fmt.Errorf("cancel booking %d (%s): %w", id, why, err)
+		}
 	}
-	return strconv.FormatUint(o.BookingID, 10)
+	return nil
 }
-
-// holdsInTheWay is regrid's refusal when live holds would overfill a slot, whatever is cancelled:
-// the caller's conflict, naming the bookings on those slots.
-type holdsInTheWay struct{ bookings []uint64 }
-
-func (h *holdsInTheWay) Error() string { return "live holds would overfill a slot" }
 
 // otherResources are the slot fields of resources other than resourceID among fields.
 func otherResources(fields []string, resourceID uint64) []string {

@@ -98,16 +98,13 @@ func (j *Jobs) Redrive(ctx context.Context, queue, id string) (engine.Redrive, e
 		out.Error = "the task is running now"
 		return out, nil
 	}
-	if t.Type == TypeRelease {
-		ref, derr := decodeRef(t.Payload)
-		if derr != nil {
-			err = fmt.Errorf("%w: %w", derr, asynq.SkipRetry)
-		} else {
-			var outcome release.Outcome
-			outcome, err = j.handlers.rel.ReleaseTask(ctx, ref)
-			out.Outcome = string(outcome)
-		}
+	if ref, derr := decodeRef(t.Payload); t.Type == TypeRelease && derr == nil {
+		// Not through the handler: the back office is told the release's outcome.
+		var outcome release.Outcome
+		outcome, err = j.handlers.rel.ReleaseTask(ctx, ref)
+		out.Outcome = string(outcome)
 	} else {
+		// Any other task, and a release whose payload cannot be read (its handler says so).
 		err = j.mux().ProcessTask(ctx, asynq.NewTask(t.Type, t.Payload))
 	}
 	if err != nil {

@@ -77,10 +77,8 @@ func New(ss *sqlstore.Store, clk clock.Clock, vers Versions) *Cache {
 	// A resource or a service never moves to another venue: once one is read, its venue is known.
 	c.resources.scope, c.resources.owner = c.resources.learned, func(r *ResourceInfo) uint64 { return r.Resource.VenueID }
 	c.services.scope, c.services.owner = c.services.learned, func(s *ServiceInfo) uint64 { return s.Service.VenueID }
-	for _, vs := range []*versioned{&c.venues.versioned, &c.resources.versioned, &c.services.versioned, &c.graces.versioned,
-		&c.venueIDs.versioned, &c.policies.versioned, &c.noshow.versioned} {
-		vs.read = c.version
-	}
+	c.venues.read, c.resources.read, c.services.read, c.graces.read = c.version, c.version, c.version, c.version
+	c.venueIDs.read, c.policies.read, c.noshow.read = c.version, c.version, c.version
 	return c
 }
 
@@ -167,17 +165,13 @@ type cache[K comparable, V any] struct {
 	// would gather a waiter per request until it times out).
 	loading sync.Map
 	health  *sqlHealth // set by New
-	versioned
+	// read reads catalog versions (Cache.version).
+	read func(ctx context.Context, venueID uint64) Version
 	// scope answers the venue whose version key's entry follows (0: the global one alone), if known
 	// before reading it; owner answers it from an entry once read (nil: scope always knows).
 	scope  func(K) (uint64, bool)
 	owner  func(V) uint64
 	owners sync.Map // K → venue id, for learned
-}
-
-// versioned reads catalog versions for a cache (Cache.version).
-type versioned struct {
-	read func(ctx context.Context, venueID uint64) Version
 }
 
 // learned is a scope for entries whose venue is known once one was read.
@@ -335,11 +329,13 @@ func (c *cache[K, V]) forget(key K) {
 
 // Venue answers venue id.
 func (c *Cache) Venue(ctx context.Context, id uint64) (*VenueInfo, error) {
-	v, _, err := c.venueAt(ctx, id, true)
+	v, _, err := c.VenueAt(ctx, id, true)
 	return v, err
 }
 
-func (c *Cache) venueAt(ctx context.Context, id uint64, check bool) (*VenueInfo, Version, error) {
+// VenueAt answers venue id with the versions it was read at; check compares them with Redis's
+// first (the hold path leaves that to its script: engine/holds.go).
+func (c *Cache) VenueAt(ctx context.Context, id uint64, check bool) (*VenueInfo, Version, error) {
 	return c.venues.get(ctx, c.clock.Now(), id, check, func(ctx context.Context) (*VenueInfo, error) {
 		v, err := c.ss.Venue(ctx, id)
 		if err != nil {
@@ -360,11 +356,13 @@ func venueInfoOf(v models.Venue) (*VenueInfo, error) {
 
 // Resource answers resource id, with its venue.
 func (c *Cache) Resource(ctx context.Context, id uint64) (*ResourceInfo, error) {
-	v, _, err := c.resourceAt(ctx, id, true)
+	v, _, err := c.ResourceAt(ctx, id, true)
 	return v, err
 }
 
-func (c *Cache) resourceAt(ctx context.Context, id uint64, check bool) (*ResourceInfo, Version, error) {
+// ResourceAt answers resource id with the versions it was read at; check compares them with Redis's
+// first (the hold path leaves that to its script: engine/holds.go).
+func (c *Cache) ResourceAt(ctx context.Context, id uint64, check bool) (*ResourceInfo, Version, error) {
 	return c.resources.get(ctx, c.clock.Now(), id, check, func(ctx context.Context) (*ResourceInfo, error) {
 		r, sc, err := c.ss.Resource(ctx, id)
 		if err != nil {
@@ -393,11 +391,13 @@ func (c *Cache) resourceAt(ctx context.Context, id uint64, check bool) (*Resourc
 
 // Service answers service id.
 func (c *Cache) Service(ctx context.Context, id uint64) (*ServiceInfo, error) {
-	v, _, err := c.serviceAt(ctx, id, true)
+	v, _, err := c.ServiceAt(ctx, id, true)
 	return v, err
 }
 
-func (c *Cache) serviceAt(ctx context.Context, id uint64, check bool) (*ServiceInfo, Version, error) {
+// ServiceAt answers service id with the versions it was read at; check compares them with Redis's
+// first (the hold path leaves that to its script: engine/holds.go).
+func (c *Cache) ServiceAt(ctx context.Context, id uint64, check bool) (*ServiceInfo, Version, error) {
 	return c.services.get(ctx, c.clock.Now(), id, check, func(ctx context.Context) (*ServiceInfo, error) {
 		s, links, err := c.ss.Service(ctx, id)
 		if err != nil {
@@ -476,11 +476,13 @@ func (c *Cache) LoadReleaseRules(ctx context.Context, v uint64) error {
 
 // NoshowPolicy answers the no-show freeze rule (the zero value while it is off).
 func (c *Cache) NoshowPolicy(ctx context.Context) (booking.NoshowPolicy, error) {
-	v, _, err := c.noshowPolicyAt(ctx, true)
+	v, _, err := c.NoshowPolicyAt(ctx, true)
 	return v, err
 }
 
-func (c *Cache) noshowPolicyAt(ctx context.Context, check bool) (booking.NoshowPolicy, Version, error) {
+// NoshowPolicyAt answers the no-show rule with the versions it was read at; check compares them with Redis's
+// first (the hold path leaves that to its script: engine/holds.go).
+func (c *Cache) NoshowPolicyAt(ctx context.Context, check bool) (booking.NoshowPolicy, Version, error) {
 	return c.noshow.get(ctx, c.clock.Now(), struct{}{}, check, func(ctx context.Context) (booking.NoshowPolicy, error) {
 		row, ok, err := c.ss.NoshowPolicy(ctx)
 		if err != nil || !ok {
@@ -575,29 +577,6 @@ func (c *Cache) Zone(ctx context.Context, id uint64) *time.Location {
 // PeekVenue answers venue id if the cache holds it, however old, without loading it: for
 // rendering inside a transaction, which must not wait for SQL.
 func (c *Cache) PeekVenue(id uint64) (*VenueInfo, bool) { return c.venues.peek(id) }
-
-// The hold path reads its entries as they are, with the versions they were read at, and lets the
-// hold script compare the venue's with Redis's in the hold's own round trip (engine/holds.go).
-
-// ResourceAt answers resource id with the versions it was read at; fresh checks them first.
-func (c *Cache) ResourceAt(ctx context.Context, id uint64, fresh bool) (*ResourceInfo, Version, error) {
-	return c.resourceAt(ctx, id, fresh)
-}
-
-// ServiceAt answers service id with the versions it was read at; fresh checks them first.
-func (c *Cache) ServiceAt(ctx context.Context, id uint64, fresh bool) (*ServiceInfo, Version, error) {
-	return c.serviceAt(ctx, id, fresh)
-}
-
-// VenueAt answers venue id with the versions it was read at; fresh checks them first.
-func (c *Cache) VenueAt(ctx context.Context, id uint64, fresh bool) (*VenueInfo, Version, error) {
-	return c.venueAt(ctx, id, fresh)
-}
-
-// NoshowPolicyAt answers the no-show rule with the version it was read at; fresh checks it first.
-func (c *Cache) NoshowPolicyAt(ctx context.Context, fresh bool) (booking.NoshowPolicy, Version, error) {
-	return c.noshowPolicyAt(ctx, fresh)
-}
 
 // Admin changes tell the cache what they changed once their SQL is committed: it forgets its own
 // copy, and moves the catalog versions on so that every instance reads its copy again before it

@@ -28,11 +28,14 @@ func (r Reader) Bind(c *gin.Context, dst any) bool {
 }
 
 // BindEmpty accepts an empty body or an empty JSON object, for POSTs that take no input.
-func (r Reader) BindEmpty(c *gin.Context) bool {
+func (r Reader) BindEmpty(c *gin.Context) bool { return r.BindOptional(c, &struct{}{}) }
+
+// BindOptional is Bind for a body that may be left out (dst keeps its zero value then).
+func (r Reader) BindOptional(c *gin.Context, dst any) bool {
 	if len(bytes.TrimSpace(Body(c))) == 0 {
 		return true
 	}
-	return r.Bind(c, &struct{}{})
+	return r.Bind(c, dst)
 }
 
 // PathID reads the numeric :id of the path; anything else names no object (404).

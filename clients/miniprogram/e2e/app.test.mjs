@@ -6,13 +6,14 @@
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 import { chromium } from "playwright-core";
+
+import { apiClient, appLogin, freePort } from "./lib.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = join(here, "..", "..", "..");
@@ -24,30 +25,8 @@ const GRACE_S = 5; // release 5 s after start: a no-show is seen within the test
 
 let dir, server, base, browser, admin, venueId, resourceId, venueName;
 
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
-async function call(method, path, token, body) {
-  const res = await fetch(base + path, {
-    method,
-    headers: { "Content-Type": "application/json", ...(token ? { Authorization: `Bearer ${token}` } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  const json = text ? JSON.parse(text) : undefined;
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return json;
-}
-
-const login = async (who) => (await call("POST", "/api/v1/auth/dev-login", undefined, who)).token;
+const { call, login } = apiClient(() => base);
 
 /** The venue-local RFC 3339 form the API uses for a slot boundary. */
 function local(ms) {
@@ -129,19 +108,7 @@ async function phone() {
   return page;
 }
 
-async function devLogin(page, name, staffVenue) {
-  await page.goto(`${base}/app/#/pages/login/index`);
-  const input = page.locator(".login-name input");
-  await input.fill(name);
-  if (staffVenue) {
-    await page.getByText(staffVenue, { exact: true }).click();
-    await page.locator(".staff-login").click();
-    await page.waitForFunction(() => location.hash.includes("pages/desk/index"));
-  } else {
-    await page.locator(".guest-login").click();
-    await page.waitForFunction(() => !location.hash.includes("pages/login"));
-  }
-}
+const devLogin = (page, name, staffVenue) => appLogin(base, page, name, staffVenue);
 
 async function openSlots(page, startMs) {
   await page.goto(`${base}/app/#/pages/resource/index?id=${resourceId}`);

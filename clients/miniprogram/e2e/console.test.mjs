@@ -22,7 +22,6 @@ import assert from "node:assert/strict";
 import { execFile, execFileSync, spawn, spawnSync } from "node:child_process";
 import { createHmac, randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, test } from "node:test";
@@ -30,6 +29,8 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 
 import { chromium } from "playwright-core";
+
+import { apiClient, appLogin, freePort } from "./lib.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = join(here, "..", "..", "..");
@@ -117,16 +118,6 @@ process.once("exit", () => {
   }
 });
 
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** Starts a child and resolves once its output says ready; rejects (with the output) if it exits first. */
 function startChild(cmd, args, opts, ready, what) {
@@ -249,18 +240,7 @@ after(async () => {
 
 // ---- the API ----
 
-async function call(method, path, token, body) {
-  const res = await fetch(base + path, {
-    method,
-    headers: { "Content-Type": "application/json", "Accept-Language": "zh-CN", ...(token ? { Authorization: `Bearer ${token}` } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : undefined;
-}
-
-const login = async (who) => (await call("POST", "/api/v1/auth/dev-login", undefined, who)).token;
+const { call, login } = apiClient(() => base);
 
 /** Polls fn until it answers something truthy; the server works on its own clock (release_at). */
 async function until(what, fn, timeoutMs = 30_000) {
@@ -361,12 +341,7 @@ async function nav(page, name, ready) {
   if (ready) await page.locator(ready).first().waitFor();
 }
 
-async function devLoginApp(page, name) {
-  await page.goto(`${base}/app/#/pages/login/index`);
-  await page.locator(".login-name input").fill(name);
-  await page.locator(".guest-login").click();
-  await page.waitForFunction(() => !location.hash.includes("pages/login"));
-}
+const devLoginApp = (page, name) => appLogin(base, page, name);
 
 /** The payment provider's signed notification that a hold was paid (docs/API.md); answers the booking. */
 async function providerPays(hold) {
