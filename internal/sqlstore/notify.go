@@ -159,13 +159,17 @@ func (s *Outbox) ClaimDelivery(ctx context.Context, id uint64, token string, now
 	if err != nil || n > 0 {
 		return d, false, sqldb.MapErr("earlier deliveries", err)
 	}
-	res := s.db.WithContext(ctx).Model(&models.Delivery{}).
-		Where("id = ? AND status = ? AND (claimed_until IS NULL OR claimed_until < ?)", id, models.DeliveryPending, now.UTC()).
-		Updates(map[string]any{"claimed_until": until.UTC(), "claim_token": token})
-	if res.Error != nil {
-		return d, false, sqldb.MapErr("claim delivery", res.Error)
-	}
-	return d, res.RowsAffected == 1, nil
+	// In a transaction of its own: attempts racing for the row can deadlock on its index entries,
+	// and a transaction the server rolled back for that is run again.
+	var claimed bool
+	err = s.db.Tx(ctx, "claim delivery", func(tx *gorm.DB) error {
+		res := tx.Model(&models.Delivery{}).
+			Where("id = ? AND status = ? AND (claimed_until IS NULL OR claimed_until < ?)", id, models.DeliveryPending, now.UTC()).
+			Updates(map[string]any{"claimed_until": until.UTC(), "claim_token": token})
+		claimed = res.RowsAffected == 1
+		return res.Error
+	})
+	return d, claimed, err
 }
 
 // Unclaim gives up token's claims on deliveries without recording an attempt.
