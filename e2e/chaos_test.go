@@ -293,7 +293,6 @@ func newChaosScenario(t *testing.T, name string, f *fleet.Fleet, graces ...int) 
 	errs := make([]error, len(specs))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	// Together: with several instances each court waits out the catalog's staleness.
 	var wg sync.WaitGroup
 	for i, spec := range specs {
 		wg.Go(func() { courts[i], errs[i] = f.Client(0).NewCourt(ctx, spec) })

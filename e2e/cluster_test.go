@@ -30,7 +30,8 @@ const shortHoldTTL = 4 * time.Second
 
 // Three instances of the binary on a 3-master, 3-replica Redis Cluster and one MySQL database: the
 // work is shared, nothing is oversold, no release is lost or early, and neither a kill -9 of an
-// instance nor a master failover loses a confirmed booking or a release.
+// instance nor a master failover loses a confirmed booking or a release, and an admin change
+// answered through one instance is in force at once on the others.
 func TestThreeInstancesOnACluster(t *testing.T) {
 	needServers(t)
 	cluster := redistest.StartCluster(t)
@@ -40,6 +41,7 @@ func TestThreeInstancesOnACluster(t *testing.T) {
 	// hands its unit to a later racer.
 	t.Run("last units race", func(t *testing.T) { lastUnitsRace(t, f) })
 	t.Run("200 releases", func(t *testing.T) { twoHundredReleases(t, f) })
+	t.Run("admin changes in force on every instance", func(t *testing.T) { adminChangesInForce(t, f, freshnessRounds) })
 	t.Run("rolling restart to short holds", func(t *testing.T) { rollingRestart(t, f, "SLOTWHEEL_HOLD_TTL="+shortHoldTTL.String()) })
 	t.Run("wheel holder killed", func(t *testing.T) { wheelHolderKilled(t, f) })
 	t.Run("kill -9 and restart under traffic", func(t *testing.T) { killAndRestart(t, f) })

@@ -363,7 +363,6 @@ func (s *failoverScenario) openSites(n, targets int, keep func(venueKey string) 
 			s.sites = append(s.sites, failoverSite{probe: probe})
 		}
 	}
-	// The courts of every site at once: they wait out the catalog's staleness together.
 	var wg sync.WaitGroup
 	errs := make([]error, len(s.sites))
 	for i := range s.sites {

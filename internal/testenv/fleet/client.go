@@ -339,11 +339,7 @@ func (c *Client) NewCourt(ctx context.Context, spec CourtSpec) (Court, error) {
 	if ct.Venue, err = c.CreateVenue(ctx, ct.Admin, "Fleet courts", tz); err != nil {
 		return ct, fmt.Errorf("create venue: %w", err)
 	}
-	graceSet, err := c.addCourt(ctx, &ct, spec)
-	if err != nil {
-		return ct, err
-	}
-	return ct, c.awaitCatalog(ctx, graceSet)
+	return ct, c.addCourt(ctx, &ct, spec)
 }
 
 // NewCourtsAt creates a court per spec in the venue of at, whose slot in progress they share (spec's
@@ -351,18 +347,13 @@ func (c *Client) NewCourt(ctx context.Context, spec CourtSpec) (Court, error) {
 // cluster. Each has a grace category of its own.
 func (c *Client) NewCourtsAt(ctx context.Context, at Court, specs ...CourtSpec) ([]Court, error) {
 	out := make([]Court, len(specs))
-	var graceSet time.Time
 	for i, spec := range specs {
 		out[i] = Court{Admin: at.Admin, Venue: at.Venue, Start: at.Start, End: at.End}
-		set, err := c.addCourt(ctx, &out[i], spec.withDefaults())
-		if err != nil {
+		if err := c.addCourt(ctx, &out[i], spec.withDefaults()); err != nil {
 			return nil, err
 		}
-		if set.After(graceSet) {
-			graceSet = set
-		}
 	}
-	return out, c.awaitCatalog(ctx, graceSet)
+	return out, nil
 }
 
 func (spec CourtSpec) withDefaults() CourtSpec {
@@ -378,39 +369,23 @@ func (spec CourtSpec) withDefaults() CourtSpec {
 	return spec
 }
 
-// addCourt creates ct's resource in ct's venue, with its grace category and hourly slots, and
-// answers when its grace policy was set (zero: the deployment's default grace).
-func (c *Client) addCourt(ctx context.Context, ct *Court, spec CourtSpec) (graceSet time.Time, err error) {
+// addCourt creates ct's resource in ct's venue, with its grace category and hourly slots. Every
+// instance decides with them as soon as they are answered (docs/API.md, "Admin changes are in
+// force everywhere once answered").
+func (c *Client) addCourt(ctx context.Context, ct *Court, spec CourtSpec) error {
 	category := testenv.Unique("cat")
 	if spec.GraceSeconds > 0 {
 		if err := c.SetGrace(ctx, ct.Admin, category, spec.GraceSeconds); err != nil {
-			return graceSet, fmt.Errorf("grace: %w", err)
+			return fmt.Errorf("grace: %w", err)
 		}
-		graceSet = time.Now()
 	}
+	var err error
 	if ct.Resource, err = c.CreateResource(ctx, ct.Admin, Resource{VenueID: ct.Venue.ID, Name: "Court", Capacity: spec.Capacity,
 		Category: category, PriceCents: spec.PriceCents}); err != nil {
-		return graceSet, fmt.Errorf("create resource: %w", err)
+		return fmt.Errorf("create resource: %w", err)
 	}
 	if err := c.OpenAllDay(ctx, ct.Admin, ct.Resource.ID, 60, 2); err != nil {
-		return graceSet, fmt.Errorf("schedule: %w", err)
+		return fmt.Errorf("schedule: %w", err)
 	}
-	return graceSet, nil
+	return nil
 }
-
-// awaitCatalog waits until the other instances see a grace policy set at graceSet (zero: none was).
-func (c *Client) awaitCatalog(ctx context.Context, graceSet time.Time) error {
-	if graceSet.IsZero() || len(c.f.Instances()) < 2 {
-		return nil
-	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(time.Until(graceSet.Add(CatalogStaleness))):
-		return nil
-	}
-}
-
-// CatalogStaleness is how long an admin change made through one instance (a grace policy, a new
-// resource) may take to be seen by the others: the engine caches its catalog that long.
-const CatalogStaleness = 5*time.Second + 200*time.Millisecond
